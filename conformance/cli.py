@@ -1,0 +1,56 @@
+"""The ``mqtck`` command line.
+
+Each subcommand lives in its own module under ``conformance.commands`` and exposes
+``register(subparsers)``, which adds its parser and sets ``func`` (returning the exit code).
+Exit codes are a contract (DESIGN.md): 0 everything required passed, 1 a requirement failed,
+2 usage or environment error with a one-line reason on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+#: Subcommand modules, in the order ``mqtck --help`` lists them.
+COMMAND_MODULES = (
+    "conformance.commands.spec",
+)
+
+
+class UsageError(Exception):
+    """A problem the user can fix; printed as one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line (``mqtck: error: …``) and exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="mqtck", description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"mqtck {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mqtck: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

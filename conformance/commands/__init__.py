@@ -1,0 +1,1 @@
+"""One module per ``mqtck`` subcommand; see ``conformance.cli``."""

@@ -1,0 +1,316 @@
+"""Trace schema v1: the one record format every component writes and the auditor reads.
+
+This module owns the schema (``../shared/trace-schema.md`` is its prose source): the column list with
+types, the event kinds and the columns each requires. ``fixtures/trace-schema-v1.json`` (JSON Schema)
+and ``fixtures/trace-schema-v1.arrow.json`` (the Parquet/Spark schema) are rendered from these
+tables and a test keeps them equal, so an implementer in another language can validate a trace
+without Python.
+
+Recording is cheap when off: components hold a :class:`SourceRecorder` and call ``record``; with the
+:class:`NullSink` that is one attribute check.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from reference.clock import Clock
+
+SCHEMA_VERSION = 1
+
+#: (column, arrow type, JSON Schema type). Order is the Parquet column order.
+COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
+    ("schema_version", pa.int32(), "integer"),
+    ("run", pa.string(), "string"),
+    ("ts", pa.int64(), "integer"),
+    ("source", pa.string(), "string"),
+    ("seq", pa.int64(), "integer"),
+    ("event", pa.string(), "string"),
+    ("group", pa.string(), "string"),
+    ("client_id", pa.string(), "string"),
+    ("topic", pa.string(), "string"),
+    ("broker", pa.string(), "string"),
+    ("queue_id", pa.int32(), "integer"),
+    ("offset", pa.int64(), "integer"),
+    ("msg_id", pa.string(), "string"),
+    ("tags", pa.string(), "string"),
+    ("expression", pa.string(), "string"),
+    ("model", pa.string(), "string"),
+    ("status", pa.string(), "string"),
+    ("next_offset", pa.int64(), "integer"),
+    ("min_offset", pa.int64(), "integer"),
+    ("max_offset", pa.int64(), "integer"),
+    ("count", pa.int32(), "integer"),
+    ("max_nums", pa.int32(), "integer"),
+    ("suspend_ms", pa.int64(), "integer"),
+    ("held_ms", pa.int64(), "integer"),
+    ("handle", pa.string(), "string"),
+    ("invisible_ms", pa.int64(), "integer"),
+    ("reconsume_times", pa.int32(), "integer"),
+    ("epoch", pa.int64(), "integer"),
+    ("detail", pa.string(), "string"),
+)
+COLUMN_NAMES = tuple(c[0] for c in COLUMNS)
+BASE_COLUMNS = ("schema_version", "run", "ts", "source", "seq", "event")
+
+_Q = ("topic", "broker", "queue_id")
+#: Event kind -> columns it requires beyond the base five (trace-schema.md, "Event kinds").
+EVENT_REQUIRED: dict[str, tuple[str, ...]] = {
+    "SEND": (*_Q, "offset", "msg_id", "tags"),
+    "RETENTION": (*_Q, "min_offset"),
+    "SUBSCRIBE": ("group", "client_id", "topic", "expression", "model"),
+    "UNSUBSCRIBE": ("group", "client_id"),
+    "ASSIGN": ("group", "client_id", *_Q, "offset", "epoch"),
+    "REVOKE": ("group", "client_id", *_Q, "epoch"),
+    "PULL_REQ": ("group", "client_id", *_Q, "offset", "max_nums", "suspend_ms"),
+    "PULL_RESP": (
+        "group", "client_id", *_Q, "offset", "status", "next_offset", "min_offset", "max_offset",
+        "count", "held_ms",
+    ),
+    "DELIVER": ("group", "client_id", *_Q, "offset", "msg_id", "reconsume_times"),
+    "CONSUME": ("group", "client_id", "msg_id", "status", *_Q, "offset"),
+    "COMMIT": ("group", "client_id", *_Q, "offset"),
+    "POP": ("group", "client_id", *_Q, "offset", "msg_id", "handle", "invisible_ms", "reconsume_times"),
+    "ACK": ("group", "client_id", "handle", "status", "msg_id"),
+    "CHANGE_INVISIBLE": ("group", "client_id", "handle", "invisible_ms", "msg_id"),
+    "REVIVE": ("group", "msg_id", "reconsume_times"),
+    "FLOW": ("group", "client_id", "topic", "count"),
+    "DISPATCH": ("group", "client_id", "topic", "msg_id", "offset"),
+    "CRASH": (),
+    "RESTART": (),
+    "END": (),
+}
+
+ARROW_SCHEMA = pa.schema(
+    [pa.field(name, typ, nullable=name not in BASE_COLUMNS) for name, typ, _ in COLUMNS],
+    metadata={"schema_version": str(SCHEMA_VERSION)},
+)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of one trace row, rendered from the tables above."""
+    props: dict[str, Any] = {}
+    for name, _, jtype in COLUMNS:
+        props[name] = {"type": [jtype, "null"]} if name not in BASE_COLUMNS else {"type": jtype}
+    props["schema_version"] = {"const": SCHEMA_VERSION}
+    props["event"] = {"enum": sorted(EVENT_REQUIRED)}
+    all_of = []
+    for event, required in sorted(EVENT_REQUIRED.items()):
+        if not required:
+            continue
+        all_of.append(
+            {
+                "if": {"properties": {"event": {"const": event}}},
+                "then": {
+                    "required": list(required),
+                    "properties": {c: {"not": {"type": "null"}} for c in required},
+                },
+            }
+        )
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://mqtck.invalid/trace-schema-v1.json",
+        "title": "mqtck trace row, schema v1",
+        "type": "object",
+        "required": list(BASE_COLUMNS),
+        "properties": props,
+        "additionalProperties": False,
+        "allOf": all_of,
+    }
+
+
+def arrow_schema_json() -> dict[str, Any]:
+    """The Parquet/Spark column list as JSON: name, Arrow type, Spark type, nullable."""
+    spark = {"int32": "integer", "int64": "long", "string": "string"}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "fields": [
+            {"name": f.name, "arrow": str(f.type), "spark": spark[str(f.type)], "nullable": f.nullable}
+            for f in ARROW_SCHEMA
+        ],
+    }
+
+
+def missing_columns(row: dict[str, Any]) -> list[str]:
+    """Columns the row's event requires but lacks (empty for a well-formed row)."""
+    need = BASE_COLUMNS + EVENT_REQUIRED.get(row.get("event", ""), ())
+    return [c for c in need if row.get(c) is None]
+
+
+class TraceSink(Protocol):
+    def write(self, row: dict[str, Any]) -> None: ...
+    def close(self) -> None: ...
+
+
+class NullSink:
+    """Discards everything; recording costs one attribute check."""
+
+    enabled = False
+
+    def write(self, row: dict[str, Any]) -> None:  # pragma: no cover - never called when disabled
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class MemorySink:
+    """Keeps rows in a list, for tests and the simulator."""
+
+    enabled = True
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def write(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+
+    def close(self) -> None:
+        pass
+
+    def of(self, event: str) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["event"] == event]
+
+
+class JsonlSink:
+    """One JSON object per line; ``.gz`` paths are gzip-compressed. Null columns are omitted."""
+
+    enabled = True
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: IO[str] = (
+            gzip.open(self.path, "wt", encoding="utf-8")
+            if self.path.suffix == ".gz"
+            else open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        )
+
+    def write(self, row: dict[str, Any]) -> None:
+        self._fh.write(json.dumps({k: v for k, v in row.items() if v is not None}, separators=(",", ":")))
+        self._fh.write("\n")
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+class ParquetSink:
+    """Buffers rows and writes Parquet files (``part-NNNNN.parquet``) of ``rows_per_file`` rows."""
+
+    enabled = True
+
+    def __init__(self, directory: str | os.PathLike[str], rows_per_file: int = 100_000) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.rows_per_file = rows_per_file
+        self._buffer: list[dict[str, Any]] = []
+        self._part = 0
+
+    def write(self, row: dict[str, Any]) -> None:
+        self._buffer.append(row)
+        if len(self._buffer) >= self.rows_per_file:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._buffer:
+            return
+        table = rows_to_table(self._buffer)
+        pq.write_table(table, self.directory / f"part-{self._part:05d}.parquet")
+        self._part += 1
+        self._buffer = []
+
+    def close(self) -> None:
+        self._flush()
+
+
+def rows_to_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
+    rows = list(rows)
+    arrays = [pa.array([r.get(name) for r in rows], type=typ) for name, typ, _ in COLUMNS]
+    return pa.Table.from_arrays(arrays, schema=ARROW_SCHEMA)
+
+
+def sink_for(path: str | os.PathLike[str]) -> TraceSink:
+    """Pick a sink by path: ``*.jsonl`` / ``*.jsonl.gz`` → JSON Lines, anything else → Parquet dir."""
+    p = str(path)
+    if p.endswith(".jsonl") or p.endswith(".jsonl.gz"):
+        return JsonlSink(p)
+    return ParquetSink(p)
+
+
+class Trace:
+    """One run's recording: hands out a :class:`SourceRecorder` per source, all into one sink."""
+
+    def __init__(self, sink: TraceSink | None = None, run: str = "run-0", clock: Clock | None = None) -> None:
+        self.sink = sink if sink is not None else NullSink()
+        self.run = run
+        self.clock = clock
+        self._sources: dict[str, SourceRecorder] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return bool(getattr(self.sink, "enabled", True))
+
+    def source(self, name: str, clock: Clock | None = None) -> SourceRecorder:
+        rec = self._sources.get(name)
+        if rec is None:
+            rec = SourceRecorder(self, name, clock or self.clock)
+            self._sources[name] = rec
+        return rec
+
+    def end(self) -> None:
+        """Record END for every source (the horizon) and close the sink."""
+        for rec in self._sources.values():
+            rec.record("END")
+        self.sink.close()
+
+
+class SourceRecorder:
+    """Records rows for one ``source`` with its own strictly increasing ``seq``."""
+
+    __slots__ = ("_trace", "name", "clock", "_seq", "enabled")
+
+    def __init__(self, trace: Trace, name: str, clock: Clock | None) -> None:
+        self._trace = trace
+        self.name = name
+        self.clock = clock
+        self._seq = 0
+        self.enabled = trace.enabled
+
+    def record(self, event: str, ts_ms: int | None = None, **columns: Any) -> None:
+        if not self.enabled:
+            return
+        if ts_ms is None:
+            if self.clock is None:
+                raise RuntimeError(f"source {self.name!r} has no clock and no ts was given")
+            ts_ms = self.clock.now_ms()
+        self._seq += 1
+        row: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "run": self._trace.run,
+            "ts": ts_ms * 1000,
+            "source": self.name,
+            "seq": self._seq,
+            "event": event,
+        }
+        detail = columns.pop("detail", None)
+        for key, value in columns.items():
+            if key not in _COLUMN_SET:
+                raise KeyError(f"unknown trace column {key!r}")
+            row[key] = value
+        if detail is not None:
+            row["detail"] = detail if isinstance(detail, str) else json.dumps(detail, sort_keys=True)
+        self._trace.sink.write(row)
+
+
+_COLUMN_SET = frozenset(COLUMN_NAMES)
+
+#: A recorder that records nothing, for components built without a trace.
+NULL_TRACE = Trace(NullSink())
