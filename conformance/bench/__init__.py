@@ -1,0 +1,14 @@
+"""Benchmarks behind ``mqtck bench NAME``. Each module here exposes:
+
+* ``HELP``: one line for ``mqtck bench --help``;
+* ``add_arguments(parser)``: its own flags;
+* ``run(args) -> dict``: does the work and returns the JSON-serialisable result, which always
+  includes the parameters it ran with (so a figure can be reproduced from its own output).
+
+Timing goals live here, never in timed tests.
+"""
+
+#: Benchmark modules by name (``mqtck bench NAME``).
+BENCHES: dict[str, str] = {
+    "store": "conformance.bench.store",
+}

@@ -1,0 +1,1 @@
+"""The reference broker: pull processing, long polling, consumer registry, offsets (and later POP)."""

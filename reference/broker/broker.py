@@ -1,0 +1,229 @@
+"""Broker: wires the store, offsets, pull processor, hold service and consumer registry together.
+
+This is the one object a transport, a target or the simulator drives. Everything is single-threaded
+and driven by the :class:`~reference.clock.Clock` given at construction: ``start()`` schedules the
+periodic services (hold check, channel expiry, retention, offset persistence) as clock timers.
+
+Every accepted operation records a trace event (schema v1) under the source ``broker:<name>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from reference.broker.config import BrokerConfig
+from reference.broker.consumer_manager import ClientChannelInfo, ConsumerData, ConsumerManager
+from reference.broker.hold_service import PullRequestHoldService
+from reference.broker.protocol import (
+    Channel,
+    PullMessageRequest,
+    PullResponse,
+    QueryOffsetResult,
+    ResponseCode,
+)
+from reference.broker.pull_processor import HeldPullRequest, PullMessageProcessor
+from reference.clock import Clock
+from reference.errors import require
+from reference.store.config import MessageStoreConfig
+from reference.store.filter import SubscriptionData
+from reference.store.message import Message, PutMessageResult
+from reference.store.offsets import ConsumerOffsetManager
+from reference.store.store import MessageStore
+from reference.trace import NULL_TRACE, Trace
+
+
+@dataclass(frozen=True)
+class BrokerComponents:
+    """The classes the broker is built from. Seeded faults (conformance.mutants) swap one."""
+
+    pull_processor: type[PullMessageProcessor] = PullMessageProcessor
+    hold_service: type[PullRequestHoldService] = PullRequestHoldService
+    consumer_manager: type[ConsumerManager] = ConsumerManager
+
+
+class Broker:
+    def __init__(
+        self,
+        data_dir: str | Path,
+        clock: Clock,
+        config: BrokerConfig | None = None,
+        store_config: MessageStoreConfig | None = None,
+        trace: Trace | None = None,
+        components: BrokerComponents | None = None,
+    ) -> None:
+        self.config = config or BrokerConfig()
+        self.clock = clock
+        self.data_dir = Path(data_dir)
+        components = components or BrokerComponents()
+        self.trace = trace or NULL_TRACE
+        self.rec = self.trace.source(f"broker:{self.config.broker_name}", clock)
+        self.store = MessageStore(self.data_dir, store_config, clock)
+        self.offsets = ConsumerOffsetManager(self.data_dir / "config" / "consumerOffset.json", clock)
+        self.consumer_manager = components.consumer_manager(self.config, clock, self._on_registry_event)
+        self.pull_processor = components.pull_processor(
+            self.store, self.offsets, self.config, clock,
+            self.consumer_manager.find_subscription_data, self._on_piggyback_commit,
+        )
+        self.hold_service = components.hold_service(self.store, self.config, clock, self._wake_held)
+        self.store.add_retention_listener(self._on_retention)
+        self._client_of_channel: dict[str, str] = {}
+        self._started = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the periodic services on the clock (idempotent)."""
+        if self._started:
+            return
+        self._started = True
+        self.hold_service.start()
+        self.consumer_manager.start()
+        self.store.start_periodic()
+        self.offsets.start_periodic()
+
+    def shutdown(self) -> None:
+        """Persist offsets and close the store. Held pulls are dropped (their clients time out)."""
+        self.hold_service.shutdown()
+        self.consumer_manager.shutdown()
+        self.offsets.persist()
+        self.offsets.shutdown()
+        self.store.close()
+
+    # -- admin ---------------------------------------------------------------------------------
+    def create_topic(self, topic: str, queue_nums: int) -> None:
+        self.store.create_topic(topic, queue_nums)
+
+    def run_retention(self, manual: bool = False) -> None:
+        """Run the store's clean service now; ``manual`` asks for deletion regardless of the hour."""
+        if manual:
+            self.store.request_manual_delete()
+        self.store.run_retention()
+
+    # -- produce -------------------------------------------------------------------------------
+    def send(self, message: Message, producer: str = "") -> PutMessageResult:
+        result = self.store.put_message(message)
+        self.rec.record(
+            "SEND", topic=message.topic, broker=self.config.broker_name, queue_id=result.queue_id,
+            offset=result.queue_offset, msg_id=result.unique_id, tags=message.tags or "",
+            detail={"producer": producer} if producer else None,
+        )
+        return result
+
+    # -- pull ----------------------------------------------------------------------------------
+    def pull(self, request: PullMessageRequest, channel: Channel) -> PullResponse | None:
+        """Answer a pull now, or hold it (None) and answer later through ``channel.deliver_pull``."""
+        self.pull_processor.validate(request)
+        polling = 0
+        if request.has_suspend:
+            polling = (
+                request.suspend_timeout_ms if self.config.long_polling_enable else self.config.short_polling_time_ms
+            )
+        self.rec.record(
+            "PULL_REQ", group=request.consumer_group, client_id=self._client_id(request, channel),
+            topic=request.topic, broker=self.config.broker_name, queue_id=request.queue_id,
+            offset=request.queue_offset, max_nums=request.max_msg_nums, suspend_ms=polling,
+            detail={"asked_suspend_ms": request.suspend_timeout_ms} if polling != request.suspend_timeout_ms
+            and request.has_suspend else None,
+        )
+        outcome = self.pull_processor.process_request(request, channel, broker_allow_suspend=True)
+        if outcome.held is not None:
+            self.hold_service.suspend_pull_request(outcome.held)
+            return None
+        assert outcome.response is not None
+        self._record_pull_resp(request, channel, outcome.response)
+        return outcome.response
+
+    def _wake_held(self, held: HeldPullRequest) -> None:
+        """Re-execute a held request with suspending forbidden and deliver the answer."""
+        outcome = self.pull_processor.process_request(held.request, held.channel, broker_allow_suspend=False)
+        assert outcome.response is not None
+        held_ms = self.clock.now_ms() - held.suspend_timestamp
+        response = PullResponse(**{**outcome.response.__dict__, "held_ms": held_ms})
+        self._record_pull_resp(held.request, held.channel, response)
+        held.channel.deliver_pull(held.request, response)
+
+    def _record_pull_resp(self, request: PullMessageRequest, channel: Channel, response: PullResponse) -> None:
+        self.rec.record(
+            "PULL_RESP", group=request.consumer_group, client_id=self._client_id(request, channel),
+            topic=request.topic, broker=self.config.broker_name, queue_id=request.queue_id,
+            offset=request.queue_offset, status=response.status.name if response.status else response.code.name,
+            next_offset=response.next_begin_offset, min_offset=response.min_offset,
+            max_offset=response.max_offset, count=len(response.messages), held_ms=response.held_ms,
+            detail={"code": response.code.name},
+        )
+
+    # -- offsets -------------------------------------------------------------------------------
+    def query_consumer_offset(self, group: str, topic: str, queue_id: int) -> QueryOffsetResult:
+        """Seed 000, queryConsumerOffset: the committed offset; else 0 when the queue starts at 0 and
+        offset 0 is still hot (not 'in disk'); else QUERY_NOT_FOUND."""
+        self._check_queue(group, topic, queue_id)
+        offset = self.offsets.query_offset(group, topic, queue_id)
+        if offset >= 0:
+            return QueryOffsetResult(ResponseCode.SUCCESS, offset)
+        min_offset = self.store.get_min_offset_in_queue(topic, queue_id)
+        if min_offset <= 0 and not self.store.check_in_disk_by_consume_offset(topic, queue_id, 0):
+            return QueryOffsetResult(ResponseCode.SUCCESS, 0)
+        return QueryOffsetResult(
+            ResponseCode.QUERY_NOT_FOUND, -1, "no committed offset and offset 0 is not hot; "
+            "the consumer decides where to start (consumeFromWhere)",
+        )
+
+    def update_consumer_offset(self, group: str, topic: str, queue_id: int, offset: int, client_id: str = "") -> None:
+        self._check_queue(group, topic, queue_id)
+        require(offset >= 0, "commitOffset", "must be >= 0")
+        self.offsets.commit_offset(group, topic, queue_id, offset)
+        self._on_piggyback_commit(group, client_id, topic, queue_id, offset)
+
+    def _check_queue(self, group: str, topic: str, queue_id: int) -> None:
+        require(bool(group), "consumerGroup", "must be a non-empty group name")
+        nums = self.store.queue_nums(topic)
+        require(0 <= queue_id < nums, "queueId", f"must be in [0, {nums}) for topic {topic!r}")
+
+    def _on_piggyback_commit(self, group: str, client_id: str, topic: str, queue_id: int, offset: int) -> None:
+        self.rec.record(
+            "COMMIT", group=group, client_id=client_id, topic=topic, broker=self.config.broker_name,
+            queue_id=queue_id, offset=offset,
+        )
+
+    # -- consumer registry ---------------------------------------------------------------------
+    def heartbeat(self, channel: Channel, client_id: str, consumers: list[ConsumerData]) -> bool:
+        """Register every group of a heartbeat; True when any group changed."""
+        require(bool(client_id), "clientID", "must be a non-empty client id")
+        for data in consumers:
+            data.validate()
+        self._client_of_channel[channel.key] = client_id
+        changed = False
+        for data in consumers:
+            changed |= self.consumer_manager.register_consumer(ClientChannelInfo(channel, client_id), data)
+        return changed
+
+    def unregister_client(self, channel: Channel, group: str) -> bool:
+        require(bool(group), "consumerGroup", "must be a non-empty group name")
+        return self.consumer_manager.unregister_consumer(group, channel)
+
+    def channel_closed(self, channel: Channel) -> None:
+        self.consumer_manager.do_channel_close_event(channel)
+        self._client_of_channel.pop(channel.key, None)
+
+    def consumer_ids(self, group: str) -> list[str]:
+        return self.consumer_manager.consumer_ids(group)
+
+    def _client_id(self, request: PullMessageRequest, channel: Channel) -> str:
+        return request.client_id or self._client_of_channel.get(channel.key, channel.key)
+
+    def _on_registry_event(
+        self, event: str, group: str, client_id: str, subs: tuple[SubscriptionData, ...], model: str
+    ) -> None:
+        if event == "SUBSCRIBE":
+            for sub in subs:
+                self.rec.record(
+                    "SUBSCRIBE", group=group, client_id=client_id, topic=sub.topic,
+                    expression=sub.expression, model=model,
+                )
+        else:
+            self.rec.record("UNSUBSCRIBE", group=group, client_id=client_id)
+
+    def _on_retention(self, topic: str, queue_id: int, min_offset: int) -> None:
+        self.rec.record(
+            "RETENTION", topic=topic, broker=self.config.broker_name, queue_id=queue_id, min_offset=min_offset
+        )

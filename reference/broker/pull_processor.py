@@ -1,0 +1,187 @@
+"""PullMessageProcessor: answers a pull from the store's GetMessageResult (seed 000, seed 002 §1).
+
+Theory of operation
+-------------------
+``process_request`` validates the request, reads the store, maps the GetMessageStatus to a response
+code through :data:`STATUS_TO_CODE` (the one place that rule lives), and then does one of two
+things:
+
+* answers at once (:class:`PullOutcome` with ``response``), or
+* when the answer is PULL_NOT_FOUND, the broker allows suspending and the request carries the
+  SUSPEND flag, returns a :class:`HeldPullRequest` for the caller to hand to the
+  PullRequestHoldService (``response`` is None).
+
+Handing over is the caller's step, not this module's: the two steps are separate on purpose, so
+the property suites can put a message arrival *between* "not found" and "suspended" (the race of
+RocketMQ issue #7358) and check that the hold service still wakes the request.
+
+A request woken from the hold service is re-executed with ``broker_allow_suspend=False``: it is
+answered whatever it finds and never suspended twice. The commit-offset piggyback is applied only
+when suspending is allowed, so a woken request does not commit a second time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from reference.broker.config import BrokerConfig
+from reference.broker.protocol import Channel, PullMessageRequest, PullResponse, ResponseCode
+from reference.clock import Clock
+from reference.errors import InvalidRequest, require
+from reference.store.filter import SubscriptionData
+from reference.store.offsets import ConsumerOffsetManager
+from reference.store.status import GetMessageStatus
+from reference.store.store import MessageStore
+
+#: GetMessageStatus -> response code. NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE depend on the
+#: requested offset: PULL_OFFSET_MOVED unless it was 0, then PULL_NOT_FOUND.
+STATUS_TO_CODE: dict[GetMessageStatus, ResponseCode] = {
+    GetMessageStatus.FOUND: ResponseCode.SUCCESS,
+    GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.NO_MESSAGE_IN_QUEUE: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.NO_MATCHED_LOGIC_QUEUE: ResponseCode.PULL_OFFSET_MOVED,
+}
+_ZERO_OFFSET_NOT_FOUND = (GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.NO_MATCHED_LOGIC_QUEUE)
+
+
+def response_code_for(status: GetMessageStatus, requested_offset: int) -> ResponseCode:
+    """The response code for a store status (seed 000, PullMessageProcessor's switch)."""
+    if status in _ZERO_OFFSET_NOT_FOUND and requested_offset == 0:
+        return ResponseCode.PULL_NOT_FOUND
+    return STATUS_TO_CODE[status]
+
+
+@dataclass(eq=False)
+class HeldPullRequest:
+    """A suspended pull (RocketMQ's PullRequest in the hold service)."""
+
+    request: PullMessageRequest
+    channel: Channel
+    subscription: SubscriptionData
+    #: How long to hold: the request's suspend timeout, or shortPollingTimeMills when long
+    #: polling is off.
+    timeout_ms: int
+    suspend_timestamp: int
+
+    @property
+    def pull_from_this_offset(self) -> int:
+        return self.request.queue_offset
+
+    @property
+    def deadline_ms(self) -> int:
+        return self.suspend_timestamp + self.timeout_ms
+
+
+@dataclass(frozen=True)
+class PullOutcome:
+    """Either ``response`` (answer now) or ``held`` (hand to the hold service)."""
+
+    response: PullResponse | None
+    held: HeldPullRequest | None = None
+
+
+#: Callback for accepted piggybacked commits: (group, client_id, topic, queue_id, offset).
+CommitListener = Callable[[str, str, str, int, int], None]
+
+
+class PullMessageProcessor:
+    def __init__(
+        self,
+        store: MessageStore,
+        offsets: ConsumerOffsetManager,
+        config: BrokerConfig,
+        clock: Clock,
+        subscription_lookup: Callable[[str, str], SubscriptionData | None],
+        on_commit: CommitListener | None = None,
+    ) -> None:
+        self.store = store
+        self.offsets = offsets
+        self.config = config
+        self.clock = clock
+        self._subscription_lookup = subscription_lookup
+        self._on_commit = on_commit
+
+    def validate(self, request: PullMessageRequest) -> SubscriptionData:
+        """Refuse a malformed request before anything happens; returns the subscription to use."""
+        require(bool(request.consumer_group), "consumerGroup", "must be a non-empty group name")
+        queue_nums = self.store.queue_nums(request.topic)  # raises TopicNotFound
+        require(
+            0 <= request.queue_id < queue_nums,
+            "queueId",
+            f"must be in [0, {queue_nums}) for topic {request.topic!r}",
+        )
+        require(request.queue_offset >= 0, "queueOffset", "must be >= 0")
+        require(
+            1 <= request.max_msg_nums <= self.config.max_pull_batch,
+            "maxMsgNums",
+            f"must be in [1, {self.config.max_pull_batch}]",
+        )
+        require(
+            0 <= request.suspend_timeout_ms <= self.config.max_suspend_timeout_ms,
+            "suspendTimeoutMillis",
+            f"must be in [0, {self.config.max_suspend_timeout_ms}]",
+        )
+        if request.has_commit_offset:
+            require(request.commit_offset >= 0, "commitOffset", "must be >= 0 when the COMMIT_OFFSET flag is set")
+        if request.has_subscription:
+            return SubscriptionData.parse(request.topic, request.subscription, request.sub_version)
+        registered = self._subscription_lookup(request.consumer_group, request.topic)
+        if registered is None:
+            raise InvalidRequest(
+                "subscription",
+                f"group {request.consumer_group!r} has no subscription to {request.topic!r}; "
+                "send the SUBSCRIPTION flag with an expression or heartbeat first",
+                "SUBSCRIPTION_NOT_EXIST",
+            )
+        return registered
+
+    def process_request(
+        self, request: PullMessageRequest, channel: Channel, broker_allow_suspend: bool
+    ) -> PullOutcome:
+        subscription = self.validate(request)
+        result = self.store.get_message(
+            request.consumer_group,
+            request.topic,
+            request.queue_id,
+            request.queue_offset,
+            request.max_msg_nums,
+            subscription,
+        )
+        code = response_code_for(result.status, request.queue_offset)
+        outcome: PullOutcome
+        if code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and request.has_suspend:
+            timeout = (
+                request.suspend_timeout_ms
+                if self.config.long_polling_enable
+                else self.config.short_polling_time_ms
+            )
+            held = HeldPullRequest(request, channel, subscription, timeout, self.clock.now_ms())
+            outcome = PullOutcome(None, held)
+        else:
+            outcome = PullOutcome(
+                PullResponse(
+                    code=code,
+                    status=result.status,
+                    next_begin_offset=result.next_begin_offset,
+                    min_offset=result.min_offset,
+                    max_offset=result.max_offset,
+                    messages=tuple(result.messages),
+                )
+            )
+        # Seed 000: storeOffsetEnable = brokerAllowSuspend && hasCommitOffsetFlag && master.
+        if broker_allow_suspend and request.has_commit_offset:
+            self.offsets.commit_offset(
+                request.consumer_group, request.topic, request.queue_id, request.commit_offset
+            )
+            if self._on_commit is not None:
+                self._on_commit(
+                    request.consumer_group, request.client_id, request.topic, request.queue_id,
+                    request.commit_offset,
+                )
+        return outcome
