@@ -15,6 +15,9 @@ from collections.abc import Sequence
 
 #: Subcommand modules, in the order ``mqtck --help`` lists them.
 COMMAND_MODULES = (
+    "conformance.commands.conform",
+    "conformance.commands.broker",
+    "conformance.commands.bench",
     "conformance.commands.spec",
 )
 

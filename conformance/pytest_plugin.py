@@ -19,13 +19,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mqtck")
     group.addoption("--mqtck-target", default="reference", help="conformance target (default: reference)")
     group.addoption("--mqtck-results", default=None, help="write per-test results as JSON Lines here")
+    group.addoption(
+        "--mqtck-only", default=None, help="comma-separated requirement IDs: run only tests marked with one"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "req(*ids): requirement IDs this test proves")
     path = config.getoption("--mqtck-results", default=None)
     if path:
-        config.pluginmanager.register(_ResultsWriter(Path(path)), "mqtck-results")
+        worker = getattr(config, "workerinput", {}).get("workerid")
+        target = Path(f"{path}.{worker}") if worker else Path(path)
+        config.pluginmanager.register(_ResultsWriter(target), "mqtck-results")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    only = config.getoption("--mqtck-only", default=None)
+    if not only:
+        return
+    wanted = {x.strip() for x in only.split(",") if x.strip()}
+    keep, drop = [], []
+    for item in items:
+        ids = {str(a) for mark in item.iter_markers("req") for a in mark.args}
+        (keep if ids & wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 class _ResultsWriter:

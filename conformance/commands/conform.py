@@ -1,0 +1,135 @@
+"""``mqtck conform``: run the conformance suite against a target and write the reports.
+
+Writes ``<report-dir>/<run>/{summary.json,junit.xml,report.html}`` and points
+``<report-dir>/latest`` at the run. Exit 0 when every applicable MUST passed, 1 otherwise, 2 for a
+usage error or an unusable target (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from conformance import report, spec
+from conformance.cli import UsageError
+from conformance.targets import open_target, parse_target
+
+SUITE_DIR = Path(__file__).resolve().parents[1] / "suite"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("conform", help="run the conformance suite against a target; write reports")
+    p.add_argument("--target", default="reference", help="reference (default) or mutant:NAME")
+    p.add_argument("--report-dir", default="reports", help="where runs are written (default: reports)")
+    p.add_argument("--junit", default=None, help="also write the JUnit XML here (for CI upload)")
+    p.add_argument("--only", nargs="+", default=None, metavar="ID", help="run only tests of these requirement IDs")
+    p.add_argument("-n", "--workers", type=int, default=1, help="parallel pytest-xdist workers (default 1)")
+    p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of a table")
+    p.set_defaults(func=run)
+
+
+class _Progress:
+    """pytest plugin that drives a rich progress bar from test reports."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task = progress.add_task("conformance", total=None)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.progress.update(self.task, total=len(session.items))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            self.progress.update(self.task, advance=1, description=report.nodeid.split("::")[-1][:40])
+
+
+def check_target(text: str) -> None:
+    try:
+        spec_ = parse_target(text)
+        if spec_.kind == "mutant":
+            with tempfile.TemporaryDirectory() as tmp:
+                open_target(text, tmp).close()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    check_target(args.target)
+    if args.workers < 1:
+        raise UsageError("-n/--workers must be >= 1")
+    if args.only:
+        _, reqs = spec.load()
+        unknown = [i for i in args.only if i not in reqs]
+        if unknown:
+            raise UsageError(f"--only: unknown requirement ID(s) {', '.join(unknown)}")
+    report_dir = Path(args.report_dir)
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", args.target)
+    run_dir = report_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    results_file = run_dir / "results.jsonl"
+    ini = run_dir / "pytest.ini"
+    ini.write_text("[pytest]\n", encoding="utf-8")
+    pytest_args = [
+        str(SUITE_DIR), "-c", str(ini), "--rootdir", str(SUITE_DIR), "-p", "no:cacheprovider", "-q",
+        "--no-header", "-p", "no:terminal", f"--mqtck-target={args.target}", f"--mqtck-results={results_file}",
+        "-W", "ignore::pytest.PytestAssertRewriteWarning",
+    ]
+    if args.only:
+        pytest_args.append(f"--mqtck-only={','.join(args.only)}")
+    if args.workers > 1:
+        pytest_args += ["-n", str(args.workers)]
+    console = Console(stderr=True)
+    started = time.monotonic()
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, transient=True, disable=args.json,
+    ) as progress:
+        code = pytest.main(pytest_args, plugins=[_Progress(progress)])
+    elapsed = time.monotonic() - started
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        raise UsageError(f"the suite could not run (pytest exit {int(code)}); see {run_dir}")
+    results = report.load_results(sorted(run_dir.glob("results.jsonl*")))
+    vs = report.verdicts(results)
+    with tempfile.TemporaryDirectory() as tmp:
+        t = open_target(args.target, tmp)
+        caps = t.capabilities
+        t.close()
+    doc = report.summary(args.target, caps, vs, results, {"duration_s": round(elapsed, 3), "run": run_dir.name})
+    report.write_all(run_dir, doc, vs, Path(args.junit) if args.junit else None)
+    latest = report_dir / "latest"
+    if latest.is_symlink() or latest.exists():
+        latest.unlink()
+    os.symlink(run_dir.name, latest)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        _print_table(console, doc, run_dir)
+    return report.exit_code(vs)
+
+
+def _print_table(console: Console, doc: dict, run_dir: Path) -> None:
+    table = Table(title=f"mqtck conform — {doc['target']}")
+    for col in ("family", "pass", "fail", "not-applicable", "not-covered"):
+        table.add_column(col, justify="right" if col != "family" else "left")
+    fams: dict[str, dict[str, int]] = {}
+    for r in doc["requirements"]:
+        fams.setdefault(r["family"], {}).setdefault(r["status"], 0)
+        fams[r["family"]][r["status"]] += 1
+    for fam, c in fams.items():
+        table.add_row(fam, *(str(c.get(k, 0)) for k in ("pass", "fail", "not-applicable", "not-covered")))
+    out = Console()
+    out.print(table)
+    for r in doc["requirements"]:
+        if r["status"] == "fail":
+            out.print(f"[red]FAIL[/red] {r['id']} ({r['level']}): {r['sentence']}")
+    out.print(f"verdict: [bold]{doc['verdict'].upper()}[/bold] in {doc['duration_s']} s — reports in {run_dir}")

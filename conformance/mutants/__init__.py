@@ -1,0 +1,67 @@
+"""Seeded faults: the reference with exactly one thing wrong, to prove the suites catch it.
+
+Each :class:`Mutant` names the requirement(s) it breaks and swaps one component class of the
+broker (``BrokerComponents``). The project's tests run the relevant property or conformance tests
+against every mutant and require a failure (``tests/test_mutants.py``); ``mutant:NAME`` targets
+will run the whole conformance suite against one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.mutants import broker_faults as bf
+from reference.broker.broker import BrokerComponents
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    breaks: tuple[str, ...]
+    description: str
+    components: BrokerComponents
+
+
+CATALOGUE: dict[str, Mutant] = {
+    m.name: m
+    for m in (
+        Mutant(
+            "hold-no-recheck-7358",
+            ("LPOLL-4",),
+            "The hold service checks for new messages before suspending but not after, so a message "
+            "arriving between the 'not found' answer and the suspend is not seen until the next check "
+            "(RocketMQ issue #7358, a 5 s stall).",
+            BrokerComponents(hold_service=bf.HoldWithoutRecheck),
+        ),
+        Mutant(
+            "hold-wake-any-arrival",
+            ("LPOLL-5",),
+            "The arrival listener wakes every held request of the queue, whatever the message's tag.",
+            BrokerComponents(hold_service=bf.HoldWakesOnAnyArrival),
+        ),
+        Mutant(
+            "hold-ignore-deadline",
+            ("LPOLL-3",),
+            "A held request is only answered when a message arrives, never at its timeout.",
+            BrokerComponents(hold_service=bf.HoldIgnoresDeadline),
+        ),
+        Mutant(
+            "registry-subversion-is-change",
+            ("CGRP-3",),
+            "A newer subVersion for an already-subscribed topic counts as a group change and notifies.",
+            BrokerComponents(consumer_manager=bf.SubVersionIsChange),
+        ),
+        Mutant(
+            "registry-ignores-topic-removal",
+            ("CGRP-2",),
+            "Dropping a topic from the subscription set is not detected as a change.",
+            BrokerComponents(consumer_manager=bf.IgnoresTopicRemoval),
+        ),
+        Mutant(
+            "registry-no-notify-on-unregister",
+            ("CGRP-5",),
+            "Unregistering a consumer does not notify the remaining members.",
+            BrokerComponents(consumer_manager=bf.NoNotifyOnUnregister),
+        ),
+    )
+}

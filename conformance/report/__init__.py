@@ -1,0 +1,145 @@
+"""Conformance reports: per-requirement verdicts from per-test results, as JSON, JUnit XML and HTML.
+
+A requirement's status for a run:
+
+* ``fail``: a test marked with it failed;
+* ``pass``: at least one test marked with it passed and none failed;
+* ``not-applicable``: every test marked with it was skipped because the target lacks a capability;
+* ``not-covered``: no test of this suite is marked with it (it is proven by the project's own
+  tests and property suites against the reference, not through a target).
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from conformance import spec
+
+
+@dataclass
+class TestResult:
+    nodeid: str
+    reqs: list[str]
+    outcome: str
+    duration: float
+    message: str = ""
+
+    @property
+    def not_applicable(self) -> bool:
+        return self.outcome == "skipped" and "not applicable" in self.message
+
+
+@dataclass
+class Verdict:
+    id: str
+    level: str
+    family: str
+    sentence: str
+    source: str
+    capability: str
+    status: str
+    tests: list[dict[str, Any]] = field(default_factory=list)
+
+
+def load_results(paths: Iterable[Path]) -> list[TestResult]:
+    out = []
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                out.append(TestResult(**json.loads(line)))
+    return out
+
+
+def verdicts(results: list[TestResult]) -> list[Verdict]:
+    _, reqs = spec.load()
+    by_req: dict[str, list[TestResult]] = {}
+    for r in results:
+        for rid in r.reqs:
+            by_req.setdefault(rid, []).append(r)
+    out = []
+    for req in reqs.values():
+        tests = by_req.get(req.id, [])
+        if any(t.outcome == "failed" for t in tests):
+            status = "fail"
+        elif any(t.outcome == "passed" for t in tests):
+            status = "pass"
+        elif tests and all(t.not_applicable for t in tests):
+            status = "not-applicable"
+        else:
+            status = "not-covered"
+        out.append(
+            Verdict(
+                req.id, req.level, req.family, req.sentence, req.source, req.capability, status,
+                [asdict(t) for t in tests],
+            )
+        )
+    return out
+
+
+def exit_code(vs: list[Verdict]) -> int:
+    """0 when every applicable MUST passed (or is not covered by this suite), 1 otherwise."""
+    return 1 if any(v.level == "MUST" and v.status == "fail" for v in vs) else 0
+
+
+def summary(target: str, capabilities: Iterable[str], vs: list[Verdict], results: list[TestResult],
+            extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for v in vs:
+        counts[v.status] = counts.get(v.status, 0) + 1
+    return {
+        "target": target,
+        "capabilities": sorted(capabilities),
+        "verdict": "pass" if exit_code(vs) == 0 else "fail",
+        "counts": counts,
+        "tests": {"total": len(results), "failed": sum(r.outcome == "failed" for r in results)},
+        "requirements": [asdict(v) for v in vs],
+        **(extra or {}),
+    }
+
+
+def junit_xml(target: str, vs: list[Verdict]) -> bytes:
+    """One testcase per (requirement, test) pair; uncovered requirements are skipped testcases."""
+    suite = ET.Element("testsuite", name=f"mqtck conform {target}")
+    n = failures = skipped = 0
+    for v in vs:
+        tests = v.tests or [{"nodeid": "(no test in this suite)", "outcome": "skipped", "duration": 0.0,
+                             "message": v.status}]
+        for t in tests:
+            n += 1
+            case = ET.SubElement(
+                suite, "testcase", classname=f"{v.family}.{v.id}", name=t["nodeid"], time=f"{t['duration']:.6f}"
+            )
+            if t["outcome"] == "failed":
+                failures += 1
+                ET.SubElement(case, "failure", message=f"{v.id} ({v.level}): {v.sentence}").text = t["message"]
+            elif t["outcome"] == "skipped":
+                skipped += 1
+                ET.SubElement(case, "skipped", message=t["message"] or v.status)
+    suite.set("tests", str(n))
+    suite.set("failures", str(failures))
+    suite.set("skipped", str(skipped))
+    return ET.tostring(suite, encoding="utf-8", xml_declaration=True)
+
+
+def html(doc: dict[str, Any]) -> str:
+    env = Environment(loader=PackageLoader("conformance.report"), autoescape=select_autoescape())
+    families, _ = spec.load()
+    return env.get_template("report.html.j2").render(doc=doc, families=families)
+
+
+def write_all(run_dir: Path, doc: dict[str, Any], vs: list[Verdict], junit_path: Path | None = None) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "summary.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    xml = junit_xml(doc["target"], vs)
+    (run_dir / "junit.xml").write_bytes(xml)
+    if junit_path is not None:
+        junit_path.parent.mkdir(parents=True, exist_ok=True)
+        junit_path.write_bytes(xml)
+    (run_dir / "report.html").write_text(html(doc), encoding="utf-8")

@@ -1,0 +1,45 @@
+"""LPOLL requirements through the Target interface (simulated time where the target has it)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.needs("pull", "long_poll", "clock_control")
+CHECK_MS = 5_000  # the long-polling check interval (seed 000)
+
+
+@pytest.mark.req("LPOLL-1", "LPOLL-2", "LPOLL-3", "LPOLL-7")
+def test_held_pull_times_out_within_one_check(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("LP", 1)
+    pending = target.start_pull("G", "LP", 0, 0, suspend_ms=7_000)
+    assert not pending.done(), "a pull that finds nothing with SUSPEND must be held"
+    target.advance(6_999)
+    assert not pending.done(), "answered before its suspend timeout with no message"
+    target.advance(CHECK_MS + 1)
+    assert pending.done(), "not answered within timeout + one check interval"
+    r = pending.result()
+    assert r.code == "PULL_NOT_FOUND" and not r.messages
+    assert 7_000 <= r.held_ms <= 7_000 + CHECK_MS
+
+
+@pytest.mark.req("LPOLL-4", "LPOLL-7")
+def test_matching_arrival_wakes_at_once(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("LP", 1)
+    pending = target.start_pull("G", "LP", 0, 0, suspend_ms=15_000, expression="A")
+    target.advance(1_234)
+    target.send("LP", 0, b"hello", "A")
+    assert pending.done(), "a matching arrival must wake the held pull at once"
+    r = pending.result()
+    assert r.code == "SUCCESS" and [m.body for m in r.messages] == [b"hello"] and r.held_ms == 1_234
+
+
+@pytest.mark.req("LPOLL-5", "LPOLL-2")
+def test_non_matching_arrival_does_not_wake(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("LP", 1)
+    pending = target.start_pull("G", "LP", 0, 0, suspend_ms=15_000, expression="A")
+    target.send("LP", 0, b"other", "B")
+    target.advance(CHECK_MS * 2)
+    assert not pending.done(), "a non-matching message woke the held pull"
+    target.send("LP", 0, b"mine", "A")
+    r = pending.result()
+    assert r.code == "SUCCESS" and [m.tags for m in r.messages] == ["A"]

@@ -1,0 +1,167 @@
+"""PULL, OFFSET, QOFF and INPUT requirements, through the Target interface."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.targets import TargetError
+
+pytestmark = pytest.mark.needs("pull")
+HOUR_MS = 3_600_000
+
+
+def fill(target, topic: str, n: int, tags: str = "A", queue: int = 0) -> None:  # type: ignore[no-untyped-def]
+    for i in range(n):
+        target.send(topic, queue, f"m{i}".encode() * 50, tags)
+
+
+def expected_correction(offset: int, lo: int, hi: int) -> tuple[str, int] | None:
+    """The correction table (seed 002 §1), independent of the reference's own code."""
+    if hi == 0:
+        return "NO_MESSAGE_IN_QUEUE", 0
+    if offset < lo:
+        return "OFFSET_TOO_SMALL", lo
+    if offset == hi:
+        return "OFFSET_OVERFLOW_ONE", offset
+    if offset > hi:
+        return "OFFSET_OVERFLOW_BADLY", lo if lo == 0 else hi
+    return None
+
+
+@pytest.mark.req("PULL-1", "PULL-2")
+def test_empty_queue_and_overflow(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("CT", 2)
+    r = target.start_pull("G", "CT", 0, 0).result()
+    assert (r.status, r.next_begin_offset, r.code) == ("NO_MESSAGE_IN_QUEUE", 0, "PULL_NOT_FOUND")
+    r = target.start_pull("G", "CT", 0, 7).result()
+    assert (r.status, r.next_begin_offset, r.code) == ("NO_MESSAGE_IN_QUEUE", 0, "PULL_OFFSET_MOVED")
+    fill(target, "CT", 5)
+    for offset in (0, 3, 5, 6, 50):
+        r = target.start_pull("G", "CT", 0, offset).result()
+        want = expected_correction(offset, 0, 5)
+        if want is None:
+            assert r.status == "FOUND" and r.code == "SUCCESS"
+            assert [m.queue_offset for m in r.messages] == list(range(offset, 5))
+            assert r.next_begin_offset == 5
+        else:
+            assert (r.status, r.next_begin_offset) == want
+        assert (r.min_offset, r.max_offset) == (0, 5)
+    codes = {"OFFSET_OVERFLOW_ONE": "PULL_NOT_FOUND", "OFFSET_OVERFLOW_BADLY": "PULL_OFFSET_MOVED"}
+    for offset, status in ((5, "OFFSET_OVERFLOW_ONE"), (6, "OFFSET_OVERFLOW_BADLY")):
+        assert target.start_pull("G", "CT", 0, offset).result().code == codes[status]
+
+
+@pytest.mark.req("PULL-1", "PULL-2")
+@pytest.mark.needs("retention_control", "clock_control")
+def test_correction_after_retention(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("CT", 1)
+    fill(target, "CT", 600)
+    target.advance(73 * HOUR_MS)  # older than fileReservedTime (72 h)
+    fill(target, "CT", 50)
+    target.run_retention()
+    lo, hi = target.min_max("CT", 0)
+    assert 0 < lo < hi == 650, "retention must delete old files and raise the min offset"
+    for offset in (0, lo - 1, lo, (lo + hi) // 2, hi, hi + 1, hi + 100):
+        r = target.start_pull("G", "CT", 0, offset).result()
+        want = expected_correction(offset, lo, hi)
+        if want is None:
+            assert r.status == "FOUND" and r.messages[0].queue_offset == offset
+            assert r.next_begin_offset == offset + len(r.messages)
+        else:
+            assert (r.status, r.next_begin_offset) == want, f"pull at {offset} in [{lo}, {hi})"
+            assert r.code == ("PULL_NOT_FOUND" if want[0] == "OFFSET_OVERFLOW_ONE" else "PULL_OFFSET_MOVED")
+
+
+@pytest.mark.req("PULL-1", "PULL-5")
+def test_tag_filter_and_no_matched_message(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("CT", 1)
+    fill(target, "CT", 3, tags="B")
+    fill(target, "CT", 2, tags="A")
+    r = target.start_pull("G", "CT", 0, 0, expression="A").result()
+    assert r.status == "FOUND" and [m.tags for m in r.messages] == ["A", "A"]
+    r = target.start_pull("G", "CT", 0, 0, expression="C").result()
+    assert (r.status, r.code, r.next_begin_offset) == ("NO_MATCHED_MESSAGE", "PULL_RETRY_IMMEDIATELY", 5)
+
+
+@pytest.mark.req("PULL-5")
+@pytest.mark.needs("consumer_registry")
+def test_registered_subscription_is_used_without_flag(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("CT", 1)
+    fill(target, "CT", 2, tags="B")
+    fill(target, "CT", 1, tags="A")
+    with pytest.raises(TargetError) as err:
+        target.start_pull("G", "CT", 0, 0, expression=None)
+    assert err.value.code == "SUBSCRIPTION_NOT_EXIST"
+    target.heartbeat("c1", "client-1", "G", {"CT": "A"})
+    r = target.start_pull("G", "CT", 0, 0, expression=None).result()
+    assert [m.tags for m in r.messages] == ["A"]
+
+
+@pytest.mark.req("PULL-3")
+def test_no_suspend_flag_answers_at_once(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("CT", 1)
+    pending = target.start_pull("G", "CT", 0, 0, suspend_ms=0)
+    assert pending.done(), "a pull without SUSPEND must be answered at once"
+    assert pending.result().code == "PULL_NOT_FOUND"
+
+
+@pytest.mark.req("PULL-4", "QOFF-11")
+@pytest.mark.needs("commit_offset", "query_offset")
+def test_commit_piggyback(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("CT", 1)
+    fill(target, "CT", 4)
+    target.start_pull("G", "CT", 0, 2, commit_offset=2).result()
+    assert target.query_offset("G", "CT", 0) == ("SUCCESS", 2)
+    target.commit_offset("G", "CT", 0, 3)
+    assert target.query_offset("G", "CT", 0) == ("SUCCESS", 3)
+
+
+@pytest.mark.req("QOFF-12", "QOFF-13")
+@pytest.mark.needs("query_offset", "retention_control", "clock_control")
+def test_query_offset_fallback(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("CT", 1)
+    assert target.query_offset("G", "CT", 0) == ("SUCCESS", 0), "empty queue: nothing at 0 is in disk"
+    fill(target, "CT", 3)
+    assert target.query_offset("G", "CT", 0) == ("SUCCESS", 0), "min offset 0 and hot: start at 0"
+    fill(target, "CT", 600)
+    target.advance(73 * HOUR_MS)
+    fill(target, "CT", 10)
+    target.run_retention()
+    assert target.min_max("CT", 0)[0] > 0
+    assert target.query_offset("G", "CT", 0) == ("QUERY_NOT_FOUND", -1), "min offset above 0"
+
+
+@pytest.mark.req("INPUT-1")
+def test_bad_pulls_are_refused(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("CT", 2)
+    fill(target, "CT", 1)
+    cases = [
+        (dict(group="", topic="CT", queue_id=0, offset=0), "consumerGroup"),
+        (dict(group="G", topic="NOPE", queue_id=0, offset=0), "topic"),
+        (dict(group="G", topic="CT", queue_id=2, offset=0), "queueId"),
+        (dict(group="G", topic="CT", queue_id=0, offset=-1), "queueOffset"),
+        (dict(group="G", topic="CT", queue_id=0, offset=0, max_nums=0), "maxMsgNums"),
+        (dict(group="G", topic="CT", queue_id=0, offset=0, max_nums=100_000), "maxMsgNums"),
+        (dict(group="G", topic="CT", queue_id=0, offset=0, commit_offset=-5), "commitOffset"),
+        (dict(group="G", topic="CT", queue_id=0, offset=0, expression="||"), "expression"),
+    ]
+    for kwargs, field in cases:
+        args = [kwargs.pop(k) for k in ("group", "topic", "queue_id", "offset")]
+        with pytest.raises(TargetError) as err:
+            target.start_pull(*args, **kwargs)
+        assert err.value.field == field, f"{args} {kwargs}: error should name {field}, got {err.value}"
+    if "query_offset" in target.capabilities:
+        assert target.query_offset("G", "CT", 0) == ("SUCCESS", 0), "refused pulls committed nothing"
+
+
+@pytest.mark.req("INPUT-2")
+@pytest.mark.needs("commit_offset", "query_offset")
+def test_bad_offset_updates_are_refused(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("CT", 1)
+    target.commit_offset("G", "CT", 0, 1)
+    for args, field in ((("", "CT", 0, 1), "consumerGroup"), (("G", "CT", 0, -1), "commitOffset"),
+                        (("G", "CT", 9, 1), "queueId"), (("G", "NOPE", 0, 1), "topic")):
+        with pytest.raises(TargetError) as err:
+            target.commit_offset(*args)
+        assert err.value.field == field
+    assert target.query_offset("G", "CT", 0) == ("SUCCESS", 1)

@@ -1,0 +1,69 @@
+"""CGRP and INPUT-3 requirements through the Target interface."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.targets import TargetError
+
+pytestmark = pytest.mark.needs("consumer_registry")
+
+
+@pytest.mark.req("CGRP-1", "CGRP-4", "CGRP-7")
+def test_join_notifies_every_member(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("RT", 2)
+    assert target.heartbeat("c1", "client-1", "G", {"RT": "*"}) is True
+    assert target.heartbeat("c2", "client-2", "G", {"RT": "*"}) is True
+    assert target.consumer_ids("G") == ["client-1", "client-2"]
+    assert target.notifications("c1") == ["G", "G"] and target.notifications("c2") == ["G"]
+
+
+@pytest.mark.req("CGRP-2", "CGRP-3")
+def test_what_counts_as_a_change(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("RT", 1)
+    target.create_topic("RU", 1)
+    target.heartbeat("c1", "client-1", "G", {"RT": "*"})
+    assert target.heartbeat("c1", "client-1", "G", {"RT": "*"}) is False, "same heartbeat again"
+    assert target.heartbeat("c1", "client-1", "G", {"RT": "A"}, sub_version=5) is False, "newer subVersion"
+    assert target.heartbeat("c1", "client-1", "G", {"RT": "*", "RU": "*"}) is True, "topic added"
+    assert target.heartbeat("c1", "client-1", "G", {"RU": "*"}) is True, "topic dropped"
+    assert target.notifications("c1") == ["G", "G", "G"]
+
+
+@pytest.mark.req("CGRP-5")
+def test_unregister_notifies_the_rest(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("RT", 1)
+    target.heartbeat("c1", "client-1", "G", {"RT": "*"})
+    target.heartbeat("c2", "client-2", "G", {"RT": "*"})
+    before = len(target.notifications("c1"))
+    target.unregister("c2", "G")
+    assert target.consumer_ids("G") == ["client-1"]
+    assert len(target.notifications("c1")) == before + 1
+
+
+@pytest.mark.req("CGRP-6")
+@pytest.mark.needs("clock_control")
+def test_silent_channel_expires(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("RT", 1)
+    target.heartbeat("c1", "client-1", "G", {"RT": "*"})
+    target.heartbeat("c2", "client-2", "G", {"RT": "*"})
+    for _ in range(13):  # client-1 keeps beating every 10 s; client-2 is silent
+        target.advance(10_000)
+        target.heartbeat("c1", "client-1", "G", {"RT": "*"})
+    assert target.consumer_ids("G") == ["client-1"], "a channel silent for > 120 s must be removed"
+    assert target.notifications("c1")[-1] == "G"
+
+
+@pytest.mark.req("INPUT-3")
+def test_bad_heartbeats_are_refused(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("RT", 1)
+    for args, kwargs, field in (
+        (("c1", "", "G", {"RT": "*"}), {}, "clientID"),
+        (("c1", "client-1", "", {"RT": "*"}), {}, "consumerData.groupName"),
+        (("c1", "client-1", "G", {"RT": "*"}), {"model": "SOMETIMES"}, "consumerData.messageModel"),
+        (("c1", "client-1", "G", {"RT": "||"}), {}, "expression"),
+    ):
+        with pytest.raises(TargetError) as err:
+            target.heartbeat(*args, **kwargs)
+        assert err.value.field == field
+    assert target.consumer_ids("G") == [] and target.notifications("c1") == []

@@ -1,0 +1,117 @@
+"""Targets: the one interface through which the conformance suite drives an implementation.
+
+A target declares its **capabilities**; a conformance test that needs one the target lacks is
+reported *not applicable* (pytest skip with reason ``not applicable: needs <capability>``), never
+passed. ``open_target("reference")`` gives the in-process reference on simulated time;
+``mutant:NAME`` the reference with one seeded fault (``conformance.mutants``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+#: Every capability a target may declare (the spec's ``capability`` field uses these names).
+CAPABILITIES = frozenset(
+    {
+        "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control",
+        "clock_control", "restart", "trace", "allocation",
+    }
+)
+
+
+@dataclass(frozen=True)
+class SendReceipt:
+    queue_id: int
+    queue_offset: int
+    msg_id: str
+
+
+@dataclass(frozen=True)
+class PulledMessage:
+    queue_offset: int
+    body: bytes
+    tags: str | None
+    msg_id: str
+
+
+@dataclass(frozen=True)
+class PullReply:
+    code: str
+    status: str | None
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: tuple[PulledMessage, ...] = ()
+    held_ms: int = 0
+
+
+@dataclass(frozen=True)
+class TargetError(Exception):
+    """A request the target refused: ``code`` and the ``field`` it named."""
+
+    code: str
+    field: str = ""
+    rule: str = ""
+
+
+class PendingPull(Protocol):
+    def done(self) -> bool: ...
+    def result(self) -> PullReply: ...
+
+
+class Target(Protocol):
+    name: str
+    capabilities: frozenset[str]
+
+    def create_topic(self, topic: str, queues: int) -> None: ...
+    def send(self, topic: str, queue_id: int, body: bytes, tags: str | None = None) -> SendReceipt: ...
+    def start_pull(
+        self, group: str, topic: str, queue_id: int, offset: int, *, max_nums: int = 32,
+        expression: str | None = "*", suspend_ms: int = 0, commit_offset: int | None = None,
+        client_id: str = "conformance",
+    ) -> PendingPull: ...
+    def query_offset(self, group: str, topic: str, queue_id: int) -> tuple[str, int]: ...
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None: ...
+    def heartbeat(
+        self, conn: str, client_id: str, group: str, subscriptions: dict[str, str], model: str = "CLUSTERING",
+        sub_version: int = 0,
+    ) -> bool: ...
+    def unregister(self, conn: str, group: str) -> None: ...
+    def consumer_ids(self, group: str) -> list[str]: ...
+    def notifications(self, conn: str) -> list[str]: ...
+    def min_max(self, topic: str, queue_id: int) -> tuple[int, int]: ...
+    def run_retention(self) -> None: ...
+    def advance(self, ms: int) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass
+class TargetSpec:
+    """A parsed ``--target`` value."""
+
+    kind: str
+    arg: str = ""
+    options: dict[str, str] = field(default_factory=dict)
+
+
+def parse_target(text: str) -> TargetSpec:
+    if text == "reference":
+        return TargetSpec("reference")
+    if text.startswith("mutant:"):
+        return TargetSpec("mutant", text.split(":", 1)[1])
+    raise ValueError(f"unknown target {text!r}: expected 'reference' or 'mutant:NAME'")
+
+
+def open_target(text: str, workdir: str) -> Target:
+    """Open a target in ``workdir`` (a fresh directory the caller removes)."""
+    from conformance.targets.reference import ReferenceTarget
+
+    spec = parse_target(text)
+    if spec.kind == "reference":
+        return ReferenceTarget(workdir)
+    from conformance.mutants import CATALOGUE
+
+    if spec.arg not in CATALOGUE:
+        raise ValueError(f"unknown mutant {spec.arg!r}; known: {', '.join(sorted(CATALOGUE))}")
+    return ReferenceTarget(workdir, components=CATALOGUE[spec.arg].components, name=text)

@@ -1,0 +1,1 @@
+"""Transports: decode a request, call the core, encode the answer. No semantics live here."""

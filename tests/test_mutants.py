@@ -1,0 +1,43 @@
+"""Every seeded fault of the broker is caught by a property suite, with a shrunk example."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings
+
+from conformance.mutants import CATALOGUE
+from properties.test_consumer_registry import registry_property
+from properties.test_long_poll import long_poll_property
+
+#: Mutant -> the property that must fail on it.
+KILLERS = {
+    "hold-no-recheck-7358": lambda m: long_poll_property(m.components.hold_service),
+    "hold-wake-any-arrival": lambda m: long_poll_property(m.components.hold_service),
+    "hold-ignore-deadline": lambda m: long_poll_property(m.components.hold_service),
+    "registry-subversion-is-change": lambda m: registry_property(m.components.consumer_manager),
+    "registry-ignores-topic-removal": lambda m: registry_property(m.components.consumer_manager),
+    "registry-no-notify-on-unregister": lambda m: registry_property(m.components.consumer_manager),
+}
+
+
+def test_every_mutant_has_a_killer() -> None:
+    assert set(KILLERS) == set(CATALOGUE)
+
+
+@pytest.mark.parametrize("name", sorted(CATALOGUE))
+def test_property_suite_kills_mutant(name: str) -> None:
+    mutant = CATALOGUE[name]
+    prop = settings(max_examples=200)(KILLERS[name](mutant))
+    with pytest.raises(AssertionError) as failure:
+        prop()
+    notes = "\n".join(getattr(failure.value, "__notes__", []))
+    assert "Failing test case" in notes or "Falsifying example" in notes, "no shrunk counterexample printed"
+
+
+@pytest.mark.req("LPOLL-4")
+def test_7358_race_shrinks_to_an_arrival_between_not_found_and_suspend() -> None:
+    prop = settings(max_examples=200)(long_poll_property(CATALOGUE["hold-no-recheck-7358"].components.hold_service))
+    with pytest.raises(AssertionError) as failure:
+        prop()
+    notes = "\n".join(getattr(failure.value, "__notes__", []))
+    assert "arrivals_before_suspend=('" in notes, notes
