@@ -56,4 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Import by name: under ``python -m`` this file is ``__main__`` and its UsageError would be a
+    # different class from the one the command modules raise.
+    from conformance.cli import main as _main
+
+    sys.exit(_main())

@@ -80,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
     ini = run_dir / "pytest.ini"
     ini.write_text("[pytest]\n", encoding="utf-8")
     pytest_args = [
-        str(SUITE_DIR), "-c", str(ini), "--rootdir", str(SUITE_DIR), "-p", "no:cacheprovider", "-q",
-        "--no-header", "-p", "no:terminal", f"--mqtck-target={args.target}", f"--mqtck-results={results_file}",
+        str(SUITE_DIR), "-c", str(ini), "--rootdir", str(SUITE_DIR), "-p", "no:cacheprovider",
+        "-p", "no:terminal", f"--mqtck-target={args.target}", f"--mqtck-results={results_file}",
         "-W", "ignore::pytest.PytestAssertRewriteWarning",
     ]
     if args.only:

@@ -43,3 +43,14 @@ def test_non_matching_arrival_does_not_wake(target) -> None:  # type: ignore[no-
     target.send("LP", 0, b"mine", "A")
     r = pending.result()
     assert r.code == "SUCCESS" and [m.tags for m in r.messages] == ["A"]
+
+
+@pytest.mark.req("LPOLL-4")
+@pytest.mark.needs("race_control")
+def test_arrival_between_not_found_and_suspend_is_not_lost(target) -> None:  # type: ignore[no-untyped-def]
+    """RocketMQ #7358: the hold service must look again after holding the request."""
+    target.create_topic("LP", 1)
+    pending = target.start_pull_racing("G", "LP", 0, 0, [(b"raced", "A")], expression="A")
+    assert pending.done(), "the message that arrived before the suspend must wake the pull at once"
+    r = pending.result()
+    assert r.code == "SUCCESS" and [m.body for m in r.messages] == [b"raced"] and r.held_ms == 0

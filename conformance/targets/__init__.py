@@ -16,6 +16,8 @@ CAPABILITIES = frozenset(
     {
         "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control",
         "clock_control", "restart", "trace", "allocation",
+        # The target lets a test place sends between "not found" and the suspend of a pull.
+        "race_control",
     }
 )
 

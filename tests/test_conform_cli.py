@@ -1,0 +1,58 @@
+"""``mqtck conform`` end to end: reports, exit codes, and every seeded fault caught by the suite."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conformance.mutants import CATALOGUE
+
+pytestmark = pytest.mark.slow
+
+
+def conform(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "conformance.cli", "conform", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_reference_passes_and_writes_all_reports(tmp_path: Path) -> None:
+    result = conform("--report-dir", str(tmp_path), "--junit", str(tmp_path / "ci" / "junit.xml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    latest = tmp_path / "latest"
+    assert latest.is_symlink()
+    summary = json.loads((latest / "summary.json").read_text())
+    assert summary["verdict"] == "pass" and summary["target"] == "reference"
+    statuses = {r["id"]: r["status"] for r in summary["requirements"]}
+    assert statuses["LPOLL-4"] == "pass" and statuses["PULL-1"] == "pass"
+    assert set(statuses.values()) <= {"pass", "not-covered"}
+    suite = ET.parse(latest / "junit.xml").getroot()
+    assert int(suite.get("failures")) == 0 and int(suite.get("tests")) >= len(statuses)
+    assert (tmp_path / "ci" / "junit.xml").read_bytes() == (latest / "junit.xml").read_bytes()
+    html = (latest / "report.html").read_text()
+    assert "PASS" in html and "LPOLL-4" in html and "Requirement matrix" in html
+
+
+@pytest.mark.parametrize("name", sorted(CATALOGUE))
+def test_suite_kills_every_mutant(tmp_path: Path, name: str) -> None:
+    result = conform("--target", f"mutant:{name}", "--report-dir", str(tmp_path), "--json")
+    assert result.returncode == 1, f"mutant {name} survived the conformance suite"
+    summary = json.loads(result.stdout)
+    failed = {r["id"] for r in summary["requirements"] if r["status"] == "fail"}
+    assert set(CATALOGUE[name].breaks) <= failed, f"{name} should fail {CATALOGUE[name].breaks}, failed {failed}"
+
+
+def test_only_and_usage_errors(tmp_path: Path) -> None:
+    result = conform("--only", "LPOLL-4", "--report-dir", str(tmp_path), "--json")
+    assert result.returncode == 0
+    ran = {r["id"] for r in json.loads(result.stdout)["requirements"] if r["tests"]}
+    assert "LPOLL-4" in ran and "CGRP-1" not in ran
+    for args in (["--target", "ftp://x"], ["--only", "NOPE-1"], ["--target", "mutant:nope"], ["-n", "0"]):
+        bad = conform(*args, "--report-dir", str(tmp_path))
+        assert bad.returncode == 2, args
+        assert len(bad.stderr.strip().splitlines()) == 1 and "error" in bad.stderr, bad.stderr
