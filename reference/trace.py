@@ -189,7 +189,7 @@ class JsonlSink:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: IO[str] = (
-            gzip.open(self.path, "wt", encoding="utf-8")
+            gzip.open(self.path, "wt", encoding="utf-8")  # noqa: SIM115 - closed in close()
             if self.path.suffix == ".gz"
             else open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
         )

@@ -45,7 +45,8 @@ def test_recorded_rows_validate_and_round_trip(tmp_path: Path, name: str) -> Non
     path = tmp_path / name
     _record_sample(trace.Trace(trace.sink_for(path), "r1", clock2), clock2)
     if name.endswith(".gz"):
-        rows = [json.loads(x) for x in gzip.open(path, "rt")]
+        with gzip.open(path, "rt") as fh:
+            rows = [json.loads(x) for x in fh]
     elif name.endswith(".jsonl"):
         rows = [json.loads(x) for x in path.read_text().splitlines()]
     else:

@@ -141,4 +141,5 @@ class PullRequestHoldService:
         units = max(MIN_MATCH_SCAN_UNITS, held.request.max_msg_nums)
         end = min(newest, start + units)
         req = held.request
-        return any(held.subscription.matches(code) for _, code in self.store.tags_codes(req.topic, req.queue_id, start, end))
+        codes = self.store.tags_codes(req.topic, req.queue_id, start, end)
+        return any(held.subscription.matches(code) for _, code in codes)
