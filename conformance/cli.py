@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "conformance.commands.broker",
     "conformance.commands.bench",
     "conformance.commands.spec",
+    "conformance.commands.strategy",
 )
 
 

@@ -11,4 +11,5 @@ Timing goals live here, never in timed tests.
 #: Benchmark modules by name (``mqtck bench NAME``).
 BENCHES: dict[str, str] = {
     "store": "conformance.bench.store",
+    "strategy": "conformance.bench.strategy",
 }

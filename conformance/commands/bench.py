@@ -6,7 +6,6 @@ import argparse
 import importlib
 import json
 import platform
-import sys
 import time
 
 from conformance.bench import BENCHES

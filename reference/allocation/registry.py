@@ -1,0 +1,48 @@
+"""Built-in strategies by name: RocketMQ's Java class names (as in the golden vectors) and short names.
+
+``strategy_from_params(name, params)`` builds a configured strategy from the ``params`` object of a
+golden vector or an exec-protocol request, so both speak one configuration language.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from reference.allocation.averagely import AllocateMessageQueueAveragely
+from reference.allocation.by_circle import AllocateMessageQueueAveragelyByCircle
+from reference.allocation.by_config import AllocateMessageQueueByConfig
+from reference.allocation.consistent_hash import AllocateMessageQueueConsistentHash
+from reference.allocation.machine_room import AllocateMessageQueueByMachineRoom
+from reference.allocation.nearby import AllocateMachineRoomNearby
+from reference.allocation.pop import PopShareAllocation
+from reference.allocation.strategy import AllocateMessageQueueStrategy
+
+#: Short name → class. The short names are what ``mqtck strategy check NAME`` accepts.
+_BY_SHORT_NAME: dict[str, type] = {
+    "averagely": AllocateMessageQueueAveragely,
+    "by_circle": AllocateMessageQueueAveragelyByCircle,
+    "consistent_hash": AllocateMessageQueueConsistentHash,
+    "machine_room": AllocateMessageQueueByMachineRoom,
+    "machine_room_nearby": AllocateMachineRoomNearby,
+    "by_config": AllocateMessageQueueByConfig,
+    "pop_share": PopShareAllocation,
+}
+_BY_JAVA_NAME: dict[str, type] = {cls.JAVA_NAME: cls for cls in _BY_SHORT_NAME.values()}
+
+#: The short names, in documentation order.
+BUILTIN_NAMES: tuple[str, ...] = tuple(_BY_SHORT_NAME)
+
+
+def strategy_class(name: str) -> type:
+    """The class for a short name or a Java class name; ``KeyError`` naming the choices otherwise."""
+    cls = _BY_SHORT_NAME.get(name) or _BY_JAVA_NAME.get(name)
+    if cls is None:
+        raise KeyError(f"unknown strategy {name!r}; built-ins: {', '.join(BUILTIN_NAMES)}")
+    return cls
+
+
+def strategy_from_params(name: str, params: Mapping[str, Any]) -> AllocateMessageQueueStrategy:
+    """A configured instance; may raise :class:`~reference.allocation.errors.AllocationError` as the
+    Java constructor does (e.g. a negative ``virtualNodeCnt``)."""
+    return strategy_class(name).from_params(params)

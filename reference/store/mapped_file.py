@@ -1,0 +1,161 @@
+"""Segment files: fixed-size, preallocated, memory-mapped files named by their start offset.
+
+This is RocketMQ's MappedFile / MappedFileQueue, reduced to what the commit log and the consume
+queues share. A queue of segments covers a contiguous range of a logical byte space: segment *k*
+starts at a multiple of the segment size and is named by that start as 20 zero-padded digits
+(``00000000000067108864``), so the segment holding any offset is found by arithmetic. Only the last
+segment is written; earlier ones are full and immutable until retention deletes them from the front.
+
+Why mmap: appends and reads become memory copies into the OS page cache, with no system call per
+message, which is what makes the store's throughput goals reachable from Python. Files are
+preallocated (posix_fallocate where the filesystem supports it) so that a full disk fails when a
+segment is created, not as a SIGBUS in the middle of a write.
+
+A segment knows how many bytes of it are written (``wrote``); the owner decides that on recovery,
+because only the owner knows its record format.
+
+Each mapped segment holds one file descriptor (CPython's mmap keeps a duplicate of the one it was
+given; ``trackfd=False`` only arrives in 3.13), so a store with many queues needs a matching
+``ulimit -n``.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+#: Digits in a segment file name (RocketMQ's UtilAll.offset2FileName).
+NAME_DIGITS = 20
+
+
+class MappedFile:
+    """One segment: ``mm`` maps the whole file; bytes ``[0, wrote)`` hold data."""
+
+    __slots__ = ("path", "start", "size", "mm", "wrote")
+
+    def __init__(self, path: Path, start: int, size: int, create: bool) -> None:
+        self.path = path
+        self.start = start
+        self.size = size
+        fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0), 0o644)
+        try:
+            if create:
+                try:
+                    os.posix_fallocate(fd, 0, size)
+                except OSError:  # filesystems without fallocate: a sparse file of the right length
+                    os.ftruncate(fd, size)
+            else:
+                actual = os.fstat(fd).st_size
+                if actual != size:
+                    raise ValueError(
+                        f"segment {path} has {actual} bytes but the configured segment size is {size}; "
+                        "open the store with the configuration it was written with"
+                    )
+            self.mm = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        self.wrote = 0
+
+    @property
+    def end(self) -> int:
+        """Logical offset just after the written data."""
+        return self.start + self.wrote
+
+    def flush(self, begin: int, end: int) -> None:
+        """msync bytes ``[begin, end)`` of this segment (positions relative to the segment)."""
+        aligned = begin - begin % mmap.ALLOCATIONGRANULARITY
+        if end > aligned:
+            self.mm.flush(aligned, end - aligned)
+
+    def zero_from(self, pos: int) -> None:
+        """Erase ``[pos, size)`` so that stale bytes after a truncation can never be read as data."""
+        if pos < self.size:
+            self.mm[pos:] = bytes(self.size - pos)
+        self.wrote = min(self.wrote, pos)
+
+    def close(self) -> None:
+        self.mm.close()
+
+    def destroy(self) -> None:
+        self.mm.close()
+        self.path.unlink(missing_ok=True)
+
+
+class MappedFileQueue:
+    """The segments of one logical byte space, oldest first, all ``segment_bytes`` long."""
+
+    def __init__(self, directory: Path, segment_bytes: int, sync_dir: bool = False) -> None:
+        self.directory = directory
+        self.segment_bytes = segment_bytes
+        self._sync_dir = sync_dir
+        self.segments: list[MappedFile] = []
+
+    def load(self) -> None:
+        """Map every existing segment, in offset order; all are marked full until the owner's
+        recovery says how much of the last ones is written."""
+        if not self.directory.is_dir():
+            return
+        names = sorted(
+            p.name for p in self.directory.iterdir()
+            if p.is_file() and len(p.name) == NAME_DIGITS and p.name.isdigit()
+        )
+        for name in names:
+            start = int(name)
+            if start % self.segment_bytes:
+                raise ValueError(
+                    f"segment {self.directory / name} does not start at a multiple of the segment size "
+                    f"{self.segment_bytes}"
+                )
+            if self.segments and start != self.segments[-1].start + self.segment_bytes:
+                raise ValueError(f"segment {self.directory / name} leaves a gap after the previous segment")
+            seg = MappedFile(self.directory / name, start, self.segment_bytes, create=False)
+            seg.wrote = seg.size
+            self.segments.append(seg)
+
+    @property
+    def min_offset(self) -> int:
+        return self.segments[0].start if self.segments else 0
+
+    @property
+    def max_offset(self) -> int:
+        return self.segments[-1].end if self.segments else 0
+
+    def find(self, offset: int) -> MappedFile | None:
+        """The segment holding logical byte ``offset``, or None if it was deleted or never made."""
+        if not self.segments:
+            return None
+        index = offset // self.segment_bytes - self.segments[0].start // self.segment_bytes
+        if 0 <= index < len(self.segments):
+            return self.segments[index]
+        return None
+
+    def create(self, start: int) -> MappedFile:
+        """Add the segment starting at ``start`` (the next one, or the first of an empty queue)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        seg = MappedFile(self.directory / f"{start:0{NAME_DIGITS}d}", start, self.segment_bytes, create=True)
+        self.segments.append(seg)
+        if self._sync_dir:
+            fd = os.open(self.directory, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        return seg
+
+    def writable(self) -> MappedFile:
+        """The last segment if it has room, else a new one after it (the first at 0 if none)."""
+        if self.segments and self.segments[-1].wrote < self.segment_bytes:
+            return self.segments[-1]
+        return self.create(self.segments[-1].start + self.segment_bytes if self.segments else 0)
+
+    def delete_first(self) -> None:
+        self.segments.pop(0).destroy()
+
+    def delete_last(self) -> None:
+        self.segments.pop().destroy()
+
+    def close(self) -> None:
+        for seg in self.segments:
+            seg.close()
+        self.segments.clear()
