@@ -15,6 +15,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -64,6 +65,15 @@ class BrokerProcess:
         self.proc.wait(timeout=30)
 
 
+def feed(stdin, lines: list[str]) -> None:  # type: ignore[no-untyped-def]
+    try:
+        for line in lines:
+            stdin.write(line)
+        stdin.flush()
+    except (BrokenPipeError, ValueError, OSError):
+        pass  # the broker was killed mid-stream: that is the point
+
+
 def read_queue(broker: BrokerProcess, queue: int) -> list[tuple[int, bytes]]:
     out, offset = [], 0
     while True:
@@ -88,13 +98,17 @@ def test_sigkill_while_appending_loses_no_acknowledged_message(tmp_path) -> None
     for _round in range(ROUNDS):
         pending: dict[int, tuple[int, bytes]] = {}
         n = rng.randint(500, 2000)
+        lines = []
         for _ in range(n):
             q = rng.randrange(QUEUES)
             body = os.urandom(rng.randint(1, 3000))
-            rid = broker.send_line({"op": "send", "topic": "D", "queueId": q,
-                                    "body": base64.b64encode(body).decode(), "tags": "T"})
-            pending[rid] = (q, body)
-        broker.proc.stdin.flush()
+            broker.next_id += 1
+            pending[broker.next_id] = (q, body)
+            lines.append(json.dumps({"id": broker.next_id, "op": "send", "topic": "D", "queueId": q,
+                                     "body": base64.b64encode(body).decode(), "tags": "T"}) + "\n")
+        # Feed stdin from a thread while this one reads acks: both pipes are bounded.
+        feeder = threading.Thread(target=feed, args=(broker.proc.stdin, lines), daemon=True)
+        feeder.start()
         kill_after = rng.randint(1, n - 1)
         for _ in range(kill_after):
             reply = json.loads(broker.readline())
@@ -102,6 +116,7 @@ def test_sigkill_while_appending_loses_no_acknowledged_message(tmp_path) -> None
             q, body = pending.pop(reply["id"])
             acked[q][reply["queueOffset"]] = body
         broker.kill()  # mid-stream: the remaining sends may or may not have been appended
+        feeder.join(timeout=10)
         broker = BrokerProcess(data_dir)
         for q in range(QUEUES):
             stored = read_queue(broker, q)
