@@ -97,6 +97,8 @@ class Held:
     step: Pull
     offset: int
     suspended_at: int
+    #: How many arrivals had happened when the request was held (the ones before it raced the suspend).
+    arrivals_at_suspend: int
     #: How long the broker holds it: the asked timeout with long polling, shortPollingTimeMills without.
     hold_ms: int
     answers: list[tuple[int, object]] = field(default_factory=list)
@@ -104,7 +106,7 @@ class Held:
 
 def run_schedule(schedule: list[Step], config: BrokerConfig, hold_cls: type[PullRequestHoldService]) -> None:
     channel = TimedChannel("client-1")
-    arrivals: list[tuple[int, int, int, str]] = []  # (time, queue, offset, tag)
+    arrivals: list[tuple[int, int, int, str]] = []  # (time, queue, offset, tag), in the order they happened
     helds: list[Held] = []
     components = BrokerComponents(hold_service=hold_cls)
     with sim_broker(config, components, {"T": QUEUES}) as (broker, clock, _sink):
@@ -132,11 +134,11 @@ def run_schedule(schedule: list[Step], config: BrokerConfig, hold_cls: type[Pull
                 for tag in step.arrivals_before_suspend:
                     arrive(step.queue, tag)
                 hold_ms = step.timeout_ms if config.long_polling_enable else config.short_polling_time_ms
-                held = Held(i, step, offset, clock.now_ms(), hold_ms)
+                held = Held(i, step, offset, clock.now_ms(), len(arrivals), hold_ms)
                 helds.append(held)
                 by_request[id(request)] = held
                 broker.hold_service.suspend_pull_request(outcome.held)
-        horizon = max(h.suspended_at + h.hold_ms for h in helds) if helds else clock.now_ms()
+        horizon = max([clock.now_ms()] + [h.suspended_at + h.hold_ms for h in helds])
         clock.run_until(horizon + 2 * config.hold_check_interval_ms + 1)
         for (request, response), at in zip(channel.pull_responses, channel.delivered_at, strict=True):
             held = by_request[id(request)]
@@ -144,7 +146,7 @@ def run_schedule(schedule: list[Step], config: BrokerConfig, hold_cls: type[Pull
             assert response.held_ms == at - held.suspended_at, "held_ms must be the time the pull was held"
         interval = config.hold_check_interval_ms
         for held in helds:
-            expected, by_match = expected_answer(held, arrivals, config, start)
+            expected, by_match, visible = expected_answer(held, arrivals, config, start)
             note(
                 f"pull #{held.index} {held.step} at offset {held.offset}, held at t={held.suspended_at - start}: "
                 f"answered at {[t - start for t, _ in held.answers]}, expected t={expected - start}"
@@ -160,7 +162,7 @@ def run_schedule(schedule: list[Step], config: BrokerConfig, hold_cls: type[Pull
                 # LPOLL-2 / LPOLL-5: no early empty answer; non-matching arrivals never wake.
                 assert answered_at >= held.suspended_at + held.hold_ms, "answered early without a match"
                 skipped = any(
-                    q == held.step.queue and off >= held.offset and t < answered_at for t, q, off, _ in arrivals
+                    q == held.step.queue and off >= held.offset for _t, q, off, _ in arrivals[:visible]
                 )
                 want = ResponseCode.PULL_RETRY_IMMEDIATELY if skipped else ResponseCode.PULL_NOT_FOUND
                 assert not response.messages and response.code == want, (
@@ -172,36 +174,50 @@ def run_schedule(schedule: list[Step], config: BrokerConfig, hold_cls: type[Pull
             )
 
 
-def first_match(held: Held, arrivals: list[tuple[int, int, int, str]]) -> int | None:
+def first_match(held: Held, arrivals: list[tuple[int, int, int, str]]) -> tuple[int, int] | None:
+    """(time, index) of the first arrival the held pull may be woken by, or None."""
     sub = SubscriptionData.parse("T", held.step.expression)
-    times = [t for t, q, off, tag in arrivals if q == held.step.queue and off >= held.offset and sub.matches_tag(tag)]
-    return min(times) if times else None
+    for index, (t, q, off, tag) in enumerate(arrivals):
+        if q == held.step.queue and off >= held.offset and sub.matches_tag(tag):
+            return t, index
+    return None
 
 
 def expected_answer(
     held: Held, arrivals: list[tuple[int, int, int, str]], config: BrokerConfig, start: int
-) -> tuple[int, bool]:
-    """When the held pull is due, and whether a matching arrival (rather than the deadline) is why.
+) -> tuple[int, bool, int]:
+    """When the held pull is due, whether a matching arrival (not the deadline) is why, and how many
+    arrivals (in order) had happened when it was answered.
 
-    At one instant, timers (the periodic check) fire before the schedule's next step, so a check
-    at instant c sees arrivals strictly before c.
+    Events are merged in the order the simulation runs them: at one instant the periodic check (a
+    timer) runs before the schedule's next step. A check wakes a request with a matching message
+    stored before it or whose deadline passed; with long polling on, every arrival in the request's
+    queue notifies it, waking it on a match, or when its deadline has passed.
     """
     interval = config.hold_check_interval_ms
     deadline = held.suspended_at + held.hold_ms
-    match = first_match(held, arrivals)
-    if match is not None and match <= held.suspended_at:
-        return held.suspended_at, True  # arrived between "not found" and suspend: the re-check wakes it
+    first = first_match(held, arrivals)
+    if first is not None and first[1] < held.arrivals_at_suspend:
+        return held.suspended_at, True, held.arrivals_at_suspend  # raced the suspend: the re-check wakes it
+    sub = SubscriptionData.parse("T", held.step.expression)
     k = (held.suspended_at - start) // interval + 1  # checks run at start + k * interval
+    later = [(i, a) for i, a in enumerate(arrivals) if i >= held.arrivals_at_suspend and a[1] == held.step.queue]
     while True:
         check = start + k * interval
-        if config.long_polling_enable and match is not None and (
-            match < check or (match == check and check < deadline)
-        ):
-            return match, True  # the arrival listener wakes it at the arrival instant
-        if not config.long_polling_enable and match is not None and match < check:
-            return check, True
+        if config.long_polling_enable:
+            for i, (t, _q, _off, tag) in later:
+                if t >= check:
+                    break
+                if sub.matches_tag(tag):
+                    return t, True, i + 1
+                if t >= deadline:
+                    return t, False, i + 1
+        visible = sum(1 for t, *_ in arrivals if t < check)
+        if first is not None and first[1] < visible:
+            return check, True, visible
         if check >= deadline:
-            return check, False
+            return check, False, visible
+        later = [(i, a) for i, a in later if a[0] >= check]
         k += 1
 
 
