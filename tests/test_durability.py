@@ -89,7 +89,7 @@ def read_queue(broker: BrokerProcess, queue: int) -> list[tuple[int, bytes]]:
 
 @pytest.mark.req("STORE-20")
 def test_sigkill_while_appending_loses_no_acknowledged_message(tmp_path) -> None:
-    rng = random.Random(20261122)
+    rng = random.Random(int(os.environ.get("MQTCK_DURABILITY_SEED", "20261122")))
     data_dir = str(tmp_path / "store")
     acked: dict[int, dict[int, bytes]] = {q: {} for q in range(QUEUES)}
     sent_order: dict[int, list[bytes]] = {q: [] for q in range(QUEUES)}  # every send ever written, per queue

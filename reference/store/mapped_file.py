@@ -34,7 +34,7 @@ class MappedFile:
 
     __slots__ = ("path", "start", "size", "mm", "wrote")
 
-    def __init__(self, path: Path, start: int, size: int, create: bool) -> None:
+    def __init__(self, path: Path, start: int, size: int, create: bool, allow_short: bool = False) -> None:
         self.path = path
         self.start = start
         self.size = size
@@ -47,7 +47,12 @@ class MappedFile:
                     os.ftruncate(fd, size)
             else:
                 actual = os.fstat(fd).st_size
-                if actual != size:
+                if actual < size and allow_short:
+                    # The newest segment of a process killed between creating the file and sizing
+                    # it: nothing can have been written (writes go through the mapping made after
+                    # sizing), so extend it with zeros, which recovery reads as "no record".
+                    os.ftruncate(fd, size)
+                elif actual != size:
                     raise ValueError(
                         f"segment {path} has {actual} bytes but the configured segment size is {size}; "
                         "open the store with the configuration it was written with"
@@ -100,7 +105,7 @@ class MappedFileQueue:
             p.name for p in self.directory.iterdir()
             if p.is_file() and len(p.name) == NAME_DIGITS and p.name.isdigit()
         )
-        for name in names:
+        for i, name in enumerate(names):
             start = int(name)
             if start % self.segment_bytes:
                 raise ValueError(
@@ -109,7 +114,8 @@ class MappedFileQueue:
                 )
             if self.segments and start != self.segments[-1].start + self.segment_bytes:
                 raise ValueError(f"segment {self.directory / name} leaves a gap after the previous segment")
-            seg = MappedFile(self.directory / name, start, self.segment_bytes, create=False)
+            last = i == len(names) - 1
+            seg = MappedFile(self.directory / name, start, self.segment_bytes, create=False, allow_short=last)
             seg.wrote = seg.size
             self.segments.append(seg)
 

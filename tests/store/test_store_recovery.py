@@ -233,3 +233,37 @@ def test_sync_flush_msyncs_each_append(make_store, monkeypatch) -> None:
     async_store = make_store("async")
     _fill(async_store, 10)
     assert len(flushed) == appended  # ASYNC appends never msync
+
+
+@pytest.mark.req("STORE-20")
+@pytest.mark.parametrize("length", [0, 1000])
+def test_newest_segment_left_short_by_a_crash_is_extended(make_store, tmp_path: Path, length: int) -> None:
+    """A kill between creating the next segment file and sizing it leaves it short (found by the
+    SIGKILL durability test); nothing was written to it, so recovery zero-extends it."""
+    store = make_store()
+    _fill(store, 30)
+    before = {q: _all(store, "T", q) for q in (0, 1)}
+    log_dir = tmp_path / "s" / "commitlog"
+    newest = max(int(p.name) for p in log_dir.iterdir())
+    store.close()
+    (log_dir / mapped_file_name(newest + 4096)).write_bytes(bytes(length))
+    again = make_store()
+    for q in (0, 1):
+        assert _all(again, "T", q) == before[q]
+    again.put_message(Message("T", b"after", 0, tags="A"))
+    assert _all(again, "T", 0)[-1].body == b"after"
+
+
+@pytest.mark.req("STORE-20")
+def test_short_segment_in_the_middle_is_refused(make_store, tmp_path: Path) -> None:
+    store = make_store()
+    _fill(store, 200)
+    store.close()
+    first = min((tmp_path / "s" / "commitlog").iterdir())
+    first.write_bytes(first.read_bytes()[:100])
+    with pytest.raises(ValueError, match="configured segment size"):
+        make_store()
+
+
+def mapped_file_name(offset: int) -> str:
+    return str(offset).zfill(mapped_file.NAME_DIGITS)
