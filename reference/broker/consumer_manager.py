@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 
 from reference.broker.config import BrokerConfig
 from reference.broker.protocol import Channel
-from reference.clock import Clock, TimerHandle
+from reference.clock import Clock
 from reference.errors import require
+from reference.periodic import PeriodicTask
 from reference.store.filter import SubscriptionData
 
 MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
@@ -127,20 +128,15 @@ class ConsumerManager:
         self.clock = clock
         self.consumer_table: dict[str, ConsumerGroupInfo] = {}
         self._listener = listener
-        self._timer: TimerHandle | None = None
+        interval = config.channel_scan_interval_ms
+        self._scanner = PeriodicTask(clock, interval, interval, self.scan_not_active_channel)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
-        self._timer = self.clock.call_later(self.config.channel_scan_interval_ms, self._tick)
+        self._scanner.start()
 
     def shutdown(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _tick(self) -> None:
-        self.scan_not_active_channel()
-        self._timer = self.clock.call_later(self.config.channel_scan_interval_ms, self._tick)
+        self._scanner.cancel()
 
     # -- registry ------------------------------------------------------------------------------
     def get_consumer_group_info(self, group: str) -> ConsumerGroupInfo | None:

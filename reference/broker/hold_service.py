@@ -32,7 +32,8 @@ from collections.abc import Callable
 
 from reference.broker.config import BrokerConfig
 from reference.broker.pull_processor import HeldPullRequest
-from reference.clock import Clock, TimerHandle
+from reference.clock import Clock
+from reference.periodic import PeriodicTask
 from reference.store.store import MessageStore
 
 #: How many consume-queue units after a held request's offset are examined for a match. A pull
@@ -54,26 +55,18 @@ class PullRequestHoldService:
         self.clock = clock
         self._wake = wake
         self._table: dict[tuple[str, int], list[HeldPullRequest]] = {}
-        self._timer: TimerHandle | None = None
+        interval = config.hold_check_interval_ms
+        self._checker = PeriodicTask(clock, interval, interval, self.check_hold_requests)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
         """Schedule the periodic check and, with long polling on, listen for arrivals."""
         if self.config.long_polling_enable:
             self.store.add_arrival_listener(self.on_message_arriving)
-        self._schedule()
+        self._checker.start()
 
     def shutdown(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _schedule(self) -> None:
-        self._timer = self.clock.call_later(self.config.hold_check_interval_ms, self._tick)
-
-    def _tick(self) -> None:
-        self.check_hold_requests()
-        self._schedule()
+        self._checker.cancel()
 
     # -- the rule ------------------------------------------------------------------------------
     def held_count(self) -> int:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from reference.clock import Clock
 from reference.errors import require
+from reference.periodic import PeriodicTask
 from reference.store.config import MessageStoreConfig
 from reference.store.jsonfile import read_json, write_json_atomic
 from reference.store.names import check_name
-from reference.store.periodic import PeriodicTask
 
 #: Separator of the first-level key, as in RocketMQ ("topic@group").
 TOPIC_GROUP_SEPARATOR = "@"

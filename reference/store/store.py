@@ -33,6 +33,7 @@ from pathlib import Path
 
 from reference.clock import Clock, RealClock
 from reference.errors import InvalidRequest, TopicNotFound, require
+from reference.periodic import PeriodicTask
 from reference.store.commitlog import CommitLog
 from reference.store.config import MessageStoreConfig
 from reference.store.consumequeue import CQ_STORE_UNIT_SIZE, UNIT, ConsumeQueue
@@ -45,7 +46,6 @@ from reference.store.message import (
     StoredMessage,
     offset_msg_id,
 )
-from reference.store.periodic import PeriodicTask
 from reference.store.record import (
     MAX_SHORT_FIELD_BYTES,
     RecordHeader,

@@ -1,4 +1,4 @@
-"""PeriodicTask: run a function every N ms on a :class:`reference.clock.Clock`.
+"""PeriodicTask: run a function every N ms on a :class:`reference.clock.Clock` (store, hold service, registry).
 
 The store's background work (retention every 10 s, offset persistence every 5 s) is scheduled
 through the clock rather than a thread, so a SimClock drives it deterministically and the store stays
