@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reference.allocation.message_queue import MessageQueue
-from reference.allocation.strategy import check_arguments
+from reference.allocation.strategy import CheckedStrategy
 
 
 def average_block(index: int, queue_count: int, consumer_count: int) -> range:
@@ -26,7 +26,7 @@ def average_block(index: int, queue_count: int, consumer_count: int) -> range:
     return range(start, start + max(0, min(size, queue_count - start)))
 
 
-class AllocateMessageQueueAveragely:
+class AllocateMessageQueueAveragely(CheckedStrategy):
     """Averagely: balanced to within one queue; a join or leave shifts every block after it."""
 
     JAVA_NAME = "AllocateMessageQueueAveragely"
@@ -36,15 +36,8 @@ class AllocateMessageQueueAveragely:
     def from_params(cls, params: Mapping[str, Any]) -> AllocateMessageQueueAveragely:
         return cls()
 
-    def allocate(
-        self,
-        consumer_group: str,
-        current_cid: str | None,
-        mq_all: Sequence[MessageQueue] | None,
-        cid_all: Sequence[str] | None,
+    def share(
+        self, consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
     ) -> list[MessageQueue]:
-        if not check_arguments(current_cid, mq_all, cid_all):
-            return []
-        assert mq_all is not None and cid_all is not None  # check_arguments raised otherwise
         block = average_block(cid_all.index(current_cid), len(mq_all), len(cid_all))
         return [mq_all[i] for i in block]

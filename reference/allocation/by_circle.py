@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reference.allocation.message_queue import MessageQueue
-from reference.allocation.strategy import check_arguments
+from reference.allocation.strategy import CheckedStrategy
 
 
-class AllocateMessageQueueAveragelyByCircle:
+class AllocateMessageQueueAveragelyByCircle(CheckedStrategy):
     JAVA_NAME = "AllocateMessageQueueAveragelyByCircle"
     name = "AVG_BY_CIRCLE"
 
@@ -22,14 +22,7 @@ class AllocateMessageQueueAveragelyByCircle:
     def from_params(cls, params: Mapping[str, Any]) -> AllocateMessageQueueAveragelyByCircle:
         return cls()
 
-    def allocate(
-        self,
-        consumer_group: str,
-        current_cid: str | None,
-        mq_all: Sequence[MessageQueue] | None,
-        cid_all: Sequence[str] | None,
+    def share(
+        self, consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
     ) -> list[MessageQueue]:
-        if not check_arguments(current_cid, mq_all, cid_all):
-            return []
-        assert mq_all is not None and cid_all is not None
         return list(mq_all[cid_all.index(current_cid) :: len(cid_all)])

@@ -21,7 +21,7 @@ from typing import Any
 
 from reference.allocation.errors import AllocationError
 from reference.allocation.message_queue import MessageQueue
-from reference.allocation.strategy import check_arguments
+from reference.allocation.strategy import CheckedStrategy
 
 #: Virtual nodes per consumer when none is configured (the no-argument Java constructor).
 DEFAULT_VIRTUAL_NODE_COUNT = 10
@@ -49,7 +49,7 @@ def _ring(cid_all: tuple[str, ...], virtual_nodes: int, hash_function: Callable[
     return positions, [owner_at[p] for p in positions]
 
 
-class AllocateMessageQueueConsistentHash:
+class AllocateMessageQueueConsistentHash(CheckedStrategy):
     JAVA_NAME = "AllocateMessageQueueConsistentHash"
     name = "CONSISTENT_HASH"
 
@@ -76,14 +76,7 @@ class AllocateMessageQueueConsistentHash:
         at = bisect.bisect_left(positions, self.hash_function(mq.java_str()))
         return owners[at if at < len(positions) else 0]
 
-    def allocate(
-        self,
-        consumer_group: str,
-        current_cid: str | None,
-        mq_all: Sequence[MessageQueue] | None,
-        cid_all: Sequence[str] | None,
+    def share(
+        self, consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
     ) -> list[MessageQueue]:
-        if not check_arguments(current_cid, mq_all, cid_all):
-            return []
-        assert mq_all is not None and cid_all is not None
         return [mq for mq in mq_all if self.route(mq, cid_all) == current_cid]

@@ -14,7 +14,7 @@ from typing import Any
 
 from reference.allocation.javalang import java_split
 from reference.allocation.message_queue import MessageQueue
-from reference.allocation.strategy import check_arguments
+from reference.allocation.strategy import CheckedStrategy
 
 #: Separates the machine room from the broker in ``<room>@<broker>``.
 ROOM_SEPARATOR = "@"
@@ -26,7 +26,7 @@ def broker_room(broker_name: str) -> str | None:
     return parts[0] if len(parts) == 2 else None
 
 
-class AllocateMessageQueueByMachineRoom:
+class AllocateMessageQueueByMachineRoom(CheckedStrategy):
     JAVA_NAME = "AllocateMessageQueueByMachineRoom"
     name = "MACHINE_ROOM"
 
@@ -41,16 +41,9 @@ class AllocateMessageQueueByMachineRoom:
     def eligible(self, mq: MessageQueue) -> bool:
         return broker_room(mq.broker_name) in self.consumeridcs
 
-    def allocate(
-        self,
-        consumer_group: str,
-        current_cid: str | None,
-        mq_all: Sequence[MessageQueue] | None,
-        cid_all: Sequence[str] | None,
+    def share(
+        self, consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
     ) -> list[MessageQueue]:
-        if not check_arguments(current_cid, mq_all, cid_all):
-            return []
-        assert mq_all is not None and cid_all is not None
         index, n = cid_all.index(current_cid), len(cid_all)
         eligible = [mq for mq in mq_all if self.eligible(mq)]
         per_consumer, remainder = divmod(len(eligible), n)

@@ -16,7 +16,7 @@ from reference.allocation.errors import INDEX_OUT_OF_BOUNDS, AllocationError
 from reference.allocation.javalang import is_empty, java_split
 from reference.allocation.message_queue import MessageQueue
 from reference.allocation.ordering import java_string_key
-from reference.allocation.strategy import AllocateMessageQueueStrategy, check_arguments
+from reference.allocation.strategy import AllocateMessageQueueStrategy, CheckedStrategy
 
 #: The separator :class:`DashPrefixResolver` splits names on.
 DASH = "-"
@@ -48,7 +48,7 @@ class DashPrefixResolver:
         return _first_dash_part(client_id)
 
 
-class AllocateMachineRoomNearby:
+class AllocateMachineRoomNearby(CheckedStrategy):
     JAVA_NAME = "AllocateMachineRoomNearby"
 
     def __init__(self, inner: AllocateMessageQueueStrategy, resolver: MachineRoomResolver) -> None:
@@ -67,16 +67,9 @@ class AllocateMachineRoomNearby:
         inner_name = params.get("innerStrategy", "AllocateMessageQueueAveragely")
         return cls(strategy_from_params(inner_name, {}), DashPrefixResolver())
 
-    def allocate(
-        self,
-        consumer_group: str,
-        current_cid: str | None,
-        mq_all: Sequence[MessageQueue] | None,
-        cid_all: Sequence[str] | None,
+    def share(
+        self, consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
     ) -> list[MessageQueue]:
-        if not check_arguments(current_cid, mq_all, cid_all):
-            return []
-        assert mq_all is not None and cid_all is not None and current_cid is not None
         queues_by_room: dict[str, list[MessageQueue]] = {}
         for mq in mq_all:
             room = self.resolver.broker_deploy_in(mq)

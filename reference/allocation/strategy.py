@@ -43,3 +43,27 @@ def check_arguments(
     if not cid_all:
         raise AllocationError(CID_ALL_EMPTY)
     return current_cid in cid_all
+
+
+class CheckedStrategy:
+    """RocketMQ's ``AbstractAllocateMessageQueueStrategy``: ``allocate`` runs :func:`check_arguments`
+    and asks :meth:`share` only for a member of a non-empty group, so each strategy states just its
+    own rule."""
+
+    def allocate(
+        self,
+        consumer_group: str,
+        current_cid: str | None,
+        mq_all: Sequence[MessageQueue] | None,
+        cid_all: Sequence[str] | None,
+    ) -> list[MessageQueue]:
+        if not check_arguments(current_cid, mq_all, cid_all):
+            return []
+        assert current_cid is not None and mq_all is not None and cid_all is not None  # else it raised
+        return self.share(consumer_group, current_cid, mq_all, cid_all)
+
+    def share(
+        self, consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    ) -> list[MessageQueue]:
+        """The queues of ``current_cid``, a member of ``cid_all``; both lists are non-empty."""
+        raise NotImplementedError
