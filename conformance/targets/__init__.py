@@ -98,11 +98,25 @@ class TargetSpec:
 
 
 def parse_target(text: str) -> TargetSpec:
+    """Parse and check a ``--target`` value (a mutant must be in the catalogue); ValueError if bad."""
     if text == "reference":
         return TargetSpec("reference")
     if text.startswith("mutant:"):
-        return TargetSpec("mutant", text.split(":", 1)[1])
+        from conformance.mutants import CATALOGUE
+
+        name = text.split(":", 1)[1]
+        if name not in CATALOGUE:
+            raise ValueError(f"unknown mutant {name!r}; known: {', '.join(sorted(CATALOGUE))}")
+        return TargetSpec("mutant", name)
     raise ValueError(f"unknown target {text!r}: expected 'reference' or 'mutant:NAME'")
+
+
+def target_capabilities(text: str) -> frozenset[str]:
+    """The capabilities ``text`` names, without opening it (every kind so far is the reference)."""
+    from conformance.targets.reference import ReferenceTarget
+
+    parse_target(text)
+    return ReferenceTarget.capabilities
 
 
 def open_target(text: str, workdir: str) -> Target:
@@ -114,6 +128,4 @@ def open_target(text: str, workdir: str) -> Target:
         return ReferenceTarget(workdir)
     from conformance.mutants import CATALOGUE
 
-    if spec.arg not in CATALOGUE:
-        raise ValueError(f"unknown mutant {spec.arg!r}; known: {', '.join(sorted(CATALOGUE))}")
     return ReferenceTarget(workdir, components=CATALOGUE[spec.arg].components, name=text)

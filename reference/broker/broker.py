@@ -9,6 +9,7 @@ Every accepted operation records a trace event (schema v1) under the source ``br
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,12 +113,8 @@ class Broker:
     # -- pull ----------------------------------------------------------------------------------
     def pull(self, request: PullMessageRequest, channel: Channel) -> PullResponse | None:
         """Answer a pull now, or hold it (None) and answer later through ``channel.deliver_pull``."""
-        self.pull_processor.validate(request)
-        polling = 0
-        if request.has_suspend:
-            polling = (
-                request.suspend_timeout_ms if self.config.long_polling_enable else self.config.short_polling_time_ms
-            )
+        subscription = self.pull_processor.validate(request)
+        polling = self.pull_processor.hold_time_ms(request)
         self.rec.record(
             "PULL_REQ", group=request.consumer_group, client_id=self._client_id(request, channel),
             topic=request.topic, broker=self.config.broker_name, queue_id=request.queue_id,
@@ -125,7 +122,7 @@ class Broker:
             detail={"asked_suspend_ms": request.suspend_timeout_ms} if polling != request.suspend_timeout_ms
             and request.has_suspend else None,
         )
-        outcome = self.pull_processor.process_request(request, channel, broker_allow_suspend=True)
+        outcome = self.pull_processor.process_request(request, channel, True, subscription)
         if outcome.held is not None:
             self.hold_service.suspend_pull_request(outcome.held)
             return None
@@ -138,7 +135,7 @@ class Broker:
         outcome = self.pull_processor.process_request(held.request, held.channel, broker_allow_suspend=False)
         assert outcome.response is not None
         held_ms = self.clock.now_ms() - held.suspend_timestamp
-        response = PullResponse(**{**outcome.response.__dict__, "held_ms": held_ms})
+        response = dataclasses.replace(outcome.response, held_ms=held_ms)
         self._record_pull_resp(held.request, held.channel, response)
         held.channel.deliver_pull(held.request, response)
 

@@ -141,10 +141,23 @@ class PullMessageProcessor:
             )
         return registered
 
+    def hold_time_ms(self, request: PullMessageRequest) -> int:
+        """How long a held request waits: its suspend timeout with long polling, else
+        shortPollingTimeMills; 0 for a request without the SUSPEND flag."""
+        if not request.has_suspend:
+            return 0
+        return request.suspend_timeout_ms if self.config.long_polling_enable else self.config.short_polling_time_ms
+
     def process_request(
-        self, request: PullMessageRequest, channel: Channel, broker_allow_suspend: bool
+        self,
+        request: PullMessageRequest,
+        channel: Channel,
+        broker_allow_suspend: bool,
+        subscription: SubscriptionData | None = None,
     ) -> PullOutcome:
-        subscription = self.validate(request)
+        """``subscription`` is what :meth:`validate` returned, when the caller already validated."""
+        if subscription is None:
+            subscription = self.validate(request)
         result = self.store.get_message(
             request.consumer_group,
             request.topic,
@@ -156,12 +169,7 @@ class PullMessageProcessor:
         code = response_code_for(result.status, request.queue_offset)
         outcome: PullOutcome
         if code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and request.has_suspend:
-            timeout = (
-                request.suspend_timeout_ms
-                if self.config.long_polling_enable
-                else self.config.short_polling_time_ms
-            )
-            held = HeldPullRequest(request, channel, subscription, timeout, self.clock.now_ms())
+            held = HeldPullRequest(request, channel, subscription, self.hold_time_ms(request), self.clock.now_ms())
             outcome = PullOutcome(None, held)
         else:
             outcome = PullOutcome(
