@@ -8,7 +8,8 @@ will run the whole conformance suite against one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from conformance.mutants import broker_faults as bf
 from reference.broker.broker import BrokerComponents
@@ -16,10 +17,21 @@ from reference.broker.broker import BrokerComponents
 
 @dataclass(frozen=True)
 class Mutant:
+    """One seeded fault: the requirement IDs it breaks and the one component it swaps.
+
+    ``components`` swaps a broker part; ``client`` (a ``reference.client`` components value, or
+    None) swaps a client part for faults in the consumer.
+    """
+
     name: str
     breaks: tuple[str, ...]
     description: str
-    components: BrokerComponents
+    components: BrokerComponents = field(default_factory=BrokerComponents)
+    client: Any = None
+
+    @property
+    def family(self) -> str:
+        return self.breaks[0].split("-", 1)[0]
 
 
 CATALOGUE: dict[str, Mutant] = {

@@ -128,4 +128,4 @@ def open_target(text: str, workdir: str) -> Target:
         return ReferenceTarget(workdir)
     from conformance.mutants import CATALOGUE
 
-    return ReferenceTarget(workdir, components=CATALOGUE[spec.arg].components, name=text)
+    return ReferenceTarget(workdir, mutant=CATALOGUE[spec.arg], name=text)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from reference.broker.broker import Broker, BrokerComponents
+from typing import TYPE_CHECKING
+
+from reference.broker.broker import Broker
 from reference.broker.consumer_manager import ConsumerData
 from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag, RecordingChannel
 from reference.clock import SimClock
@@ -12,6 +14,9 @@ from reference.store.filter import SubscriptionData
 from reference.store.message import Message
 
 from . import PulledMessage, PullReply, SendReceipt, TargetError
+
+if TYPE_CHECKING:
+    from conformance.mutants import Mutant
 
 #: Segments small enough that a conformance test can make retention delete some.
 CONFORMANCE_STORE = dict(commit_log_segment_bytes=64 * 1024, consume_queue_units_per_segment=1024)
@@ -64,11 +69,13 @@ class ReferenceTarget:
         }
     )
 
-    def __init__(self, workdir: str, components: BrokerComponents | None = None, name: str = "reference") -> None:
+    def __init__(self, workdir: str, mutant: Mutant | None = None, name: str = "reference") -> None:
         self.name = name
+        self.mutant = mutant
         self.clock = SimClock()
         self.broker = Broker(
-            workdir, self.clock, store_config=MessageStoreConfig(**CONFORMANCE_STORE), components=components
+            workdir, self.clock, store_config=MessageStoreConfig(**CONFORMANCE_STORE),
+            components=mutant.components if mutant else None,
         )
         self.broker.start()
         self._channels: dict[str, RecordingChannel] = {}
