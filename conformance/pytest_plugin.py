@@ -66,11 +66,13 @@ class _ResultsWriter:
         # One line per test: the call phase, or setup when it failed / skipped before the call.
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             outcome = report.outcome
-            text = ""
+            text = summary = ""
             if report.skipped and isinstance(report.longrepr, tuple):
-                text = str(report.longrepr[2])
+                text = summary = str(report.longrepr[2])
             elif report.failed:
                 text = report.longreprtext[-4000:]
+                crash = getattr(report.longrepr, "reprcrash", None)
+                summary = str(getattr(crash, "message", "")) or text.strip().splitlines()[-1:][0]
             self._fh.write(
                 json.dumps(
                     {
@@ -79,6 +81,7 @@ class _ResultsWriter:
                         "outcome": outcome,
                         "duration": round(report.duration, 6),
                         "message": text,
+                        "summary": summary[:1000],
                     }
                 )
                 + "\n"

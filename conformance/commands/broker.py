@@ -1,4 +1,12 @@
-"""``mqtck broker``: serve the reference broker (JSON Lines on stdin/stdout for now)."""
+"""``mqtck broker``: serve the reference broker over one transport.
+
+* ``--stdio``: JSON Lines on stdin/stdout (Maelstrom-like; used by the crash tests);
+* ``--http [HOST:]PORT``: the OpenAPI front (loopback unless a host is given; port 0 picks a free port
+  and the line ``mqtck broker: serving http://HOST:PORT`` tells which).
+
+``--sim-clock`` runs the broker on simulated time that moves only through ``POST /admin/clock/advance``:
+the conformance suite then gets clock control over HTTP and runs as deterministically as in-process.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +16,48 @@ from pathlib import Path
 
 from conformance.cli import UsageError
 
+LOOPBACK = "127.0.0.1"
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("broker", help="serve the reference broker")
-    p.add_argument("--stdio", action="store_true", help="JSON Lines requests on stdin, responses on stdout")
+    p = sub.add_parser("broker", help="serve the reference broker (--stdio or --http)")
+    transport = p.add_mutually_exclusive_group()
+    transport.add_argument("--stdio", action="store_true", help="JSON Lines requests on stdin, responses on stdout")
+    transport.add_argument("--http", metavar="[HOST:]PORT", default=None, help="serve the OpenAPI front")
     p.add_argument("--data-dir", required=True, help="store directory (created if missing; recovered if not)")
     p.add_argument("--trace", default=None, help="record a trace here (*.jsonl, *.jsonl.gz or a Parquet dir)")
     p.add_argument("--segment-bytes", type=int, default=None, help="commit-log segment size")
+    p.add_argument("--sim-clock", action="store_true",
+                   help="simulated time, advanced only by POST /admin/clock/advance (HTTP only)")
+    p.add_argument("--short-polling", action="store_true",
+                   help="long polling off: hold a pull at most shortPollingTimeMills (1 s)")
     p.set_defaults(func=run)
+
+
+def parse_http_address(text: str) -> tuple[str, int]:
+    host, sep, port_text = text.rpartition(":")
+    host = host if sep else LOOPBACK
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise UsageError(f"--http expects [HOST:]PORT, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--http port must be in [0, 65535], got {port}")
+    return host or LOOPBACK, port
 
 
 def run(args: argparse.Namespace) -> int:
     from reference.broker.broker import Broker
-    from reference.clock import RealClock
-    from reference.net.stdio import serve_stdio
+    from reference.broker.config import BrokerConfig
+    from reference.clock import RealClock, SimClock
     from reference.store.config import MessageStoreConfig
     from reference.trace import Trace, sink_for
 
-    if not args.stdio:
-        raise UsageError("choose a transport: --stdio")
+    if not args.stdio and args.http is None:
+        raise UsageError("choose a transport: --stdio or --http [HOST:]PORT")
+    if args.sim_clock and not args.http:
+        raise UsageError("--sim-clock needs --http (time is advanced through POST /admin/clock/advance)")
+    address = parse_http_address(args.http) if args.http is not None else None
     data_dir = Path(args.data_dir)
     if data_dir.exists() and not data_dir.is_dir():
         raise UsageError(f"--data-dir {data_dir} is not a directory")
@@ -35,11 +66,19 @@ def run(args: argparse.Namespace) -> int:
         if args.segment_bytes < 4096:
             raise UsageError("--segment-bytes must be >= 4096")
         store_config.commit_log_segment_bytes = args.segment_bytes
-    clock = RealClock()
+    clock = SimClock() if args.sim_clock else RealClock()
+    config = BrokerConfig(long_polling_enable=not args.short_polling)
     trace = Trace(sink_for(args.trace), run=f"broker-{data_dir.name}", clock=clock) if args.trace else None
-    broker = Broker(data_dir, clock, store_config=store_config, trace=trace)
+    broker = Broker(data_dir, clock, config=config, store_config=store_config, trace=trace)
     try:
-        asyncio.run(serve_stdio(broker))
+        if address is not None:
+            from reference.net.http.server import serve_http
+
+            serve_http(broker, *address)
+        else:
+            from reference.net.stdio import serve_stdio
+
+            asyncio.run(serve_stdio(broker))
     finally:
         if trace is not None:
             trace.end()

@@ -28,7 +28,8 @@ SUITE_DIR = Path(__file__).resolve().parents[1] / "suite"
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("conform", help="run the conformance suite against a target; write reports")
-    p.add_argument("--target", default="reference", help="reference (default) or mutant:NAME")
+    p.add_argument("--target", default="reference",
+                   help="reference (default), mutant:NAME, or http://HOST:PORT (a server of the HTTP front's API)")
     p.add_argument("--report-dir", default="reports", help="where runs are written (default: reports)")
     p.add_argument("--junit", default=None, help="also write the JUnit XML here (for CI upload)")
     p.add_argument("--only", nargs="+", default=None, metavar="ID", help="run only tests of these requirement IDs")
@@ -52,15 +53,21 @@ class _Progress:
             self.progress.update(self.task, advance=1, description=report.nodeid.split("::")[-1][:40])
 
 
-def check_target(text: str) -> None:
+def check_target(text: str) -> frozenset[str]:
+    """Parse the target and learn its capabilities; a bad or unreachable target is a usage error."""
+    from conformance.targets.http import UnreachableTarget
+
     try:
         parse_target(text)
+        return target_capabilities(text)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    except UnreachableTarget as exc:
+        raise UsageError(f"target unreachable: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
-    check_target(args.target)
+    capabilities = check_target(args.target)
     if args.workers < 1:
         raise UsageError("-n/--workers must be >= 1")
     if args.only:
@@ -97,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     results = report.load_results(sorted(run_dir.glob("results.jsonl*")))
     vs = report.verdicts(results)
     extra = {"duration_s": round(elapsed, 3), "run": run_dir.name}
-    doc = report.summary(args.target, target_capabilities(args.target), vs, results, extra)
+    doc = report.summary(args.target, capabilities, vs, results, extra)
     report.write_all(run_dir, doc, vs, Path(args.junit) if args.junit else None)
     latest = report_dir / "latest"
     if latest.is_symlink() or latest.exists():

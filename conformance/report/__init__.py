@@ -30,6 +30,8 @@ class TestResult:
     outcome: str
     duration: float
     message: str = ""
+    #: One line: the failing assertion (or the skip reason); ``message`` has the full traceback.
+    summary: str = ""
 
     @property
     def not_applicable(self) -> bool:

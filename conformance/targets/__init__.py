@@ -3,7 +3,9 @@
 A target declares its **capabilities**; a conformance test that needs one the target lacks is
 reported *not applicable* (pytest skip with reason ``not applicable: needs <capability>``), never
 passed. ``open_target("reference")`` gives the in-process reference on simulated time;
-``mutant:NAME`` the reference with one seeded fault (``conformance.mutants``).
+``mutant:NAME`` the reference with one seeded fault (``conformance.mutants``);
+``http://host:port`` whatever serves the HTTP front's API (``conformance.targets.http``), with the
+capabilities its ``GET /capabilities`` declares.
 """
 
 from __future__ import annotations
@@ -108,14 +110,30 @@ def parse_target(text: str) -> TargetSpec:
         if name not in CATALOGUE:
             raise ValueError(f"unknown mutant {name!r}; known: {', '.join(sorted(CATALOGUE))}")
         return TargetSpec("mutant", name)
-    raise ValueError(f"unknown target {text!r}: expected 'reference' or 'mutant:NAME'")
+    if text.startswith(("http://", "https://")):
+        rest = text.split("://", 1)[1]
+        if not rest.strip("/"):
+            raise ValueError(f"target {text!r} names no host: expected http://HOST:PORT")
+        return TargetSpec("http", text.rstrip("/"))
+    raise ValueError(f"unknown target {text!r}: expected 'reference', 'mutant:NAME' or 'http://HOST:PORT'")
+
+
+_probed: dict[str, frozenset[str]] = {}
 
 
 def target_capabilities(text: str) -> frozenset[str]:
-    """The capabilities ``text`` names, without opening it (every kind so far is the reference)."""
+    """The capabilities of ``text``: declared by the class in-process, asked of the server over HTTP
+    (once per process; ``conformance.targets.http.UnreachableTarget`` if it does not answer)."""
+    spec = parse_target(text)
+    if spec.kind == "http":
+        if spec.arg not in _probed:
+            from conformance.targets.http import probe
+
+            declared = frozenset(probe(spec.arg)["capabilities"])
+            _probed[spec.arg] = declared & CAPABILITIES
+        return _probed[spec.arg]
     from conformance.targets.reference import ReferenceTarget
 
-    parse_target(text)
     return ReferenceTarget.capabilities
 
 
@@ -126,6 +144,10 @@ def open_target(text: str, workdir: str) -> Target:
     spec = parse_target(text)
     if spec.kind == "reference":
         return ReferenceTarget(workdir)
+    if spec.kind == "http":
+        from conformance.targets.http import HttpTarget
+
+        return HttpTarget(spec.arg, target_capabilities(text))
     from conformance.mutants import CATALOGUE
 
     return ReferenceTarget(workdir, mutant=CATALOGUE[spec.arg], name=text)

@@ -1,0 +1,35 @@
+"""Run the HTTP front on uvicorn, on loopback unless told otherwise.
+
+The bound address is printed as one line (``mqtck broker: serving http://HOST:PORT``) once the
+socket listens, so a test or a CI script can start the server on port 0 and read the real port.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import uvicorn
+
+from reference.broker.broker import Broker
+from reference.net.http.app import create_app
+
+
+class _Server(uvicorn.Server):
+    async def startup(self, sockets=None) -> None:  # type: ignore[no-untyped-def]
+        await super().startup(sockets)
+        for server in self.servers:
+            for sock in server.sockets:
+                host, port = sock.getsockname()[:2]
+                print(f"mqtck broker: serving http://{host}:{port}", flush=True)
+                return
+
+
+def serve_http(broker: Broker, host: str, port: int, name: str = "reference") -> None:
+    """Serve until interrupted; the broker starts and shuts down with the application."""
+    config = uvicorn.Config(
+        create_app(broker, name), host=host, port=port, log_level="warning", lifespan="on",
+        access_log=False, timeout_graceful_shutdown=2,
+    )
+    server = _Server(config)
+    server.run()
+    sys.stdout.flush()
