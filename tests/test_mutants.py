@@ -7,7 +7,13 @@ from hypothesis import settings
 
 from conformance.mutants import CATALOGUE
 from properties.test_consumer_registry import registry_property
+from properties.test_correction_rules import correction_property
 from properties.test_long_poll import long_poll_property
+from properties.test_pull_processor import (
+    commit_piggyback_property,
+    pull_code_property,
+    query_offset_property,
+)
 
 #: Mutant -> the property that must fail on it.
 KILLERS = {
@@ -17,6 +23,15 @@ KILLERS = {
     "registry-subversion-is-change": lambda m: registry_property(m.components.consumer_manager),
     "registry-ignores-topic-removal": lambda m: registry_property(m.components.consumer_manager),
     "registry-no-notify-on-unregister": lambda m: registry_property(m.components.consumer_manager),
+    "registry-channels-never-expire": lambda m: registry_property(m.components.consumer_manager),
+    "offset-empty-queue-keeps-offset": lambda m: correction_property(m.components.message_store),
+    "offset-too-small-keeps-offset": lambda m: correction_property(m.components.message_store),
+    "offset-overflow-badly-always-max": lambda m: correction_property(m.components.message_store),
+    "retention-ignores-reserved-time": lambda m: correction_property(m.components.message_store),
+    "retention-never-raises-min": lambda m: correction_property(m.components.message_store),
+    "query-offset-min-fallback": lambda m: query_offset_property(m.components.consumer_manage_processor),
+    "pull-no-match-not-found": lambda m: pull_code_property(m.components.pull_processor),
+    "pull-commit-again-on-wake": lambda m: commit_piggyback_property(m.components.pull_processor),
 }
 
 

@@ -75,5 +75,66 @@ CATALOGUE: dict[str, Mutant] = {
             "Unregistering a consumer does not notify the remaining members.",
             BrokerComponents(consumer_manager=bf.NoNotifyOnUnregister),
         ),
+        Mutant(
+            "registry-channels-never-expire",
+            ("CGRP-6",),
+            "The housekeeping scan never removes a channel that stopped sending heartbeats.",
+            BrokerComponents(consumer_manager=bf.ChannelsNeverExpire),
+        ),
+        Mutant(
+            "offset-empty-queue-keeps-offset",
+            ("OFFSET-1",),
+            "A pull on an empty queue answers NO_MESSAGE_IN_QUEUE with the requested offset as "
+            "nextBeginOffset instead of 0.",
+            BrokerComponents(message_store=bf.EmptyQueueKeepsOffset),
+        ),
+        Mutant(
+            "offset-too-small-keeps-offset",
+            ("OFFSET-2",),
+            "A pull below the min offset answers OFFSET_TOO_SMALL with the requested offset as "
+            "nextBeginOffset, so the consumer never moves up to the min offset.",
+            BrokerComponents(message_store=bf.TooSmallKeepsOffset),
+        ),
+        Mutant(
+            "offset-overflow-badly-always-max",
+            ("OFFSET-4",),
+            "OFFSET_OVERFLOW_BADLY always corrects to the max offset, dropping the minOffset == 0 case "
+            "that sends the consumer back to 0 (seed 002 §1).",
+            BrokerComponents(message_store=bf.OverflowBadlyAlwaysMax),
+        ),
+        Mutant(
+            "retention-ignores-reserved-time",
+            ("RETAIN-1",),
+            "A clean run deletes every commit-log segment but the newest, however young its messages: "
+            "unconsumed messages vanish before fileReservedTime (72 h).",
+            BrokerComponents(message_store=bf.RetentionIgnoresReservedTime),
+        ),
+        Mutant(
+            "retention-never-raises-min",
+            ("RETAIN-7",),
+            "Retention deletes files but never raises the queues' min offsets.",
+            BrokerComponents(message_store=bf.RetentionNeverRaisesMin),
+        ),
+        Mutant(
+            "query-offset-min-fallback",
+            ("QOFF-13",),
+            "With no committed offset the query answers the queue's min offset instead of QUERY_NOT_FOUND, "
+            "taking the choice of where to start away from the consumer's consumeFromWhere.",
+            BrokerComponents(consumer_manage_processor=bf.QueryFallsBackToMin),
+        ),
+        Mutant(
+            "pull-no-match-not-found",
+            ("PULL-1",),
+            "NO_MATCHED_MESSAGE answers PULL_NOT_FOUND instead of PULL_RETRY_IMMEDIATELY: a consumer "
+            "whose filter matched nothing waits instead of pulling on at nextBeginOffset.",
+            BrokerComponents(pull_processor=bf.NoMatchIsNotFound),
+        ),
+        Mutant(
+            "pull-commit-again-on-wake",
+            ("PULL-4",),
+            "A held pull's piggybacked commit offset is stored again when the request is woken, "
+            "overwriting any newer commit made while it was held.",
+            BrokerComponents(pull_processor=bf.CommitAgainOnWake),
+        ),
     )
 }

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
+from reference.broker.consumer_manage_processor import ConsumerManageProcessor
 from reference.broker.consumer_manager import ConsumerGroupInfo, ConsumerManager
 from reference.broker.hold_service import PullRequestHoldService
-from reference.broker.protocol import Channel
-from reference.broker.pull_processor import HeldPullRequest
+from reference.broker.protocol import Channel, PullMessageRequest, QueryOffsetResult, ResponseCode
+from reference.broker.pull_processor import STATUS_TO_CODE, HeldPullRequest, PullMessageProcessor
 from reference.store.filter import SubscriptionData
+from reference.store.status import CORRECTION_TABLE, CorrectionRow, GetMessageStatus
+from reference.store.store import MessageStore
 
 
 class HoldWithoutRecheck(PullRequestHoldService):
@@ -85,3 +89,81 @@ class NoNotifyOnUnregister(ConsumerManager):
         if not group.channel_info_table:
             self.consumer_table.pop(group_name, None)
         return True
+
+
+# -- offset correction (the store's CORRECTION_TABLE with one row wrong) --------------------------
+def _with_row(status: GetMessageStatus, condition: str, next_offset) -> tuple[CorrectionRow, ...]:  # type: ignore[no-untyped-def]
+    """CORRECTION_TABLE with the row of ``condition`` answering ``next_offset`` instead."""
+    return tuple(
+        dataclasses.replace(row, next_offset=next_offset) if row.condition == condition and row.status == status
+        else row
+        for row in CORRECTION_TABLE
+    )
+
+
+class EmptyQueueKeepsOffset(MessageStore):
+    """NO_MESSAGE_IN_QUEUE answers nextBeginOffset = the requested offset instead of 0."""
+
+    correction_table = _with_row(GetMessageStatus.NO_MESSAGE_IN_QUEUE, "max == 0", lambda o, lo, hi: o)
+
+
+class TooSmallKeepsOffset(MessageStore):
+    """OFFSET_TOO_SMALL answers nextBeginOffset = the requested offset: the consumer never catches up."""
+
+    correction_table = _with_row(GetMessageStatus.OFFSET_TOO_SMALL, "offset < min", lambda o, lo, hi: o)
+
+
+class OverflowBadlyAlwaysMax(MessageStore):
+    """OFFSET_OVERFLOW_BADLY always answers the max offset, ignoring the minOffset == 0 special case."""
+
+    correction_table = _with_row(
+        GetMessageStatus.OFFSET_OVERFLOW_BADLY, "offset > max and min == 0", lambda o, lo, hi: hi
+    )
+
+
+# -- retention ------------------------------------------------------------------------------------
+class RetentionIgnoresReservedTime(MessageStore):
+    """Deletes every commit-log segment but the newest, however young its messages."""
+
+    def clean_commit_log(self) -> int:
+        if not self._clean.deletion_triggered():
+            return 0
+        return self._commit_log.delete_expired(lambda newest_store_timestamp: True)
+
+
+class RetentionNeverRaisesMin(MessageStore):
+    """Deletes files but never corrects the queues' min offsets."""
+
+    def correct_min_offsets(self) -> None:
+        return None
+
+
+# -- query offset, pull codes, commit piggyback, registry expiry ---------------------------------
+class QueryFallsBackToMin(ConsumerManageProcessor):
+    """With no committed offset, answers the queue's min offset instead of QUERY_NOT_FOUND."""
+
+    def query_consumer_offset(self, group: str, topic: str, queue_id: int) -> QueryOffsetResult:
+        offset = self.offsets.query_offset(group, topic, queue_id)
+        if offset >= 0:
+            return QueryOffsetResult(ResponseCode.SUCCESS, offset)
+        return QueryOffsetResult(ResponseCode.SUCCESS, self.store.get_min_offset_in_queue(topic, queue_id))
+
+
+class NoMatchIsNotFound(PullMessageProcessor):
+    """NO_MATCHED_MESSAGE answers PULL_NOT_FOUND (the consumer waits) instead of PULL_RETRY_IMMEDIATELY."""
+
+    code_table = {**STATUS_TO_CODE, GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_NOT_FOUND}
+
+
+class CommitAgainOnWake(PullMessageProcessor):
+    """A held pull's piggybacked commit is stored again when the request is re-executed on wake-up."""
+
+    def store_offset_enable(self, request: PullMessageRequest, broker_allow_suspend: bool) -> bool:
+        return request.has_commit_offset
+
+
+class ChannelsNeverExpire(ConsumerManager):
+    """The housekeeping scan never removes a silent channel."""
+
+    def scan_not_active_channel(self) -> list[tuple[str, str]]:
+        return []

@@ -116,6 +116,20 @@ def test_commit_piggyback(target) -> None:  # type: ignore[no-untyped-def]
     assert target.query_offset("G", "CT", 0) == ("SUCCESS", 3)
 
 
+@pytest.mark.req("PULL-4")
+@pytest.mark.needs("commit_offset", "query_offset", "long_poll", "clock_control")
+def test_held_pull_commits_once(target) -> None:  # type: ignore[no-untyped-def]
+    """The piggybacked commit is stored when the request is first processed, not again on wake-up."""
+    target.create_topic("CT", 1)
+    pending = target.start_pull("G", "CT", 0, 0, suspend_ms=15_000, commit_offset=2)
+    assert target.query_offset("G", "CT", 0) == ("SUCCESS", 2), "stored at first processing"
+    target.commit_offset("G", "CT", 0, 5)
+    target.advance(1_000)
+    fill(target, "CT", 1)
+    assert pending.result().code == "SUCCESS"
+    assert target.query_offset("G", "CT", 0) == ("SUCCESS", 5), "the woken request committed a second time"
+
+
 @pytest.mark.req("QOFF-12", "QOFF-13")
 @pytest.mark.needs("query_offset", "retention_control", "clock_control")
 def test_query_offset_fallback(target) -> None:  # type: ignore[no-untyped-def]

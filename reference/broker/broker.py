@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reference.broker.config import BrokerConfig
+from reference.broker.consumer_manage_processor import ConsumerManageProcessor
 from reference.broker.consumer_manager import ClientChannelInfo, ConsumerData, ConsumerManager
 from reference.broker.hold_service import PullRequestHoldService
 from reference.broker.protocol import (
@@ -21,7 +22,6 @@ from reference.broker.protocol import (
     PullMessageRequest,
     PullResponse,
     QueryOffsetResult,
-    ResponseCode,
 )
 from reference.broker.pull_processor import HeldPullRequest, PullMessageProcessor
 from reference.clock import Clock
@@ -41,6 +41,8 @@ class BrokerComponents:
     pull_processor: type[PullMessageProcessor] = PullMessageProcessor
     hold_service: type[PullRequestHoldService] = PullRequestHoldService
     consumer_manager: type[ConsumerManager] = ConsumerManager
+    message_store: type[MessageStore] = MessageStore
+    consumer_manage_processor: type[ConsumerManageProcessor] = ConsumerManageProcessor
 
 
 class Broker:
@@ -59,7 +61,7 @@ class Broker:
         components = components or BrokerComponents()
         self.trace = trace or NULL_TRACE
         self.rec = self.trace.source(f"broker:{self.config.broker_name}", clock)
-        self.store = MessageStore(self.data_dir, store_config, clock)
+        self.store = components.message_store(self.data_dir, store_config, clock)
         self.offsets = ConsumerOffsetManager(self.data_dir / "config" / "consumerOffset.json", clock)
         self.consumer_manager = components.consumer_manager(self.config, clock, self._on_registry_event)
         self.pull_processor = components.pull_processor(
@@ -67,6 +69,7 @@ class Broker:
             self.consumer_manager.find_subscription_data, self._on_piggyback_commit,
         )
         self.hold_service = components.hold_service(self.store, self.config, clock, self._wake_held)
+        self.consumer_manage_processor = components.consumer_manage_processor(self.store, self.offsets)
         self.store.add_retention_listener(self._on_retention)
         self._client_of_channel: dict[str, str] = {}
         self._started = False
@@ -151,19 +154,9 @@ class Broker:
 
     # -- offsets -------------------------------------------------------------------------------
     def query_consumer_offset(self, group: str, topic: str, queue_id: int) -> QueryOffsetResult:
-        """Seed 000, queryConsumerOffset: the committed offset; else 0 when the queue starts at 0 and
-        offset 0 is still hot (not 'in disk'); else QUERY_NOT_FOUND."""
+        """Seed 000, queryConsumerOffset (the rule is ConsumerManageProcessor's)."""
         self._check_queue(group, topic, queue_id)
-        offset = self.offsets.query_offset(group, topic, queue_id)
-        if offset >= 0:
-            return QueryOffsetResult(ResponseCode.SUCCESS, offset)
-        min_offset = self.store.get_min_offset_in_queue(topic, queue_id)
-        if min_offset <= 0 and not self.store.check_in_disk_by_consume_offset(topic, queue_id, 0):
-            return QueryOffsetResult(ResponseCode.SUCCESS, 0)
-        return QueryOffsetResult(
-            ResponseCode.QUERY_NOT_FOUND, -1, "no committed offset and offset 0 is not hot; "
-            "the consumer decides where to start (consumeFromWhere)",
-        )
+        return self.consumer_manage_processor.query_consumer_offset(group, topic, queue_id)
 
     def update_consumer_offset(self, group: str, topic: str, queue_id: int, offset: int, client_id: str = "") -> None:
         self._check_queue(group, topic, queue_id)

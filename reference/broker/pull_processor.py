@@ -50,11 +50,14 @@ STATUS_TO_CODE: dict[GetMessageStatus, ResponseCode] = {
 _ZERO_OFFSET_NOT_FOUND = (GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.NO_MATCHED_LOGIC_QUEUE)
 
 
-def response_code_for(status: GetMessageStatus, requested_offset: int) -> ResponseCode:
-    """The response code for a store status (seed 000, PullMessageProcessor's switch)."""
+def response_code_for(
+    status: GetMessageStatus, requested_offset: int, table: dict[GetMessageStatus, ResponseCode] = STATUS_TO_CODE
+) -> ResponseCode:
+    """The response code for a store status (seed 000, PullMessageProcessor's switch). ``table`` is
+    only ever replaced by a seeded fault."""
     if status in _ZERO_OFFSET_NOT_FOUND and requested_offset == 0:
         return ResponseCode.PULL_NOT_FOUND
-    return STATUS_TO_CODE[status]
+    return table[status]
 
 
 @dataclass(eq=False)
@@ -91,6 +94,10 @@ CommitListener = Callable[[str, str, str, int, int], None]
 
 
 class PullMessageProcessor:
+    #: GetMessageStatus -> response code (:data:`STATUS_TO_CODE`); a class attribute so that a seeded
+    #: fault can change one entry without touching the processor's code.
+    code_table: dict[GetMessageStatus, ResponseCode] = STATUS_TO_CODE
+
     def __init__(
         self,
         store: MessageStore,
@@ -148,6 +155,11 @@ class PullMessageProcessor:
             return 0
         return request.suspend_timeout_ms if self.config.long_polling_enable else self.config.short_polling_time_ms
 
+    def store_offset_enable(self, request: PullMessageRequest, broker_allow_suspend: bool) -> bool:
+        """Seed 000: storeOffsetEnable = brokerAllowSuspend && hasCommitOffsetFlag && master, so a held
+        request re-executed on wake-up does not commit a second time (a newer commit may be stored)."""
+        return broker_allow_suspend and request.has_commit_offset
+
     def process_request(
         self,
         request: PullMessageRequest,
@@ -166,7 +178,7 @@ class PullMessageProcessor:
             request.max_msg_nums,
             subscription,
         )
-        code = response_code_for(result.status, request.queue_offset)
+        code = response_code_for(result.status, request.queue_offset, self.code_table)
         outcome: PullOutcome
         if code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and request.has_suspend:
             held = HeldPullRequest(request, channel, subscription, self.hold_time_ms(request), self.clock.now_ms())
@@ -182,8 +194,7 @@ class PullMessageProcessor:
                     messages=tuple(result.messages),
                 )
             )
-        # Seed 000: storeOffsetEnable = brokerAllowSuspend && hasCommitOffsetFlag && master.
-        if broker_allow_suspend and request.has_commit_offset:
+        if self.store_offset_enable(request, broker_allow_suspend):
             self.offsets.commit_offset(
                 request.consumer_group, request.topic, request.queue_id, request.commit_offset
             )

@@ -76,10 +76,13 @@ CORRECTION_TABLE: tuple[CorrectionRow, ...] = (
 )
 
 
-def check_offset(offset: int, min_offset: int, max_offset: int) -> tuple[GetMessageStatus | None, int]:
+def check_offset(
+    offset: int, min_offset: int, max_offset: int, table: tuple[CorrectionRow, ...] = CORRECTION_TABLE
+) -> tuple[GetMessageStatus | None, int]:
     """Apply :data:`CORRECTION_TABLE`: ``(status, next_begin_offset)``, or ``(None, offset)`` when the
-    offset is legal and the consume queue must be read."""
-    for row in CORRECTION_TABLE:
+    offset is legal and the consume queue must be read. ``table`` is only ever replaced by a seeded
+    fault (``conformance.mutants``)."""
+    for row in table:
         if row.applies(offset, min_offset, max_offset):
             return row.status, row.next_offset(offset, min_offset, max_offset)
     return None, offset

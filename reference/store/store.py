@@ -54,7 +54,7 @@ from reference.store.record import (
     record_size,
 )
 from reference.store.retention import CleanService, disk_usage_of
-from reference.store.status import GetMessageStatus, check_offset
+from reference.store.status import CORRECTION_TABLE, CorrectionRow, GetMessageStatus, check_offset
 from reference.store.topics import TopicTable
 
 #: listener(topic, queue_id, max offset after the append, tags code, store timestamp): seed 000's
@@ -95,6 +95,10 @@ class _Prepared:
 
 
 class MessageStore:
+    #: The offset-correction rule (``status.CORRECTION_TABLE``); a class attribute so that a seeded
+    #: fault can replace one row without touching the store's code.
+    correction_table: tuple[CorrectionRow, ...] = CORRECTION_TABLE
+
     def __init__(
         self,
         data_dir: str | Path,
@@ -263,7 +267,7 @@ class MessageStore:
             return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
         cq = self._queues.get((topic, queue_id))
         min_offset, max_offset = (cq.min_offset, cq.max_offset) if cq is not None else (0, 0)
-        status, next_begin = check_offset(offset, min_offset, max_offset)
+        status, next_begin = check_offset(offset, min_offset, max_offset, self.correction_table)
         if status is not None:
             return GetMessageResult(status, next_begin, min_offset, max_offset)
         assert cq is not None  # a legal offset needs max > 0, so the queue exists

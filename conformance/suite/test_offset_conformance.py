@@ -1,0 +1,87 @@
+"""OFFSET and RETAIN requirements through the Target interface: each correction row on its own, and
+what retention may and may not delete. The expected values come from the spec sentences, not from
+the reference's code."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.needs("pull")
+HOUR_MS = 3_600_000
+#: Seed 002: fileReservedTime, 72 h.
+FILE_RESERVED_MS = 72 * HOUR_MS
+
+
+def fill(target, topic: str, n: int, queue: int = 0) -> None:  # type: ignore[no-untyped-def]
+    for i in range(n):
+        target.send(topic, queue, f"m{i}".encode() * 50, "A")
+
+
+def pull(target, offset: int, **kw):  # type: ignore[no-untyped-def]
+    return target.start_pull("G", "OT", 0, offset, **kw).result()
+
+
+def aged_queue(target, old: int = 600, young: int = 50) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """A queue whose first ``old`` messages are past fileReservedTime, retention run: (min, max)."""
+    target.create_topic("OT", 1)
+    fill(target, "OT", old)
+    target.advance(FILE_RESERVED_MS + HOUR_MS)
+    fill(target, "OT", young)
+    target.run_retention()
+    return target.min_max("OT", 0)
+
+
+@pytest.mark.req("OFFSET-1")
+def test_empty_queue_answers_zero(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("OT", 1)
+    for offset in (0, 1, 7, 1_000_000):
+        r = pull(target, offset)
+        assert (r.status, r.next_begin_offset) == ("NO_MESSAGE_IN_QUEUE", 0), f"pull at {offset} of an empty queue"
+
+
+@pytest.mark.req("OFFSET-3", "OFFSET-4", "OFFSET-6", "OFFSET-9")
+def test_overflow_and_found_with_min_zero(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("OT", 1)
+    fill(target, "OT", 10)
+    r = pull(target, 10)
+    assert (r.status, r.next_begin_offset) == ("OFFSET_OVERFLOW_ONE", 10)
+    for offset in (11, 12, 500):
+        r = pull(target, offset)
+        assert (r.status, r.next_begin_offset) == ("OFFSET_OVERFLOW_BADLY", 0), f"min is 0: back to 0 from {offset}"
+    r = pull(target, 4, max_nums=3)
+    assert r.status == "FOUND" and [m.queue_offset for m in r.messages] == [4, 5, 6] and r.next_begin_offset == 7
+
+
+@pytest.mark.req("OFFSET-2", "OFFSET-5", "RETAIN-1", "RETAIN-7")
+@pytest.mark.needs("retention_control", "clock_control")
+def test_corrections_once_the_min_offset_rose(target) -> None:  # type: ignore[no-untyped-def]
+    lo, hi = aged_queue(target)
+    assert 0 < lo <= 600 and hi == 650, f"expired segments deleted and min raised, got [{lo}, {hi})"
+    for offset in (0, lo // 2, lo - 1):
+        r = pull(target, offset)
+        assert (r.status, r.next_begin_offset) == ("OFFSET_TOO_SMALL", lo), f"pull at {offset} below min {lo}"
+    for offset in (hi + 1, hi + 1_000):
+        r = pull(target, offset)
+        assert (r.status, r.next_begin_offset) == ("OFFSET_OVERFLOW_BADLY", hi), f"min > 0: to max from {offset}"
+    r = pull(target, lo)
+    assert r.status == "FOUND" and r.messages[0].queue_offset == lo
+
+
+@pytest.mark.req("RETAIN-1", "RETAIN-5", "RETAIN-7")
+@pytest.mark.needs("retention_control", "clock_control")
+def test_young_messages_and_the_written_segment_survive(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("OT", 1)
+    fill(target, "OT", 650)
+    target.advance(FILE_RESERVED_MS - HOUR_MS)
+    target.run_retention()
+    assert target.min_max("OT", 0) == (0, 650), "nothing is deleted before fileReservedTime"
+    r = pull(target, 0)
+    assert r.status == "FOUND" and r.messages[0].queue_offset == 0
+    target.advance(2 * HOUR_MS)
+    target.run_retention()
+    lo, hi = target.min_max("OT", 0)
+    assert hi == 650 and lo < hi, "the segment being written is never deleted"
+    r = pull(target, hi - 1)
+    assert r.status == "FOUND" and r.messages[0].queue_offset == hi - 1
+    target.run_retention()
+    assert target.min_max("OT", 0)[0] >= lo, "the min offset never falls"
