@@ -82,6 +82,9 @@ class _ResultsWriter:
                         "duration": round(report.duration, 6),
                         "message": text,
                         "summary": summary[:1000],
+                        # Measurements a test attached with pytest's ``record_property(name, value)``;
+                        # the report plots them (wake latencies, allocation balance).
+                        "observations": [[k, v] for k, v in report.user_properties],
                     }
                 )
                 + "\n"

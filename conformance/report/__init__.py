@@ -32,6 +32,8 @@ class TestResult:
     message: str = ""
     #: One line: the failing assertion (or the skip reason); ``message`` has the full traceback.
     summary: str = ""
+    #: ``[name, value]`` pairs the test recorded with ``record_property``.
+    observations: list[list[Any]] = field(default_factory=list)
 
     @property
     def not_applicable(self) -> bool:
@@ -102,8 +104,18 @@ def summary(target: str, capabilities: Iterable[str], vs: list[Verdict], results
         "counts": counts,
         "tests": {"total": len(results), "failed": sum(r.outcome == "failed" for r in results)},
         "requirements": [asdict(v) for v in vs],
+        "observations": observations(results),
         **(extra or {}),
     }
+
+
+def observations(results: list[TestResult]) -> dict[str, list[Any]]:
+    """Every recorded value by name, across the run's tests (lists are flattened)."""
+    out: dict[str, list[Any]] = {}
+    for r in results:
+        for name, value in r.observations:
+            out.setdefault(str(name), []).extend(value if isinstance(value, list) else [value])
+    return out
 
 
 def junit_xml(target: str, vs: list[Verdict]) -> bytes:

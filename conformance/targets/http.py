@@ -201,6 +201,16 @@ class HttpTarget:
         r = self._request("GET", f"/topics/{self._path_name(topic, 'topic')}/queues/{queue_id}/offsets")
         return r["minOffset"], r["maxOffset"]
 
+    def allocate(
+        self, strategy: str, group: str, current_cid: str, mq_all: list[tuple[str, str, int]], cid_all: list[str]
+    ) -> list[tuple[str, str, int]]:
+        body = {
+            "strategy": strategy, "consumerGroup": self._n(group), "currentCID": current_cid, "cidAll": cid_all,
+            "mqAll": [{"topic": self._n(t), "brokerName": b, "queueId": q} for t, b, q in mq_all],
+        }
+        r = self._request("POST", "/allocation", body)
+        return [(self._strip(x["topic"]), x["brokerName"], x["queueId"]) for x in r["result"]]
+
     def run_retention(self) -> None:
         self._request("POST", "/admin/retention")
 

@@ -26,6 +26,8 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from reference.allocation.message_queue import MessageQueue
+from reference.allocation.registry import strategy_class
 from reference.broker.broker import Broker
 from reference.broker.consumer_manager import ConsumerData
 from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag
@@ -42,7 +44,7 @@ ConnPath = Annotated[str, Path(min_length=1, max_length=255, pattern=r"^[^\x00-\
 
 #: Capabilities every instance of the front offers; ``clock_control`` only with a simulated clock.
 BASE_CAPABILITIES = (
-    "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control",
+    "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control", "allocation",
 )
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -310,6 +312,17 @@ def create_app(broker: Broker, name: str = "reference") -> FastAPI:
     async def notifications(connection: ConnPath) -> m.Notifications:
         channel = connections.get(connection)
         return m.Notifications(connection=connection, groups=list(channel.notifications) if channel else [])
+
+    @app.post("/allocation", operation_id="allocate", response_model=m.Allocation, responses=ERRORS,
+              tags=["consumers"])
+    async def allocate(body: m.Allocate) -> m.Allocation:
+        """The share of ``currentCID`` under a named strategy (the client-side rebalance's rule, served so
+        that a broker-side implementation, e.g. for POP, can be checked the same way). As in RocketMQ, a
+        currentCID that is not in cidAll gets an empty share, not an error."""
+        queues = [MessageQueue(q.topic, q.brokerName, q.queueId) for q in body.mqAll]
+        share = strategy_class(body.strategy)().allocate(body.consumerGroup, body.currentCID, queues, body.cidAll)
+        return m.Allocation(result=[m.QueueRef(topic=q.topic, brokerName=q.broker_name, queueId=q.queue_id)
+                                    for q in share])
 
     @app.post("/admin/retention", operation_id="runRetention", response_model=m.Done, tags=["admin"])
     async def run_retention() -> m.Done:

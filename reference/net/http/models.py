@@ -187,6 +187,28 @@ class Notifications(BaseModel):
 MAX_ADVANCE_MS = 30 * 24 * 3_600_000
 
 
+class QueueRef(Strict):
+    """A message queue as the strategy exec protocol names it."""
+
+    topic: Name
+    brokerName: Name
+    queueId: QueueId
+
+
+class Allocate(Strict):
+    """One allocation request, in the strategy exec protocol's field names (DESIGN.md)."""
+
+    strategy: Literal["averagely", "by_circle"] = Field(description="a strategy the broker implements")
+    consumerGroup: GroupName
+    currentCID: ClientId
+    mqAll: Annotated[list[QueueRef], Field(min_length=1, max_length=1024)]
+    cidAll: Annotated[list[ClientId], Field(min_length=1, max_length=1024)]
+
+
+class Allocation(BaseModel):
+    result: list[QueueRef]
+
+
 class AdvanceClock(Strict):
     ms: Annotated[int, Field(ge=0, le=MAX_ADVANCE_MS, examples=[5_000])]
 
