@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from conformance import report, spec
+from conformance import mutation, report, spec
 from conformance.cli import UsageError
 from conformance.targets import parse_target, target_capabilities
 
@@ -35,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--only", nargs="+", default=None, metavar="ID", help="run only tests of these requirement IDs")
     p.add_argument("-n", "--workers", type=int, default=1, help="parallel pytest-xdist workers (default 1)")
     p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of a table")
+    p.add_argument("--mutants", nargs="*", default=None, metavar="NAME",
+                   help="also run the suite against seeded faults (all when no NAME) and report the kill rate; "
+                        "reference target only")
     p.set_defaults(func=run)
 
 
@@ -66,10 +69,24 @@ def check_target(text: str) -> frozenset[str]:
         raise UsageError(f"target unreachable: {exc}") from None
 
 
+def _mutant_names(args: argparse.Namespace) -> list[str]:
+    if args.mutants is None:
+        return []
+    from conformance.mutants import CATALOGUE
+
+    if args.target != "reference":
+        raise UsageError("--mutants runs seeded faults of the reference; use it with --target reference")
+    unknown = [n for n in args.mutants if n not in CATALOGUE]
+    if unknown:
+        raise UsageError(f"--mutants: unknown seeded fault(s) {', '.join(unknown)}")
+    return list(args.mutants) or sorted(CATALOGUE)
+
+
 def run(args: argparse.Namespace) -> int:
     capabilities = check_target(args.target)
     if args.workers < 1:
         raise UsageError("-n/--workers must be >= 1")
+    mutant_names = _mutant_names(args)
     if args.only:
         _, reqs = spec.load()
         unknown = [i for i in args.only if i not in reqs]
@@ -103,7 +120,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"the suite could not run (pytest exit {int(code)}); see {run_dir}")
     results = report.load_results(sorted(run_dir.glob("results.jsonl*")))
     vs = report.verdicts(results)
-    extra = {"duration_s": round(elapsed, 3), "run": run_dir.name}
+    extra: dict = {"duration_s": round(elapsed, 3), "run": run_dir.name}
+    if mutant_names:
+        extra["mutants"] = mutation.run_catalogue(mutant_names, run_dir / "mutants", args.workers, console, args.json)
     doc = report.summary(args.target, capabilities, vs, results, extra)
     report.write_all(run_dir, doc, vs, Path(args.junit) if args.junit else None)
     latest = report_dir / "latest"
@@ -132,4 +151,10 @@ def _print_table(console: Console, doc: dict, run_dir: Path) -> None:
     for r in doc["requirements"]:
         if r["status"] == "fail":
             out.print(f"[red]FAIL[/red] {r['id']} ({r['level']}): {r['sentence']}")
+    if "mutants" in doc:
+        m = doc["mutants"]
+        out.print(f"seeded faults killed: {m['killed']} of {m['total']} ({m['kill_rate']:.0%})")
+        for r in m["results"]:
+            if not r["killed"]:
+                out.print(f"[red]SURVIVED[/red] {r['name']}: {r['description']}")
     out.print(f"verdict: [bold]{doc['verdict'].upper()}[/bold] in {doc['duration_s']} s — reports in {run_dir}")

@@ -21,6 +21,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from conformance import spec
+from conformance.report import plots
 
 
 @dataclass
@@ -145,7 +146,13 @@ def junit_xml(target: str, vs: list[Verdict]) -> bytes:
 def html(doc: dict[str, Any]) -> str:
     env = Environment(loader=PackageLoader("conformance.report"), autoescape=select_autoescape())
     families, _ = spec.load()
-    return env.get_template("report.html.j2").render(doc=doc, families=families)
+    obs = doc.get("observations", {})
+    latencies = [float(v) for v in obs.get("lpoll.wake_latency_ms", [])]
+    return env.get_template("report.html.j2").render(
+        doc=doc, families=families, latencies=latencies,
+        latency_svg=plots.histogram_svg(latencies, "ms") if latencies else "",
+        balance=plots.balance_rows(obs.get("alloc.balance", [])),
+    )
 
 
 def write_all(run_dir: Path, doc: dict[str, Any], vs: list[Verdict], junit_path: Path | None = None) -> None:

@@ -54,3 +54,25 @@ def test_arrival_between_not_found_and_suspend_is_not_lost(target) -> None:  # t
     assert pending.done(), "the message that arrived before the suspend must wake the pull at once"
     r = pending.result()
     assert r.code == "SUCCESS" and [m.body for m in r.messages] == [b"raced"] and r.held_ms == 0
+
+
+#: The wake bound of the trace audit (trace-schema.md, long poll): an arrival wakes a held pull within 1 s.
+WAKE_BOUND_MS = 1_000
+
+
+@pytest.mark.req("LPOLL-4")
+def test_wake_latency(target, record_property) -> None:  # type: ignore[no-untyped-def]
+    """Held pulls on eight queues, each woken by a matching send after a different wait; the time from
+    the send to the answer is recorded for the report's histogram."""
+    target.create_topic("LW", 8)
+    latencies = []
+    for q in range(8):
+        pending = target.start_pull("G", "LW", q, 0, suspend_ms=15_000)
+        waited = 300 + 400 * q
+        target.advance(waited)
+        target.send("LW", q, b"wake", "A")
+        r = pending.result()
+        assert r.code == "SUCCESS" and len(r.messages) == 1
+        latencies.append(r.held_ms - waited)
+    record_property("lpoll.wake_latency_ms", latencies)
+    assert max(latencies) <= WAKE_BOUND_MS, f"wake latencies {latencies} ms exceed {WAKE_BOUND_MS} ms"
