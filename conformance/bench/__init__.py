@@ -12,4 +12,5 @@ Timing goals live here, never in timed tests.
 BENCHES: dict[str, str] = {
     "store": "conformance.bench.store",
     "strategy": "conformance.bench.strategy",
+    "conform": "conformance.bench.conform",
 }
