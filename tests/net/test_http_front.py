@@ -17,7 +17,8 @@ def test_openapi_document_has_examples_links_and_no_422(http_broker) -> None:  #
     doc = http_broker("--sim-clock").http.get("/openapi.json").json()
     ops = {op["operationId"]: op for path in doc["paths"].values() for op in path.values()}
     assert {"createTopic", "sendMessage", "pullMessages", "queryConsumerOffset", "updateConsumerOffset",
-            "heartbeat", "unregister", "consumerList", "notifications", "runRetention", "advanceClock", "allocate"} <= set(ops)
+            "heartbeat", "unregister", "consumerList", "notifications", "runRetention", "advanceClock",
+            "allocate"} <= set(ops)
     assert all("422" not in op["responses"] for op in ops.values()), "refusals are documented as 400"
     assert ops["sendMessage"]["responses"]["201"]["links"]["PullIt"]["operationId"] == "pullMessages"
     assert doc["components"]["schemas"]["PullBody"]["properties"]["maxMsgNums"]["maximum"] == 1024
