@@ -6,14 +6,19 @@ import pytest
 from hypothesis import settings
 
 from conformance.mutants import CATALOGUE
+from properties.allocation.test_allocation_formulas import averagely_property, by_circle_property
+from properties.test_at_least_once import at_least_once_property
 from properties.test_consumer_registry import registry_property
 from properties.test_correction_rules import correction_property
 from properties.test_long_poll import long_poll_property
+from properties.test_permits_properties import permit_property
+from properties.test_pop_properties import pop_broker_property
 from properties.test_pull_processor import (
     commit_piggyback_property,
     pull_code_property,
     query_offset_property,
 )
+from properties.test_rebalance_drop import drop_property, ownership_property
 
 #: Mutant -> the property that must fail on it.
 KILLERS = {
@@ -32,6 +37,17 @@ KILLERS = {
     "query-offset-min-fallback": lambda m: query_offset_property(m.components.consumer_manage_processor),
     "pull-no-match-not-found": lambda m: pull_code_property(m.components.pull_processor),
     "pull-commit-again-on-wake": lambda m: commit_piggyback_property(m.components.pull_processor),
+    "alloc-averagely-remainder-to-last": lambda m: averagely_property(m.strategies["averagely"]),
+    "alloc-circle-starts-at-second": lambda m: by_circle_property(m.strategies["by_circle"]),
+    "pop-revive-ignores-late-acks": lambda m: pop_broker_property(m.components),
+    "pop-ack-key-without-pop-time": lambda m: pop_broker_property(m.components),
+    "pop-invisible-from-request": lambda m: pop_broker_property(m.components),
+    "flow-batch-counts-as-one-permit": lambda m: permit_property(m.components),
+    "flow-permits-go-negative": lambda m: permit_property(m.components),
+    "client-pulls-dropped-queue": lambda m: drop_property(m.client),
+    "client-commits-dropped-results": lambda m: drop_property(m.client),
+    "client-commits-largest-consumed": lambda m: at_least_once_property(m.client),
+    "client-unsorted-consumer-ids": lambda m: ownership_property(m.client),
 }
 
 

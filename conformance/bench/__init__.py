@@ -13,4 +13,5 @@ BENCHES: dict[str, str] = {
     "store": "conformance.bench.store",
     "strategy": "conformance.bench.strategy",
     "conform": "conformance.bench.conform",
+    "sim": "conformance.bench.sim",
 }

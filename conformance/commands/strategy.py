@@ -26,7 +26,7 @@ from conformance.strategy.declaration import (
     POP_SHARE,
     ROOM_MODES,
 )
-from conformance.strategy.engine import DEFAULT_EXAMPLES, DEFAULT_SEED, CheckSettings, run_check
+from conformance.strategy.engine import DEFAULT_EXAMPLES, DEFAULT_SEED, SHRINK_SECONDS, CheckSettings, run_check
 from conformance.strategy.execproc import DEFAULT_TIMEOUT, ExecStrategyUnderTest
 from conformance.strategy.loader import LoadError, builtin_declaration, load_python
 from conformance.strategy.properties import PROPERTY_NAMES
@@ -54,6 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help=f"a built-in ({', '.join(BUILTIN_NAMES)}) or package.module:Name")
     check.add_argument("--exec", dest="exec_command", metavar="CMD",
                        help="a program speaking the JSON-lines exec protocol (started once, via the shell)")
+    check.add_argument("--shrink-seconds", type=float, default=SHRINK_SECONDS, metavar="S",
+                       help=f"wall-clock budget for shrinking one failure (default {SHRINK_SECONDS:g})")
     check.add_argument("--examples", type=int, default=DEFAULT_EXAMPLES, metavar="N",
                        help=f"examples per property (default {DEFAULT_EXAMPLES})")
     check.add_argument("--seed", default=str(DEFAULT_SEED), metavar="N|random",
@@ -133,7 +135,10 @@ def run_check_command(args: argparse.Namespace) -> int:
             strategy = load_python(args.strategy)
         except LoadError as exc:
             raise UsageError(str(exc)) from None
-    cfg = CheckSettings(examples=args.examples, seed=_seed(args.seed), properties=tuple(args.property))
+    if args.shrink_seconds <= 0:
+        raise UsageError("--shrink-seconds must be > 0")
+    cfg = CheckSettings(examples=args.examples, seed=_seed(args.seed), properties=tuple(args.property),
+                        shrink_seconds=args.shrink_seconds)
     try:
         report = run_check(strategy, declaration, cfg)
     except ValueError as exc:  # a --property that does not apply

@@ -8,11 +8,16 @@ will run the whole conformance suite against one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.mutants import allocation_faults as af
 from conformance.mutants import broker_faults as bf
+from conformance.mutants import client_faults as cf
+from conformance.mutants import pop_faults as pf
 from reference.broker.broker import BrokerComponents
+from reference.client.components import ClientComponents
 
 
 @dataclass(frozen=True)
@@ -20,7 +25,8 @@ class Mutant:
     """One seeded fault: the requirement IDs it breaks and the one component it swaps.
 
     ``components`` swaps a broker part; ``client`` (a ``reference.client`` components value, or
-    None) swaps a client part for faults in the consumer.
+    None) swaps a client part for faults in the consumer; ``strategies`` replaces allocation
+    strategies by short name (``reference.allocation.registry``).
     """
 
     name: str
@@ -28,6 +34,7 @@ class Mutant:
     description: str
     components: BrokerComponents = field(default_factory=BrokerComponents)
     client: Any = None
+    strategies: Mapping[str, type] = field(default_factory=dict)
 
     @property
     def family(self) -> str:
@@ -135,6 +142,82 @@ CATALOGUE: dict[str, Mutant] = {
             "A held pull's piggybacked commit offset is stored again when the request is woken, "
             "overwriting any newer commit made while it was held.",
             BrokerComponents(pull_processor=bf.CommitAgainOnWake),
+        ),
+        Mutant(
+            "alloc-averagely-remainder-to-last",
+            ("ALLOC-2",),
+            "AllocateMessageQueueAveragely gives the q mod n extra queues to the last consumers instead of "
+            "the first: balanced, but a different partition from every RocketMQ client's.",
+            strategies={"averagely": af.AveragelyRemainderToLast},
+        ),
+        Mutant(
+            "alloc-circle-starts-at-second",
+            ("ALLOC-3",),
+            "AllocateMessageQueueAveragelyByCircle deals the first queue to the second consumer.",
+            strategies={"by_circle": af.CircleStartsAtSecond},
+        ),
+        Mutant(
+            "pop-revive-ignores-late-acks",
+            ("REVIVE-3",),
+            "The revive service ignores the ACK records of the revive log, so a message acked after its "
+            "checkpoint left memory is revived anyway (RocketMQ #7724, acked messages popped again).",
+            BrokerComponents(pop_revive=pf.ReviveIgnoresLateAcks),
+        ),
+        Mutant(
+            "pop-ack-key-without-pop-time",
+            ("PACK-6",),
+            "Checkpoints are matched with acks without their pop time: a change of invisible time makes a "
+            "checkpoint that replaces the original one, whose other messages are then never revived.",
+            BrokerComponents(pop_buffer=pf.AckKeyWithoutPopTime),
+        ),
+        Mutant(
+            "pop-invisible-from-request",
+            ("PACK-1",),
+            "A pop's invisible time counts from when the request arrived, not from when its batch was read, "
+            "so messages handed out by a held pop have their invisibility cut short.",
+            BrokerComponents(pop_processor=pf.InvisibleFromRequest),
+        ),
+        Mutant(
+            "flow-batch-counts-as-one-permit",
+            ("FLOW-2",),
+            "The dispatcher charges one permit per batch entry instead of one per message, so a consumer "
+            "receives more messages than it granted permits.",
+            BrokerComponents(single_active_dispatcher=pf.BatchCountsAsOnePermit),
+        ),
+        Mutant(
+            "flow-permits-go-negative",
+            ("FLOW-2",),
+            "The dispatcher sends whole batch entries while any permit is left, so permits go negative "
+            "and a consumer receives more than it granted (the family of Pulsar #6054).",
+            BrokerComponents(single_active_dispatcher=pf.PermitsGoNegative),
+        ),
+        Mutant(
+            "client-pulls-dropped-queue",
+            ("REBAL-4",),
+            "The push consumer puts a dropped queue's PullRequest back instead of discarding it, so it keeps "
+            "pulling a queue that a rebalance gave to another consumer.",
+            client=ClientComponents(push_consumer=cf.PullsDroppedQueue),
+        ),
+        Mutant(
+            "client-commits-dropped-results",
+            ("REBAL-5",),
+            "The consume service processes the result of a batch whose queue was dropped while the listener ran, "
+            "and flushes that queue's offset to the broker at once.",
+            client=ClientComponents(consume_service=cf.CommitsDroppedResults),
+        ),
+        Mutant(
+            "client-commits-largest-consumed",
+            ("CONSUME-2",),
+            "The ProcessQueue answers one past the largest offset consumed so far instead of the smallest still "
+            "in flight, so a commit can pass a message whose listener has not finished.",
+            client=ClientComponents(process_queue=cf.CommitsLargestConsumed),
+        ),
+        Mutant(
+            "client-unsorted-consumer-ids",
+            ("REBAL-2",),
+            "Rebalance allocates over the member list in the order the broker sent it, not sorted, so members "
+            "with different views own overlapping shares and some queues have no owner.",
+            client=ClientComponents(rebalance=cf.UnsortedConsumerIds),
         ),
     )
 }

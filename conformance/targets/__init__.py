@@ -11,7 +11,7 @@ capabilities its ``GET /capabilities`` declares.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 #: Every capability a target may declare (the spec's ``capability`` field uses these names).
 CAPABILITIES = frozenset(
@@ -20,6 +20,10 @@ CAPABILITIES = frozenset(
         "clock_control", "restart", "trace", "allocation",
         # The target lets a test place sends between "not found" and the suspend of a pull.
         "race_control",
+        # POP consumption (pop, ack, change invisible time, query assignment) and Pulsar-style permits.
+        "pop", "flow_permits",
+        # The target runs reference.sim scenarios with its consumer client and returns the trace rows.
+        "client_simulation",
     }
 )
 
@@ -48,6 +52,46 @@ class PullReply:
     max_offset: int
     messages: tuple[PulledMessage, ...] = ()
     held_ms: int = 0
+
+
+@dataclass(frozen=True)
+class PoppedRecord:
+    """One popped message: ``topic`` as the consumer named it; queue and offset where it was read."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    body: bytes
+    tags: str | None
+    msg_id: str
+    handle: str
+    reconsume_times: int
+    retry: bool
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PopReply:
+    code: str
+    messages: tuple[PoppedRecord, ...] = ()
+    rest_num: int = 0
+    held_ms: int = 0
+
+
+class PendingPop(Protocol):
+    def done(self) -> bool: ...
+    def result(self) -> PopReply: ...
+
+
+@dataclass(frozen=True)
+class DispatchedRecord:
+    """One message a permit dispatcher sent to a consumer."""
+
+    msg_id: str
+    offset: int
+    batch_index: int
+    body: bytes
+    redelivery_count: int
 
 
 @dataclass(frozen=True)
@@ -88,6 +132,37 @@ class Target(Protocol):
     def run_retention(self) -> None: ...
     def advance(self, ms: int) -> None: ...
     def close(self) -> None: ...
+    # -- allocation (capability "allocation"): (topic, brokerName, queueId) triples ---------------
+    def allocate(
+        self, strategy: str, group: str, current_cid: str, mq_all: list[tuple[str, str, int]], cid_all: list[str]
+    ) -> list[tuple[str, str, int]]: ...
+    # -- pop (capability "pop"); restart (capability "restart") ------------------------------------
+    def pop(
+        self, group: str, topic: str, queue_id: int = -1, max_nums: int = 32, invisible_ms: int = 60_000,
+        poll_ms: int = 0, client_id: str = "conformance", expression: str = "*",
+    ) -> PendingPop: ...
+    def ack(self, group: str, topic: str, handle: str) -> None: ...
+    def change_invisible(self, group: str, topic: str, handle: str, invisible_ms: int) -> str: ...
+    def query_assignment(
+        self, group: str, topic: str, client_id: str, strategy: str = "AllocateMessageQueueAveragely",
+        pop_share_queue_num: int = -1, model: str = "CLUSTERING",
+    ) -> list[tuple[str, str, int]]: ...
+    def restart(self) -> None: ...
+    # -- client simulation (capability "client_simulation") -----------------------------------------
+    def simulate(self, scenario: Any) -> list[dict[str, Any]]:
+        """Run a ``reference.sim.scenario.Scenario`` with this target's client; the trace rows."""
+        ...
+    # -- permits (capability "flow_permits") -------------------------------------------------------
+    def subscribe_permits(self, group: str, topic: str, client_id: str, sub_type: str = "Exclusive") -> None: ...
+    def flow(self, group: str, client_id: str, topic: str, permits: int) -> None: ...
+    def permits(self, group: str, client_id: str, topic: str) -> int: ...
+    def dispatched(self, group: str, client_id: str, topic: str) -> list[DispatchedRecord]: ...
+    def ack_dispatched(self, group: str, client_id: str, topic: str, records: list[DispatchedRecord]) -> None: ...
+    def redeliver(
+        self, group: str, client_id: str, topic: str, records: list[DispatchedRecord] | None = None
+    ) -> None: ...
+    def close_consumer(self, group: str, client_id: str, topic: str) -> None: ...
+    def send_batch(self, topic: str, queue_id: int, bodies: list[bytes]) -> SendReceipt: ...
 
 
 @dataclass

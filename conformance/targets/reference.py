@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from reference.allocation.message_queue import MessageQueue
+from reference.allocation.registry import strategy_class
 from reference.broker.broker import Broker
 from reference.broker.consumer_manager import ConsumerData
+from reference.broker.permits.batch import encode_batch
+from reference.broker.permits.protocol import InitialPosition, Position, RecordingPermitChannel
+from reference.broker.pop.protocol import PopMessageRequest, PopResponse, RecordingPopChannel
 from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag, RecordingChannel
 from reference.clock import SimClock
 from reference.errors import InvalidRequest
+from reference.sim.scenario import Scenario
+from reference.sim.simulation import Simulation
 from reference.store.config import MessageStoreConfig
 from reference.store.filter import SubscriptionData
 from reference.store.message import Message
 
-from . import PulledMessage, PullReply, SendReceipt, TargetError
+from . import DispatchedRecord, PoppedRecord, PopReply, PulledMessage, PullReply, SendReceipt, TargetError
 
 if TYPE_CHECKING:
     from conformance.mutants import Mutant
@@ -61,11 +68,50 @@ class _Pending:
         return _reply(self._response)
 
 
+def _pop_reply(response: PopResponse) -> PopReply:
+    return PopReply(
+        code=response.code.name,
+        messages=tuple(
+            PoppedRecord(m.topic, m.queue_id, m.queue_offset, m.body, m.tags, m.msg_id, m.handle, m.reconsume_times,
+                         m.retry, dict(m.properties))
+            for m in response.messages
+        ),
+        rest_num=response.rest_num,
+        held_ms=response.held_ms,
+    )
+
+
+class _PendingPop:
+    def __init__(self, target: ReferenceTarget, request: PopMessageRequest, response: PopResponse | None) -> None:
+        self._target = target
+        self._request = request
+        self._response = response
+
+    def done(self) -> bool:
+        if self._response is None:
+            for req, resp in self._target._pop_channel.pop_responses:
+                if req is self._request:
+                    self._response = resp
+        return self._response is not None
+
+    def result(self) -> PopReply:
+        """Advance simulated time until the broker answers (bounded by the poll time plus slack)."""
+        waited = 0
+        while not self.done():
+            if waited > self._request.poll_time_ms + 60_000:
+                raise AssertionError("held pop not answered within its poll time")
+            self._target.clock.advance(100)
+            waited += 100
+        assert self._response is not None
+        return _pop_reply(self._response)
+
+
 class ReferenceTarget:
     capabilities = frozenset(
         {
             "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control",
-            "clock_control", "trace", "race_control",
+            "clock_control", "trace", "race_control", "pop", "flow_permits", "restart", "allocation",
+            "client_simulation",
         }
     )
 
@@ -73,13 +119,20 @@ class ReferenceTarget:
         self.name = name
         self.mutant = mutant
         self.clock = SimClock()
-        self.broker = Broker(
-            workdir, self.clock, store_config=MessageStoreConfig(**CONFORMANCE_STORE),
-            components=mutant.components if mutant else None,
-        )
-        self.broker.start()
+        self._workdir = workdir
+        self.broker = self._open_broker()
         self._channels: dict[str, RecordingChannel] = {}
         self._pull_channel = RecordingChannel("conformance-pull")
+
+    def _open_broker(self) -> Broker:
+        broker = Broker(
+            self._workdir, self.clock, store_config=MessageStoreConfig(**CONFORMANCE_STORE),
+            components=self.mutant.components if self.mutant else None,
+        )
+        broker.start()
+        self._pop_channel = RecordingPopChannel("conformance-pop")
+        self._permit_channels: dict[tuple[str, str, str], RecordingPermitChannel] = {}
+        return broker
 
     def _channel(self, conn: str) -> RecordingChannel:
         return self._channels.setdefault(conn, RecordingChannel(conn))
@@ -161,5 +214,79 @@ class ReferenceTarget:
     def advance(self, ms: int) -> None:
         self.clock.advance(ms)
 
+    def allocate(
+        self, strategy: str, group: str, current_cid: str, mq_all: list[tuple[str, str, int]], cid_all: list[str]
+    ) -> list[tuple[str, str, int]]:
+        """One allocation by a strategy of the reference (a mutant may replace it)."""
+        cls = (self.mutant.strategies.get(strategy) if self.mutant else None) or strategy_class(strategy)
+        queues = [MessageQueue(t, b, q) for t, b, q in mq_all]
+        return [(mq.topic, mq.broker_name, mq.queue_id) for mq in cls().allocate(group, current_cid, queues, cid_all)]
+
     def close(self) -> None:
         self.broker.shutdown()
+
+    def restart(self) -> None:
+        """A clean broker restart on the same data (held requests and consumers are dropped)."""
+        self.broker.shutdown()
+        self.broker = self._open_broker()
+
+    # -- client simulation -----------------------------------------------------------------------
+    def simulate(self, scenario: Scenario) -> list[dict[str, Any]]:
+        """Run ``scenario`` on the simulator with the reference client, or a seeded fault's client
+        components; the trace rows (the simulator has its own broker on simulated time)."""
+        client = self.mutant.client if self.mutant is not None else None
+        return Simulation(scenario, components=client).run().rows or []
+
+    # -- pop -----------------------------------------------------------------------------------
+    def pop(self, group, topic, queue_id=-1, max_nums=32, invisible_ms=60_000, poll_ms=0, client_id="conformance",
+            expression="*"):  # type: ignore[no-untyped-def]
+        request = PopMessageRequest(group, topic, queue_id, max_nums, invisible_ms, poll_ms, expression, client_id)
+        response = self._call(self.broker.pop, request, self._pop_channel)
+        return _PendingPop(self, request, response)
+
+    def ack(self, group: str, topic: str, handle: str) -> None:
+        self._call(self.broker.ack, group, topic, handle, "conformance")
+
+    def change_invisible(self, group: str, topic: str, handle: str, invisible_ms: int) -> str:
+        return self._call(self.broker.change_invisible_time, group, topic, handle, invisible_ms, "conformance").handle
+
+    def query_assignment(self, group, topic, client_id, strategy="AllocateMessageQueueAveragely",
+                         pop_share_queue_num=-1, model="CLUSTERING"):  # type: ignore[no-untyped-def]
+        queues = self._call(self.broker.query_assignment, topic, group, client_id, strategy, model, pop_share_queue_num)
+        return [(q.topic, q.broker_name, q.queue_id) for q in queues]
+
+    # -- permits -------------------------------------------------------------------------------
+    def subscribe_permits(self, group: str, topic: str, client_id: str, sub_type: str = "Exclusive") -> None:
+        channel = RecordingPermitChannel(f"permits-{client_id}")
+        self._call(self.broker.subscribe_permits, group, topic, client_id, channel, sub_type, 0,
+                   InitialPosition.EARLIEST)
+        self._permit_channels[(group, client_id, topic)] = channel
+
+    def flow(self, group: str, client_id: str, topic: str, permits: int) -> None:
+        self._call(self.broker.flow, group, client_id, topic, permits)
+
+    def permits(self, group: str, client_id: str, topic: str) -> int:
+        return self._call(self.broker.permits.consumer, group, client_id, topic).permits
+
+    def dispatched(self, group: str, client_id: str, topic: str) -> list[DispatchedRecord]:
+        channel = self._permit_channels.get((group, client_id, topic))
+        return [
+            DispatchedRecord(m.msg_id, m.position.offset, m.position.batch_index, m.body, m.redelivery_count)
+            for m in (channel.messages if channel else [])
+        ]
+
+    def ack_dispatched(self, group: str, client_id: str, topic: str, records: list[DispatchedRecord]) -> None:
+        positions = [Position(r.offset, r.batch_index) for r in records]
+        self._call(self.broker.ack_permits, group, client_id, topic, positions)
+
+    def redeliver(self, group, client_id, topic, records=None):  # type: ignore[no-untyped-def]
+        positions = None if records is None else [Position(r.offset, r.batch_index) for r in records]
+        self._call(self.broker.redeliver_unacknowledged, group, client_id, topic, positions)
+
+    def close_consumer(self, group: str, client_id: str, topic: str) -> None:
+        self._call(self.broker.close_permit_consumer, group, client_id, topic)
+
+    def send_batch(self, topic: str, queue_id: int, bodies: list[bytes]) -> SendReceipt:
+        body, properties = encode_batch(bodies)
+        r = self._call(self.broker.send, Message(topic, body, queue_id, properties=properties))
+        return SendReceipt(r.queue_id, r.queue_offset, r.unique_id)

@@ -1,4 +1,5 @@
-"""Broker: wires the store, offsets, pull processor, hold service and consumer registry together.
+"""Broker: wires the store, offsets, pull processor, hold service and consumer registry together,
+with the POP side (``reference.broker.pop``) and permit flow control (``reference.broker.permits``).
 
 This is the one object a transport, a target or the simulator drives. Everything is single-threaded
 and driven by the :class:`~reference.clock.Clock` given at construction: ``start()`` schedules the
@@ -10,25 +11,44 @@ Every accepted operation records a trace event (schema v1) under the source ``br
 from __future__ import annotations
 
 import dataclasses
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from reference.allocation.message_queue import MessageQueue
 from reference.broker.config import BrokerConfig
 from reference.broker.consumer_manage_processor import ConsumerManageProcessor
 from reference.broker.consumer_manager import ClientChannelInfo, ConsumerData, ConsumerManager
 from reference.broker.hold_service import PullRequestHoldService
+from reference.broker.permits.dispatcher import MultipleConsumersDispatcher, SingleActiveConsumerDispatcher
+from reference.broker.permits.protocol import InitialPosition, PermitChannel, Position, SubType
+from reference.broker.permits.service import DispatcherComponents, PermitService
+from reference.broker.pop.buffer import PopBufferMergeService
+from reference.broker.pop.config import PopConfig
+from reference.broker.pop.processor import PopMessageProcessor
+from reference.broker.pop.protocol import (
+    AckResult,
+    ChangeInvisibleResult,
+    PopChannel,
+    PopMessageRequest,
+    PopResponse,
+)
+from reference.broker.pop.revive import PopReviveService
+from reference.broker.pop.service import PopComponents, PopService
 from reference.broker.protocol import (
     Channel,
     PullMessageRequest,
     PullResponse,
     QueryOffsetResult,
+    ResponseCode,
 )
-from reference.broker.pull_processor import HeldPullRequest, PullMessageProcessor
+from reference.broker.pull_processor import HeldPullRequest, PullMessageProcessor, PullOutcome
+from reference.broker.send_back import ConsumerSendMsgBackProcessor, SendBackResult
 from reference.clock import Clock
-from reference.errors import require
+from reference.errors import InvalidRequest, require
 from reference.store.config import MessageStoreConfig
 from reference.store.filter import SubscriptionData
-from reference.store.message import Message, PutMessageResult
+from reference.store.message import Message, PutMessageResult, StoredMessage
 from reference.store.offsets import ConsumerOffsetManager
 from reference.store.store import MessageStore
 from reference.trace import NULL_TRACE, Trace
@@ -43,6 +63,11 @@ class BrokerComponents:
     consumer_manager: type[ConsumerManager] = ConsumerManager
     message_store: type[MessageStore] = MessageStore
     consumer_manage_processor: type[ConsumerManageProcessor] = ConsumerManageProcessor
+    pop_processor: type[PopMessageProcessor] = PopMessageProcessor
+    pop_buffer: type[PopBufferMergeService] = PopBufferMergeService
+    pop_revive: type[PopReviveService] = PopReviveService
+    single_active_dispatcher: type[SingleActiveConsumerDispatcher] = SingleActiveConsumerDispatcher
+    multiple_consumers_dispatcher: type[MultipleConsumersDispatcher] = MultipleConsumersDispatcher
 
 
 class Broker:
@@ -54,6 +79,8 @@ class Broker:
         store_config: MessageStoreConfig | None = None,
         trace: Trace | None = None,
         components: BrokerComponents | None = None,
+        pop_config: PopConfig | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
         self.clock = clock
@@ -71,6 +98,20 @@ class Broker:
         self.hold_service = components.hold_service(self.store, self.config, clock, self._wake_held)
         self.consumer_manage_processor = components.consumer_manage_processor(self.store, self.offsets)
         self.store.add_retention_listener(self._on_retention)
+        # POP (seed 004); rng draws the pop's random start queue and 1-in-5 retry choice.
+        self.pop_service = PopService(
+            self.store, self.offsets, self.consumer_manager, self.config.broker_name, pop_config or PopConfig(),
+            clock, rng or random.Random(0), self.rec,
+            PopComponents(components.pop_processor, components.pop_buffer, components.pop_revive),
+        )
+        # Permit flow control (seed 003).
+        self.permits = PermitService(
+            self.store, self.offsets, self.config.broker_name, self.rec,
+            DispatcherComponents(components.single_active_dispatcher, components.multiple_consumers_dispatcher),
+        )
+        self.send_back_processor = ConsumerSendMsgBackProcessor(
+            self.store, self.data_dir / "config" / "delayOffset.json", clock
+        )
         self._client_of_channel: dict[str, str] = {}
         self._started = False
 
@@ -84,11 +125,15 @@ class Broker:
         self.consumer_manager.start()
         self.store.start_periodic()
         self.offsets.start_periodic()
+        self.send_back_processor.start()
+        self.pop_service.start()
 
     def shutdown(self) -> None:
         """Persist offsets and close the store. Held pulls are dropped (their clients time out)."""
+        self.pop_service.shutdown()
         self.hold_service.shutdown()
         self.consumer_manager.shutdown()
+        self.send_back_processor.shutdown()
         self.offsets.persist()
         self.offsets.shutdown()
         self.store.close()
@@ -113,6 +158,54 @@ class Broker:
         )
         return result
 
+    def send_back(
+        self, group: str, message: StoredMessage, delay_level: int = 0, max_reconsume_times: int = 16
+    ) -> SendBackResult:
+        """consumerSendMessageBack: store a retry (or dead-letter) copy; see reference.broker.send_back."""
+        return self.send_back_processor.send_back(group, message, delay_level, max_reconsume_times)
+
+    # -- POP (reference.broker.pop) -------------------------------------------------------------
+    def query_assignment(
+        self, topic: str, group: str, client_id: str, strategy_name: str = "AllocateMessageQueueAveragely",
+        message_model: str = "CLUSTERING", pop_share_queue_num: int = -1,
+    ) -> list[MessageQueue]:
+        return self.pop_service.query_assignment(
+            topic, group, client_id, strategy_name, message_model, pop_share_queue_num
+        )
+
+    def pop(self, request: PopMessageRequest, channel: PopChannel) -> PopResponse | None:
+        """Answer a pop now, or hold it (None) and answer later through ``channel.deliver_pop``."""
+        return self.pop_service.pop(request, channel)
+
+    def ack(self, group: str, topic: str, handle: str, client_id: str = "") -> AckResult:
+        return self.pop_service.ack(group, topic, handle, client_id)
+
+    def change_invisible_time(
+        self, group: str, topic: str, handle: str, invisible_time_ms: int, client_id: str = ""
+    ) -> ChangeInvisibleResult:
+        return self.pop_service.change_invisible_time(group, topic, handle, invisible_time_ms, client_id)
+
+    # -- permits (reference.broker.permits) ----------------------------------------------------
+    def subscribe_permits(
+        self, group: str, topic: str, client_id: str, channel: PermitChannel, sub_type: SubType | str = "Exclusive",
+        queue_id: int = 0, initial_position: InitialPosition = InitialPosition.LATEST,
+    ) -> None:
+        self.permits.subscribe(group, topic, client_id, channel, sub_type, queue_id, initial_position)
+
+    def flow(self, group: str, client_id: str, topic: str, permits: int) -> None:
+        self.permits.flow(group, client_id, topic, permits)
+
+    def ack_permits(self, group: str, client_id: str, topic: str, positions: list[Position]) -> int:
+        return self.permits.ack(group, client_id, topic, positions)
+
+    def redeliver_unacknowledged(
+        self, group: str, client_id: str, topic: str, positions: list[Position] | None = None
+    ) -> None:
+        self.permits.redeliver_unacknowledged(group, client_id, topic, positions)
+
+    def close_permit_consumer(self, group: str, client_id: str, topic: str) -> None:
+        self.permits.close_consumer(group, client_id, topic)
+
     # -- pull ----------------------------------------------------------------------------------
     def pull(self, request: PullMessageRequest, channel: Channel) -> PullResponse | None:
         """Answer a pull now, or hold it (None) and answer later through ``channel.deliver_pull``."""
@@ -135,7 +228,13 @@ class Broker:
 
     def _wake_held(self, held: HeldPullRequest) -> None:
         """Re-execute a held request with suspending forbidden and deliver the answer."""
-        outcome = self.pull_processor.process_request(held.request, held.channel, broker_allow_suspend=False)
+        try:
+            outcome = self.pull_processor.process_request(held.request, held.channel, broker_allow_suspend=False)
+        except InvalidRequest as exc:
+            # Valid when held, refused now (its group's subscription is gone): answer with the refusal,
+            # as RocketMQ's re-executed processRequest does, instead of raising into whoever woke it.
+            code = ResponseCode.__members__.get(exc.code, ResponseCode.SYSTEM_ERROR)
+            outcome = PullOutcome(PullResponse(code, None, held.request.queue_offset, 0, 0, remark=str(exc)))
         assert outcome.response is not None
         held_ms = self.clock.now_ms() - held.suspend_timestamp
         response = dataclasses.replace(outcome.response, held_ms=held_ms)

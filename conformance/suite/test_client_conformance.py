@@ -1,0 +1,322 @@
+"""Client behaviour (CLIENT, REBAL, CONSUME, ALO) through fixed, seeded simulations.
+
+A target with the ``client_simulation`` capability runs a scenario of ``reference.sim`` with its
+client (the reference target: the reference client, or a seeded fault's client components) and
+returns the trace rows; each test checks the rows with ``reference.sim.checks``. The scenarios are
+fixed and seeded, so a verdict is reproducible; each is chosen to exercise one rule hard (a join
+while slow listeners are busy, a stream of small bursts under slow out-of-order listeners, three
+consumers rebalancing, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from reference.client.config import MessageModel
+from reference.sim.checks import check_trace
+from reference.sim.network import NetworkConfig
+from reference.sim.scenario import (
+    BrokerRestart,
+    Crash,
+    FailingListener,
+    Join,
+    Leave,
+    Produce,
+    Retention,
+    Scenario,
+    SimConfig,
+    SlowListener,
+    Wait,
+)
+from reference.trace import missing_columns
+
+pytestmark = pytest.mark.needs("client_simulation")
+
+#: A join while the first consumer's slow listeners are busy, then more membership changes.
+DROP = Scenario(
+    SimConfig(seed=7, consumers=1, busy_max_ms=2_000),
+    (Produce(40), Wait(300), Join(), Wait(3_000), Produce(20), Join(), Wait(5_000), Leave(0), Produce(20),
+     Wait(2_000), Crash(1), Produce(10)),
+)
+#: A stream of small bursts consumed out of order by slow listeners, with commits all along.
+STREAM = Scenario(
+    SimConfig(seed=3, consumers=2, busy_max_ms=3_000),
+    tuple(step for _ in range(30) for step in (Produce(5), Wait(300))),
+)
+#: Three consumers and membership changes: ownership must converge to one owner per queue.
+OWNERSHIP = tuple(
+    Scenario(
+        SimConfig(seed=seed, consumers=3, queues=4),
+        (Produce(20), Wait(25_000), Join(), Wait(25_000), Leave(1), Produce(20), Wait(25_000)),
+    )
+    for seed in (1, 2, 3)
+)
+#: Everything at once on a lossy network.
+STORM = Scenario(
+    SimConfig(seed=11, consumers=3, network=NetworkConfig(drop_rate=0.05, sync_fault_rate=0.05), busy_max_ms=500),
+    (Produce(30), Wait(1_000), Crash(0), Produce(20), FailingListener(1, 30), Join(), Wait(5_000),
+     Crash(1, silent=True), Produce(20), Retention(), BrokerRestart(crash=True, down_ms=2_000), Wait(3_000),
+     Join(revive=True), Produce(20), Leave(0), SlowListener(1, 2_000), Produce(20), Wait(20_000)),
+)
+#: Retry and dead letter: two messages always fail (max 2 reconsumes), others fail now and then; a
+#: fifth of the synchronous calls (send-backs among them) fail, and the broker restarts meanwhile.
+RETRY = Scenario(
+    SimConfig(seed=5, consumers=2, fail_percent=30, always_fail=frozenset({"p-3", "p-8"}), max_reconsume_times=2,
+              network=NetworkConfig(sync_fault_rate=0.2)),
+    (Produce(20), Wait(5_000), BrokerRestart(crash=False, down_ms=1_000), Wait(1_500), Produce(10)),
+)
+#: Retention deletes messages the consumer has not reached: its offset is illegal and moves.
+MOVED = Scenario(
+    SimConfig(seed=9, consumers=1, busy_max_ms=4_000, commit_log_segment_bytes=8 * 1024),
+    (Produce(60), Wait(10), Produce(60), Wait(10), Retention(), Wait(40_000), Produce(10)),
+)
+#: Broadcasting consumers that crash and come back with their client id.
+BROADCAST = Scenario(
+    SimConfig(seed=4, consumers=3, model=MessageModel.BROADCASTING, busy_max_ms=300, fail_percent=20),
+    (Produce(30), Wait(2_000), Crash(0), Produce(20), Wait(11_000), Join(revive=True), Produce(20),
+     Crash(2, silent=True), Join(), Produce(10)),
+)
+
+
+def _simulate(target, scenario: Scenario) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    rows = target.simulate(scenario)
+    assert rows, "the simulation recorded no rows"
+    return rows
+
+
+def _clean(rows: list[dict[str, Any]], checks: tuple[str, ...], requirements: tuple[str, ...]) -> None:
+    report = check_trace(rows, only=checks)
+    findings = [f for f in report.findings if f.requirement in requirements]
+    assert not findings, report.summary()
+
+
+@pytest.mark.req("CLIENT-1", "CLIENT-6")
+def test_pull_loop_and_trace_rows(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, STORM)
+    bad = [(r["event"], missing_columns(r)) for r in rows if missing_columns(r)]
+    assert not bad, f"rows lacking required columns: {bad[:5]}"
+    client_rows = [r for r in rows if r["source"].startswith("client:")]
+    events = {r["event"] for r in client_rows}
+    assert {"SUBSCRIBE", "ASSIGN", "REVOKE", "PULL_REQ", "PULL_RESP", "DELIVER", "CONSUME", "COMMIT", "CRASH"} <= events
+    in_flight: dict[tuple[str, str, int], int] = {}
+    for row in client_rows:
+        key = (row["source"], row.get("topic"), row.get("queue_id"))
+        if row["event"] == "PULL_REQ":
+            assert row["max_nums"] == 32 and row["suspend_ms"] == 15_000, row
+            sent = in_flight.get(key)
+            # One pull per queue at a time: the next follows an answer, or a failure (not traced: a
+            # timeout after 30 s, a refusal or a lost connection) and the 3 s exception delay.
+            assert sent is None or row["ts"] - sent >= 3_000_000, f"two pulls of one queue in flight: {row}"
+            in_flight[key] = row["ts"]
+        elif row["event"] == "PULL_RESP":
+            in_flight.pop(key, None)
+        elif row["event"] in ("REVOKE", "CRASH"):
+            for k in [k for k in in_flight if k[0] == row["source"]]:
+                del in_flight[k]
+
+
+@pytest.mark.req("REBAL-4")
+def test_a_dropped_queue_is_not_pulled(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, DROP)
+    assert any(r["event"] == "REVOKE" for r in rows), "the scenario must take queues away"
+    _clean(rows, ("drop",), ("REBAL-4",))
+
+
+@pytest.mark.req("REBAL-5")
+def test_in_flight_results_of_a_dropped_queue_are_not_committed(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, DROP)
+    discarded = [r for r in rows if r["event"] == "CONSUME" and '"dropped"' in (r.get("detail") or "")]
+    assert discarded, "the scenario must drop queues while their listeners run"
+    _clean(rows, ("drop",), ("REBAL-5",))
+
+
+@pytest.mark.req("REBAL-6")
+def test_new_owner_starts_from_the_committed_offset(target) -> None:  # type: ignore[no-untyped-def]
+    for scenario in (DROP, STORM):
+        _clean(_simulate(target, scenario), ("start",), ("REBAL-6",))
+
+
+@pytest.mark.req("REBAL-2")
+def test_each_queue_ends_with_one_owner(target) -> None:  # type: ignore[no-untyped-def]
+    for scenario in OWNERSHIP:
+        _clean(_simulate(target, scenario), ("ownership",), ("REBAL-2",))
+
+
+@pytest.mark.req("REBAL-1")
+def test_members_rebalance_at_start_and_when_the_group_changes(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, OWNERSHIP[0])
+    subscribed = {r["client_id"]: r["ts"] for r in rows
+                  if r["event"] == "SUBSCRIBE" and r["source"].startswith("client")}
+    first_assign: dict[str, int] = {}
+    epochs = defaultdict(list)
+    for r in rows:
+        if r["event"] in ("ASSIGN", "REVOKE") and r["source"].startswith("client"):
+            first_assign.setdefault(r["client_id"], r["ts"])
+            epochs[r["client_id"]].append(r["epoch"])
+    assert all(e == sorted(e) for e in epochs.values()), "a later round has a higher epoch"
+    assert all(first_assign[c] - subscribed[c] <= 1_000_000 for c in first_assign), "a round at start"
+    joined = max(subscribed.values())
+    reacted = {r["client_id"] for r in rows if r["event"] == "REVOKE" and 0 <= r["ts"] - joined <= 1_000_000}
+    assert reacted, "members give queues away at once when someone joins (notification), not 20 s later"
+
+
+@pytest.mark.req("CONSUME-2")
+def test_commits_never_pass_a_message_in_flight(target) -> None:  # type: ignore[no-untyped-def]
+    for scenario in (STREAM, DROP, STORM):
+        _clean(_simulate(target, scenario), ("commit_safety",), ("CONSUME-2",))
+
+
+@pytest.mark.req("CLIENT-3")
+def test_each_pull_continues_from_the_answer(target) -> None:  # type: ignore[no-untyped-def]
+    rows = [r for r in _simulate(target, STORM) if r["source"].startswith("client:")]
+    last_answer: dict[tuple[str, str, int], dict[str, Any]] = {}
+    checked = 0
+    for row in rows:
+        key = (row["source"], row.get("topic"), row.get("queue_id"))
+        if row["event"] == "PULL_RESP":
+            last_answer[key] = row
+        elif row["event"] in ("REVOKE", "ASSIGN"):
+            last_answer.pop(key, None)
+        elif row["event"] == "PULL_REQ" and key in last_answer:
+            answer = last_answer.pop(key)
+            if answer["status"] not in ("OFFSET_TOO_SMALL", "OFFSET_OVERFLOW_BADLY", "NO_MESSAGE_IN_QUEUE"):
+                assert row["offset"] == answer["next_offset"], f"pulled {row['offset']} after {answer}"
+                checked += 1
+    assert checked > 10
+
+
+@pytest.mark.req("CONSUME-1")
+def test_at_most_20_listener_calls_at_once(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, STREAM)
+    running: dict[str, int] = defaultdict(int)
+    peak: dict[str, int] = defaultdict(int)
+    for row in rows:
+        if row["event"] == "DELIVER":
+            running[row["client_id"]] += 1
+            peak[row["client_id"]] = max(peak[row["client_id"]], running[row["client_id"]])
+        elif row["event"] == "CONSUME":
+            running[row["client_id"]] -= 1
+    assert peak and max(peak.values()) <= 20, f"concurrent listener calls per consumer: {dict(peak)}"
+    assert max(peak.values()) > 1, "slow listeners run side by side"
+
+
+@pytest.mark.req("CONSUME-4")
+def test_a_failed_send_back_is_consumed_again_locally(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, RETRY)
+    local = [r for r in rows if r["event"] == "CONSUME" and r.get("detail") == '{"retry": "local"}']
+    assert local, "the scenario must make a send-back fail"
+    for failed in local:
+        again = next(r for r in rows if r["event"] == "DELIVER" and r["msg_id"] == failed["msg_id"]
+                     and r["client_id"] == failed["client_id"] and r["ts"] > failed["ts"])
+        assert again["ts"] - failed["ts"] >= 5_000_000
+        before = [r["reconsume_times"] for r in rows if r["event"] == "DELIVER" and r["msg_id"] == failed["msg_id"]
+                  and r["ts"] <= failed["ts"]]
+        assert again["reconsume_times"] == before[-1] + 1
+    _clean(rows, ("commit_safety",), ("CONSUME-2",))
+
+
+@pytest.mark.req("CONSUME-5")
+def test_offsets_persist_every_5s_and_a_leaver_hands_over_cleanly(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, DROP)
+    leaver = next(r for r in rows if r["event"] == "UNSUBSCRIBE" and r["source"].startswith("client:"))
+    mine = [r for r in rows if r["source"] == leaver["source"]]
+    gone = {r["source"] for r in rows if r["event"] in ("UNSUBSCRIBE", "CRASH") and r["source"].startswith("client:")}
+    keeper = next(r["source"] for r in rows if r["event"] == "SUBSCRIBE" and r["source"].startswith("client:")
+                  and r["source"] not in gone)
+    kept = [r for r in rows if r["source"] == keeper]
+    started = next(r["ts"] for r in kept if r["event"] == "SUBSCRIBE")
+    # Other commits: a pull piggybacks its queue's offset; a queue given away is persisted first.
+    other = {r["ts"] for r in kept if r["event"] in ("PULL_REQ", "REVOKE")}
+    persists = sorted({r["ts"] for r in kept if r["event"] == "COMMIT"} - other)
+    assert len(persists) >= 3, "a consumer that stays persists periodically"
+    assert all((t - started) % 5_000_000 == 0 and t - started >= 10_000_000 for t in persists), (
+        "persisted every 5 s from 10 s after start"
+    )
+    revoked = [r for r in mine if r["event"] == "REVOKE" and '"shutdown"' in r["detail"]]
+    assert revoked and all(r["ts"] == leaver["ts"] for r in revoked)
+    committed_at_leave = {r["queue_id"]: r["offset"] for r in mine
+                          if r["event"] == "COMMIT" and r["ts"] == leaver["ts"]}
+    assert set(committed_at_leave) >= {r["queue_id"] for r in revoked if r["topic"] == "T"}
+    broker_saw = [r for r in rows if r["event"] == "UNSUBSCRIBE" and r["source"].startswith("broker")
+                  and r["client_id"] == leaver["client_id"]]
+    assert broker_saw and broker_saw[0]["ts"] == leaver["ts"], "unregistered at once"
+    taken: dict[int, dict[str, Any]] = {}
+    after_leave = [r for r in rows if r["event"] == "ASSIGN" and r["ts"] > leaver["ts"] and r["topic"] == "T"]
+    for r in after_leave:
+        if r["queue_id"] in committed_at_leave:
+            taken.setdefault(r["queue_id"], r)
+    assert set(taken) == set(committed_at_leave), "someone takes each queue over"
+    assert all(r["ts"] - leaver["ts"] < 1_000_000 for r in taken.values()), "the rest rebalance at once"
+    assert all(r["offset"] == committed_at_leave[q] for q, r in taken.items()), "from the offset persisted at leave"
+    _clean(rows, ("start",), ("REBAL-6",))
+
+
+@pytest.mark.req("CONSUME-6")
+def test_broadcasting_drops_failed_messages(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, BROADCAST)
+    failed = [r for r in rows if r["event"] == "CONSUME" and r["status"] != "OK"
+              and '"dropped"' not in (r.get("detail") or "")]
+    assert failed and all(json.loads(r["detail"]) == {"discarded": True} for r in failed)
+    assert not [r for r in rows if r["event"] == "DELIVER" and "retry_topic" in (r.get("detail") or "")]
+
+
+@pytest.mark.req("CONSUME-3")
+def test_failed_messages_are_retried_then_dead_lettered(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, RETRY)
+    consumes = [r for r in rows if r["event"] == "CONSUME"]
+    dead = {r["msg_id"] for r in consumes if "dead_letter" in (r.get("detail") or "")}
+    assert dead == {"p-3", "p-8"}, f"dead-lettered: {dead}"
+    delivered: dict[tuple[str, str, int | None], int] = {}
+    for row in rows:
+        if row["event"] in ("DELIVER", "CONSUME"):
+            copy = json.loads(row["detail"]).get("retry_offset") if row.get("detail") else None
+            key = (row["client_id"], row["msg_id"], copy)
+            if row["event"] == "DELIVER":
+                delivered[key] = row["reconsume_times"]
+            elif '"dead_letter"' in (row.get("detail") or ""):
+                assert delivered[key] >= 2, f"dead-lettered before maxReconsumeTimes: {row}"
+            elif '"retry": "%RETRY%G"' in (row.get("detail") or ""):
+                assert delivered[key] < 2, f"sent to %RETRY% after maxReconsumeTimes: {row}"
+    retried_ok = {r["msg_id"] for r in consumes if r["status"] == "OK" and "retry_topic" in (r.get("detail") or "")}
+    assert retried_ok, "no message was consumed OK from %RETRY%"
+    _clean(rows, ("at_least_once", "duplicates"), ("ALO-1", "ALO-3"))
+
+
+@pytest.mark.req("CLIENT-4")
+def test_illegal_offset_moves_to_next_begin(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, MOVED)
+    moved = [r for r in rows if r["event"] == "PULL_RESP" and r["source"].startswith("client:")
+             and r["status"] == "OFFSET_TOO_SMALL"]
+    assert moved, "retention must have left the consumer behind the queue's min offset"
+    for resp in moved:
+        queue = (resp["topic"], resp["queue_id"])
+        later = [r for r in rows if r["ts"] >= resp["ts"] and r["source"] == resp["source"]
+                 and (r.get("topic"), r.get("queue_id")) == queue]
+        revoke = next(r for r in later if r["event"] == "REVOKE")
+        assert '"offset_moved"' in revoke["detail"]
+        commits = [r for r in later if r["event"] == "COMMIT" and r["ts"] <= revoke["ts"]]
+        assert commits and commits[-1]["offset"] == resp["next_offset"], "nextBeginOffset is committed first"
+        assert not [r for r in later if r["event"] == "PULL_REQ" and r["ts"] < revoke["ts"]], "no pull once dropped"
+        assign = next(r for r in later if r["event"] == "ASSIGN" and r["ts"] > revoke["ts"])
+        assert assign["offset"] >= resp["next_offset"]
+    _clean(rows, ("drop", "start", "commit_safety", "at_least_once"), ("REBAL-4", "REBAL-5", "REBAL-6", "CONSUME-2",
+                                                                       "ALO-1"))
+
+
+@pytest.mark.req("ALO-1", "ALO-3")
+def test_nothing_lost_under_faults(target) -> None:  # type: ignore[no-untyped-def]
+    for scenario in (STORM, DROP, *OWNERSHIP):
+        rows = _simulate(target, scenario)
+        report = check_trace(rows, only=("at_least_once", "duplicates"))
+        assert not report.of("ALO-1", "ALO-3"), report.summary()
+
+
+@pytest.mark.req("ALO-2", "REBAL-3")
+def test_broadcasting_consumers_each_get_everything(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, BROADCAST)
+    _clean(rows, ("at_least_once", "ownership", "commit_safety", "start", "duplicates"),
+           ("ALO-2", "ALO-3", "REBAL-3", "CONSUME-2", "REBAL-6"))

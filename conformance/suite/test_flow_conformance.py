@@ -1,0 +1,134 @@
+"""FLOW requirements (Pulsar-style permits) through the Target interface."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.targets import TargetError
+
+pytestmark = pytest.mark.needs("flow_permits")
+T = "FlowT"
+S = "FlowSub"
+
+
+def singles(target, n: int, start: int = 0) -> None:  # type: ignore[no-untyped-def]
+    for i in range(start, start + n):
+        target.send(T, 0, b"s%d" % i)
+
+
+@pytest.mark.req("FLOW-1")
+def test_flow_adds_incremental_credit_and_refuses_bad_permits(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    target.subscribe_permits(S, T, "c1")
+    assert target.permits(S, "c1", T) == 0, "a consumer starts with no permits"
+    target.flow(S, "c1", T, 5)
+    target.flow(S, "c1", T, 3)
+    assert target.permits(S, "c1", T) == 8, "FLOW adds credit, it does not restate the window"
+    for bad in (0, -1, 2**32):
+        with pytest.raises(TargetError) as err:
+            target.flow(S, "c1", T, bad)
+        assert err.value.field == "messagePermits" and err.value.code == "INVALID_PERMITS"
+    with pytest.raises(TargetError) as err:
+        target.flow(S, "nobody", T, 5)
+    assert err.value.code == "CONSUMER_NOT_FOUND"
+    assert target.permits(S, "c1", T) == 8 and target.dispatched(S, "c1", T) == []
+
+
+@pytest.mark.req("FLOW-2")
+def test_dispatch_never_exceeds_the_permits_granted(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    target.subscribe_permits(S, T, "c1")
+    singles(target, 3)
+    target.send_batch(T, 0, [b"b0", b"b1", b"b2", b"b3", b"b4"])
+    granted = 0
+    for grant, expected in ((4, 4), (2, 6), (10, 8)):
+        target.flow(S, "c1", T, grant)
+        granted += grant
+        sent = target.dispatched(S, "c1", T)
+        assert len(sent) <= granted, f"{len(sent)} messages dispatched with {granted} permits granted"
+        assert target.permits(S, "c1", T) >= 0, "permits went negative"
+        assert len(sent) == expected
+    assert [m.body for m in target.dispatched(S, "c1", T)] == [b"s0", b"s1", b"s2", b"b0", b"b1", b"b2", b"b3", b"b4"]
+    assert target.permits(S, "c1", T) == 8
+
+
+@pytest.mark.req("FLOW-3")
+def test_no_freeze_while_permits_and_messages_are_there(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    target.subscribe_permits(S, T, "c1", "Shared")
+    target.flow(S, "c1", T, 3)
+    singles(target, 2)
+    assert len(target.dispatched(S, "c1", T)) == 2, "an arrival must be dispatched to a consumer with permits"
+    singles(target, 3, start=2)
+    assert len(target.dispatched(S, "c1", T)) == 3 and target.permits(S, "c1", T) == 0
+    target.subscribe_permits(S, T, "c2", "Shared")
+    target.flow(S, "c2", T, 10)
+    assert len(target.dispatched(S, "c2", T)) == 2, "a new consumer's FLOW must release the backlog"
+    target.redeliver(S, "c1", T)
+    assert len(target.dispatched(S, "c2", T)) == 5, "a redelivery request must be dispatched to whoever has permits"
+
+
+@pytest.mark.req("FLOW-4")
+def test_exclusive_and_failover_have_one_active_consumer(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    target.create_topic("FailT", 1)
+    target.subscribe_permits(S, T, "c1", "Exclusive")
+    with pytest.raises(TargetError) as err:
+        target.subscribe_permits(S, T, "c2", "Exclusive")
+    assert err.value.code == "CONSUMER_BUSY"
+    for cid in ("c2", "c1"):
+        target.subscribe_permits("FailSub", "FailT", cid, "Failover")
+        target.flow("FailSub", cid, "FailT", 10)
+    for i in range(4):
+        target.send("FailT", 0, b"f%d" % i)
+    first = target.dispatched("FailSub", "c1", "FailT")
+    assert len(first) == 4 and target.dispatched("FailSub", "c2", "FailT") == [], "only the active consumer (c1)"
+    target.ack_dispatched("FailSub", "c1", "FailT", first[:2])
+    target.close_consumer("FailSub", "c1", "FailT")
+    taken_over = target.dispatched("FailSub", "c2", "FailT")
+    assert [m.body for m in taken_over] == [b"f2", b"f3"], "the new active consumer gets every unacked message"
+    assert all(m.redelivery_count == 0 for m in taken_over)
+    target.redeliver("FailSub", "c2", "FailT")
+    assert [m.body for m in target.dispatched("FailSub", "c2", "FailT")] == [b"f2", b"f3", b"f2", b"f3"]
+
+
+@pytest.mark.req("FLOW-5", "FLOW-6")
+def test_shared_subscription_replays_before_new_messages(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    for cid in ("c1", "c2"):
+        target.subscribe_permits(S, T, cid, "Shared")
+        target.flow(S, cid, T, 2)
+    singles(target, 6)
+    c1, c2 = target.dispatched(S, "c1", T), target.dispatched(S, "c2", T)
+    assert len(c1) == 2 and len(c2) == 2 and not {m.msg_id for m in c1} & {m.msg_id for m in c2}
+    assert target.permits(S, "c1", T) == 0 and target.permits(S, "c2", T) == 0
+    target.ack_dispatched(S, "c1", T, c1[:1])
+    target.redeliver(S, "c1", T, c1)  # the acked one is ignored
+    target.flow(S, "c2", T, 2)
+    again = target.dispatched(S, "c2", T)[2:]
+    assert len(again) == 2 and again[0].msg_id == c1[1].msg_id, "the unacked message comes back first"
+    assert again[0].redelivery_count == 1, "the first redelivery carries redelivery count 1"
+    assert again[1].body == b"s4" and again[1].redelivery_count == 0, "replay first, then new messages"
+    assert target.permits(S, "c2", T) == 0, "a redelivered message takes a permit again"
+    target.close_consumer(S, "c2", T)
+    target.flow(S, "c1", T, 10)
+    bodies = sorted(m.body for m in target.dispatched(S, "c1", T)[2:])
+    assert bodies == sorted([b"s1", b"s2", b"s3", b"s4", b"s5"]), "a leaving consumer's messages are replayed"
+    counts = {m.body: m.redelivery_count for m in target.dispatched(S, "c1", T)[2:]}
+    assert counts[b"s1"] == 2 and counts[b"s5"] == 0
+
+
+@pytest.mark.req("FLOW-10")
+@pytest.mark.needs("restart")
+def test_subscription_survives_a_restart(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    target.subscribe_permits(S, T, "c1")
+    target.flow(S, "c1", T, 10)
+    singles(target, 4)
+    sent = target.dispatched(S, "c1", T)
+    target.ack_dispatched(S, "c1", T, sent[:2])
+    target.restart()
+    singles(target, 1, start=4)
+    target.subscribe_permits(S, T, "c1")
+    target.flow(S, "c1", T, 10)
+    assert [m.body for m in target.dispatched(S, "c1", T)] == [b"s2", b"s3", b"s4"]

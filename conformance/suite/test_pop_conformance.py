@@ -1,0 +1,359 @@
+"""POP, PACK and REVIVE requirements through the Target interface, on simulated time.
+
+Timing constants are the seed's: a checkpoint is revived once its revive time (pop time + invisible
+time) is more than ackTimeInterval + 1 s = 2 s old. The tests allow one more second of slack for a
+target whose revive service runs periodically.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.targets import TargetError
+
+pytestmark = pytest.mark.needs("pop", "clock_control")
+REVIVE_DELAY_MS = 2_000
+SLACK_MS = 1_000
+T = "PopT"
+G = "PopG"
+
+
+def pop_now(target, queue_id=-1, max_nums=32, invisible_ms=60_000, group=G, topic=T):  # type: ignore[no-untyped-def]
+    pending = target.pop(group, topic, queue_id, max_nums, invisible_ms, 0)
+    assert pending.done(), "a pop with poll time 0 must be answered at once"
+    return pending.result()
+
+
+def bodies(reply) -> list[bytes]:  # type: ignore[no-untyped-def]
+    return [m.body for m in reply.messages]
+
+
+def wait_for_redelivery(target, ms: int, step: int = 500, **kw) -> tuple[int, list]:  # type: ignore[no-untyped-def]
+    """Pop every ``step`` ms for at most ``ms``; (elapsed, messages) of the first non-empty answer."""
+    elapsed = 0
+    while elapsed <= ms:
+        reply = pop_now(target, **kw)
+        if reply.messages:
+            return elapsed, list(reply.messages)
+        target.advance(step)
+        elapsed += step
+    return elapsed, []
+
+
+def send_n(target, queue_id: int, n: int, topic: str = T, tag: str = "A") -> list[str]:  # type: ignore[no-untyped-def]
+    return [target.send(topic, queue_id, b"q%d-%d" % (queue_id, i), tag).msg_id for i in range(n)]
+
+
+# -- POP: assignment and reading -----------------------------------------------------------------
+@pytest.mark.req("POP-1")
+@pytest.mark.needs("consumer_registry")
+def test_query_assignment_is_allocate4pop(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 4)
+    for cid in ("c2", "c1", "c3"):
+        target.heartbeat(f"conn-{cid}", cid, G, {T: "*"})
+    everyone = {cid: target.query_assignment(G, T, cid) for cid in ("c1", "c2", "c3")}
+    for queues in everyone.values():
+        assert [q[2] for q in queues] == [-1] and queues[0][0] == T, "popShareQueueNum -1: every queue as id -1"
+    shared = {cid: {q[2] for q in target.query_assignment(G, T, cid, pop_share_queue_num=1)} for cid in everyone}
+    # Averagely over sorted c1, c2, c3 and 4 queues: c1 {0, 1}, c2 {2}, c3 {3}; each adds its successor's share.
+    assert shared == {"c1": {0, 1, 2}, "c2": {2, 3}, "c3": {3, 0, 1}}
+    owners = [sum(q in s for s in shared.values()) for q in range(4)]
+    assert owners == [2, 2, 2, 2], "with popShareQueueNum 1 every queue has two owners"
+    assert [q[2] for q in target.query_assignment(G, T, "c1", model="BROADCASTING")] == [0, 1, 2, 3]
+    for args, kwargs in (((("NoSuchGroup", T, "c1")), {}), (((G, "NoSuchTopic", "c1")), {}),
+                         (((G, T, "c1")), {"strategy": "NoSuchStrategy"})):
+        with pytest.raises(TargetError):
+            target.query_assignment(*args, **kwargs)
+
+
+@pytest.mark.req("POP-2", "POP-4")
+def test_pop_one_queue_or_all_queues(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 3)
+    for q in range(3):
+        send_n(target, q, 2)
+    one = pop_now(target, queue_id=1)
+    assert [(m.queue_id, m.queue_offset) for m in one.messages] == [(1, 0), (1, 1)], "only queue 1, in order"
+    rest = pop_now(target)
+    by_queue: dict[int, list[int]] = {}
+    for m in rest.messages:
+        by_queue.setdefault(m.queue_id, []).append(m.queue_offset)
+    assert by_queue == {0: [0, 1], 2: [0, 1]}, "queue -1 reads every queue, each in order, nothing in flight"
+    assert rest.rest_num == 0 and pop_now(target).messages == ()
+
+
+@pytest.mark.req("POP-4")
+def test_batch_limit_rest_num_and_in_flight(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    send_n(target, 0, 10)
+    first = pop_now(target, queue_id=0, max_nums=3)
+    assert [m.queue_offset for m in first.messages] == [0, 1, 2] and first.rest_num == 7
+    second = pop_now(target, queue_id=0, max_nums=3)
+    assert [m.queue_offset for m in second.messages] == [3, 4, 5] and second.rest_num == 4
+    assert all(m.topic == T and not m.retry and m.reconsume_times == 0 for m in first.messages + second.messages)
+
+
+@pytest.mark.req("POP-5")
+@pytest.mark.needs("commit_offset")
+def test_wrong_pop_offset_is_corrected_in_the_same_pop(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    send_n(target, 0, 3)
+    target.commit_offset(G, T, 0, 50)  # beyond the queue: OFFSET_OVERFLOW_BADLY, min 0 -> 0
+    reply = pop_now(target, queue_id=0)
+    assert [m.queue_offset for m in reply.messages] == [0, 1, 2], "the pop must restart from the corrected offset"
+
+
+@pytest.mark.req("POP-6")
+def test_held_pop_woken_by_matching_arrival_or_timed_out(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 2)
+    assert pop_now(target).code == "POLLING_TIMEOUT", "nothing to pop and poll time 0: POLLING_TIMEOUT at once"
+    held = target.pop(G, T, -1, 32, 30_000, 10_000, expression="A")
+    assert not held.done()
+    target.advance(2_000)
+    target.send(T, 1, b"other", "B")
+    assert not held.done(), "a message the filter does not match must not answer the pop"
+    target.advance(1_000)
+    target.send(T, 1, b"mine", "A")
+    assert held.done(), "a matching arrival must answer the held pop at once"
+    reply = held.result()
+    assert reply.code == "SUCCESS" and bodies(reply) == [b"mine"] and reply.held_ms == 3_000
+    timed = target.pop(G, T, 0, 32, 30_000, 4_000)
+    target.advance(3_999)
+    assert not timed.done(), "answered before its deadline"
+    target.advance(1)
+    assert timed.done() and timed.result().code == "POLLING_TIMEOUT" and timed.result().held_ms == 4_000
+
+
+@pytest.mark.req("POP-7")
+def test_polling_full(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    held = [target.pop(G, T, 0, 1, 30_000, 60_000) for _ in range(1_024)]
+    assert not any(p.done() for p in held)
+    extra = target.pop(G, T, 0, 1, 30_000, 60_000)
+    assert extra.done() and extra.result().code == "POLLING_FULL"
+    other_key = target.pop(G, T, -1, 1, 30_000, 60_000)
+    assert not other_key.done(), "the limit is per (topic, group, queue id)"
+
+
+@pytest.mark.req("POP-10")
+def test_malformed_pops_are_refused_and_change_nothing(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 2)
+    send_n(target, 0, 2)
+    bad = [
+        ({"topic": "NoSuchTopic"}, "topic"),
+        ({"queue_id": 2}, "queueId"),
+        ({"queue_id": -2}, "queueId"),
+        ({"max_nums": 0}, "maxMsgNums"),
+        ({"max_nums": 33}, "maxMsgNums"),
+        ({"invisible_ms": 0}, "invisibleTime"),
+        ({"invisible_ms": 12 * 3_600_000 + 1}, "invisibleTime"),
+        ({"poll_ms": -1}, "pollTime"),
+        ({"group": "bad group"}, "consumerGroup"),
+        ({"expression": "A || "}, None),
+        ({"expression": "a b"}, "expression"),
+    ]
+    for change, field in bad:
+        kwargs = {"group": G, "topic": T, "queue_id": -1, "max_nums": 32, "invisible_ms": 30_000, "poll_ms": 0}
+        kwargs.update(change)
+        if field is None:  # "A || " is a valid expression (empty pieces are ignored)
+            continue
+        with pytest.raises(TargetError) as err:
+            target.pop(kwargs["group"], kwargs["topic"], kwargs["queue_id"], kwargs["max_nums"],
+                       kwargs["invisible_ms"], kwargs["poll_ms"], expression=kwargs.get("expression", "*"))
+        assert err.value.field == field, (change, err.value)
+    assert len(pop_now(target).messages) == 2, "refused pops must not have consumed anything"
+
+
+# -- PACK: acknowledgement and invisibility ------------------------------------------------------
+@pytest.mark.req("PACK-1", "REVIVE-2")
+def test_not_redelivered_before_invisibility_ends(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    (msg_id,) = send_n(target, 0, 1)
+    (first,) = pop_now(target, invisible_ms=5_000).messages
+    elapsed, again = wait_for_redelivery(target, 5_000 + REVIVE_DELAY_MS + SLACK_MS + 500, step=250)
+    assert again, "an unacknowledged message must come back after its invisible time"
+    assert elapsed >= 5_000, f"delivered again after {elapsed} ms, before its 5 s invisibility ended"
+    (m,) = again
+    assert (m.msg_id, m.body, m.tags, m.topic, m.reconsume_times, m.retry) == (msg_id, first.body, "A", T, 1, True)
+    assert m.handle != first.handle, "a new delivery has a new receipt handle"
+    assert "1ST_POP_TIME" in m.properties, "a revived message carries FIRST_POP_TIME"
+
+
+@pytest.mark.req("PACK-1")
+def test_invisibility_of_a_held_pop_counts_from_its_answer(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    held = target.pop(G, T, -1, 32, 5_000, 20_000)
+    target.advance(4_000)
+    (msg_id,) = send_n(target, 0, 1)
+    assert held.done() and [m.msg_id for m in held.result().messages] == [msg_id]
+    elapsed, again = wait_for_redelivery(target, 5_000 + REVIVE_DELAY_MS + SLACK_MS + 500, step=250)
+    assert again, "the message popped by a held pop must come back after its invisible time"
+    assert elapsed >= 5_000, f"delivered again {elapsed} ms after the pop was answered (invisible 5 s)"
+
+
+@pytest.mark.req("PACK-2")
+def test_receipt_handles_are_unique_per_delivery(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 2)
+    send_n(target, 0, 3)
+    send_n(target, 1, 3)
+    handles = [m.handle for m in pop_now(target, invisible_ms=2_000).messages]
+    target.advance(2_000 + REVIVE_DELAY_MS + SLACK_MS)
+    again = pop_now(target, invisible_ms=30_000).messages
+    assert len(again) == 6
+    handles += [m.handle for m in again]
+    handles.append(target.change_invisible(G, T, again[0].handle, 10_000))
+    assert len(set(handles)) == len(handles) == 13
+
+
+@pytest.mark.req("PACK-3")
+def test_acked_messages_are_never_delivered_again(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    send_n(target, 0, 3)
+    popped = pop_now(target, invisible_ms=5_000).messages
+    target.ack(G, T, popped[0].handle)
+    target.ack(G, T, popped[2].handle)
+    target.advance(5_000 + REVIVE_DELAY_MS + SLACK_MS)
+    (again,) = pop_now(target).messages
+    assert again.msg_id == popped[1].msg_id
+    target.ack(G, T, again.handle)
+    target.advance(120_000)
+    assert pop_now(target).messages == ()
+
+
+@pytest.mark.req("REVIVE-3", "PACK-3")
+def test_ack_after_the_checkpoint_left_memory(target) -> None:  # type: ignore[no-untyped-def]
+    """RocketMQ #7724: an ack that comes after the checkpoint was written to the revive log."""
+    target.create_topic(T, 1)
+    send_n(target, 0, 2)
+    popped = pop_now(target, invisible_ms=10_000).messages
+    target.advance(8_500)  # the checkpoint left memory at revive time - 3 s
+    for m in popped:
+        target.ack(G, T, m.handle)
+    target.advance(10_000)
+    assert pop_now(target).messages == (), "acknowledged messages were revived"
+
+
+@pytest.mark.req("PACK-4")
+def test_change_invisible_time(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    send_n(target, 0, 2)
+    shorter, longer = pop_now(target, invisible_ms=30_000).messages
+    target.advance(1_000)
+    new_short = target.change_invisible(G, T, shorter.handle, 5_000)
+    new_long = target.change_invisible(G, T, longer.handle, 40_000)
+    assert new_short != shorter.handle and new_long != longer.handle
+    with pytest.raises(TargetError) as err:
+        target.ack(G, T, shorter.handle)
+    assert err.value.code == "INVALID_RECEIPT_HANDLE", "the old handle must be invalid after a change"
+    elapsed, again = wait_for_redelivery(target, 5_000 + REVIVE_DELAY_MS + SLACK_MS + 500, step=250)
+    assert [m.msg_id for m in again] == [shorter.msg_id], "visible again 5 s after the change"
+    assert elapsed >= 5_000
+    target.ack(G, T, again[0].handle)
+    target.advance(30_000 - 1_000 - elapsed + REVIVE_DELAY_MS + SLACK_MS)
+    assert pop_now(target).messages == (), "the longer invisibility must replace the original 30 s"
+    target.ack(G, T, new_long)
+    target.advance(60_000)
+    assert pop_now(target).messages == ()
+
+
+@pytest.mark.req("PACK-6")
+def test_checkpoints_differing_only_in_pop_time(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    send_n(target, 0, 2)
+    first, second = pop_now(target, queue_id=0, invisible_ms=20_000).messages
+    target.advance(1_000)
+    # The new checkpoint starts at the first message's offset, like the original: only pop time differs.
+    renewed = target.change_invisible(G, T, first.handle, 20_000)
+    target.ack(G, T, renewed)
+    target.advance(20_000 + REVIVE_DELAY_MS + SLACK_MS + 1_000)
+    assert [m.msg_id for m in pop_now(target).messages] == [second.msg_id], (
+        "the unacknowledged message of the original checkpoint must be revived, the acked one not"
+    )
+
+
+@pytest.mark.req("PACK-5")
+def test_bad_handles_are_refused_and_change_nothing(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    target.create_topic("OtherT", 1)
+    send_n(target, 0, 4)
+    a, b, c, d = pop_now(target, invisible_ms=5_000).messages
+    target.ack(G, T, a.handle)
+    new_b = target.change_invisible(G, T, b.handle, 5_000)
+    pop_now(target, group="G2")  # G2 consumes T too (it gets the same messages)
+
+    def refused(group: str, topic: str, handle: str, code: str = "INVALID_RECEIPT_HANDLE") -> None:
+        calls = (lambda: target.ack(group, topic, handle), lambda: target.change_invisible(group, topic, handle, 9_000))
+        for call in calls:
+            with pytest.raises(TargetError) as err:
+                call()
+            assert err.value.code == code, (group, topic, handle, err.value)
+
+    refused(G, T, "not a handle")
+    refused(G, T, "")
+    refused(G, T, a.handle)  # already acknowledged
+    refused(G, T, b.handle)  # replaced by a change of invisible time
+    refused("G2", T, c.handle)  # issued to another group
+    refused("NeverPopped", T, c.handle, "SUBSCRIPTION_GROUP_NOT_EXIST")
+    with pytest.raises(TargetError) as err:
+        target.change_invisible(G, T, c.handle, 0)
+    assert err.value.field == "invisibleTime"
+    target.advance(5_000 + REVIVE_DELAY_MS + SLACK_MS)
+    revived = {m.msg_id for m in pop_now(target).messages}
+    assert revived == {b.msg_id, c.msg_id, d.msg_id}, "refusals must not have acknowledged or lost anything"
+    refused(G, T, d.handle)  # expired and revived
+    with pytest.raises(TargetError):
+        target.ack(G, T, new_b)  # revived as well
+
+
+@pytest.mark.req("PACK-7")
+@pytest.mark.needs("query_offset")
+def test_consume_offset_moves_in_pop_order(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    send_n(target, 0, 4)
+    batch_a = pop_now(target, queue_id=0, max_nums=2, invisible_ms=60_000).messages
+    batch_b = pop_now(target, queue_id=0, max_nums=2, invisible_ms=60_000).messages
+    for m in batch_b:
+        target.ack(G, T, m.handle)
+    assert target.query_offset(G, T, 0)[1] == 0, "must not move past batch A, which is neither acked nor stored"
+    target.ack(G, T, batch_a[0].handle)
+    assert target.query_offset(G, T, 0)[1] == 0
+    target.ack(G, T, batch_a[1].handle)
+    assert target.query_offset(G, T, 0)[1] == 4, "every batch acknowledged: the offset moves past both"
+
+
+# -- REVIVE ----------------------------------------------------------------------------------------
+@pytest.mark.req("REVIVE-2", "REVIVE-5")
+def test_revived_messages_are_popped_again_with_growing_reconsume_times(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 2)
+    (msg_id,) = send_n(target, 1, 1)
+    pop_now(target, invisible_ms=3_000)
+    held = target.pop(G, T, -1, 32, 3_000, 20_000)
+    assert not held.done()
+    target.advance(3_000 + REVIVE_DELAY_MS + SLACK_MS)
+    assert held.done(), "a revive must wake the group's held pop"
+    (m,) = held.result().messages
+    assert (m.msg_id, m.reconsume_times, m.topic, m.retry) == (msg_id, 1, T, True)
+    target.advance(3_000 + REVIVE_DELAY_MS + SLACK_MS)
+    (m2,) = pop_now(target).messages
+    assert (m2.msg_id, m2.reconsume_times) == (msg_id, 2), "a retried message is revived again, +1"
+    assert m2.properties.get("1ST_POP_TIME") == m.properties.get("1ST_POP_TIME"), "FIRST_POP_TIME is kept"
+
+
+@pytest.mark.req("REVIVE-6")
+@pytest.mark.needs("restart")
+def test_restart_loses_nothing_and_revives_nothing_twice(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 1)
+    send_n(target, 0, 4)
+    m0, m1, m2, m3 = pop_now(target, invisible_ms=20_000).messages
+    target.ack(G, T, m0.handle)
+    target.restart()
+    target.ack(G, T, m1.handle)  # a handle issued before the restart
+    target.advance(20_000 + REVIVE_DELAY_MS + SLACK_MS)
+    revived = pop_now(target, invisible_ms=60_000).messages
+    assert sorted(m.msg_id for m in revived) == sorted([m2.msg_id, m3.msg_id])
+    for m in revived:
+        target.ack(G, T, m.handle)
+    target.restart()
+    target.advance(120_000)
+    assert pop_now(target).messages == (), "nothing may be revived twice or come back acknowledged"
+    send_n(target, 0, 1)
+    assert len(pop_now(target).messages) == 1, "the queue's offset survived both restarts"

@@ -1,0 +1,371 @@
+"""Permit simulation: one broker and N permit-based consumers of one subscription, with faults.
+
+Theory of operation
+-------------------
+A *schedule* is data: producer bursts (single messages or batch entries), consumer crashes (the
+broker sees the connection close; the consumer subscribes again after ``down_ms``), slow
+applications (each message takes ``process_ms``), negative acknowledgements of the next n messages,
+and broker restarts (every consumer subscribes again when the broker is back). Each consumer's
+application takes a message from the receive queue, works on it for its processing time, acks
+(or nacks) it and takes the next; an idle application wakes when messages arrive.
+
+:func:`run` plays the schedule on a :class:`~reference.clock.SimClock`, then lets it settle until the
+subscription acknowledged every message (or ``max_ms`` passes). While it runs it checks the two
+permit invariants and reports each violation as a finding:
+
+* *overrun*: a consumer received more messages than it granted permits since it subscribed, or the
+  broker holds negative permits for it;
+* *freeze*: at a quiet instant, a consumer that may receive has permits while its subscription has
+  messages to send.
+
+and, at the end, *lost* (a message the subscription never acknowledged) and *redelivery-count*
+(in a shared subscription the k-th dispatch of a message must carry redelivery count k; in
+exclusive and failover ones always 0).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reference.broker.broker import Broker, BrokerComponents
+from reference.broker.permits.batch import encode_batch
+from reference.broker.permits.protocol import InitialPosition, SubType
+from reference.client.permits.consumer import PermitConsumerClient, PermitConsumerConfig
+from reference.clock import SimClock
+from reference.sim.pop_sim import SIM_STORE, SimHost, scratch_dir
+from reference.store.config import MessageStoreConfig
+from reference.store.message import Message
+from reference.trace import MemorySink, Trace
+
+TOPIC = "PermitSimTopic"
+SUBSCRIPTION = "PermitSimSub"
+#: How often the invariants are checked at a quiet instant.
+CHECK_INTERVAL_MS = 100
+
+
+@dataclass(frozen=True)
+class Produce:
+    at_ms: int
+    count: int
+    #: Messages per stored entry (1: single messages).
+    batch: int = 1
+
+
+@dataclass(frozen=True)
+class Crash:
+    at_ms: int
+    consumer: int
+    down_ms: int
+
+
+@dataclass(frozen=True)
+class SlowApp:
+    at_ms: int
+    consumer: int
+    process_ms: int
+    for_ms: int
+
+
+@dataclass(frozen=True)
+class NackNext:
+    at_ms: int
+    consumer: int
+    count: int
+
+
+@dataclass(frozen=True)
+class BrokerRestart:
+    at_ms: int
+    down_ms: int
+
+
+Event = Produce | Crash | SlowApp | NackNext | BrokerRestart
+
+
+@dataclass(frozen=True)
+class PermitSimConfig:
+    consumers: int = 3
+    sub_type: SubType = SubType.SHARED
+    receiver_queue_size: int = 10
+    negative_ack_redelivery_delay_ms: int = 1_000
+    fast_process_ms: int = 2
+    #: Give up waiting for the subscription to acknowledge everything after this much virtual time.
+    max_ms: int = 5 * 60_000
+    #: End the run at the first finding (a failed run need not be played to the end).
+    stop_at_first_finding: bool = True
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    detail: str
+    client_id: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.detail}"
+
+
+@dataclass
+class PermitSimResult:
+    rows: list[dict[str, Any]]
+    produced: int
+    finished: bool
+    config: PermitSimConfig
+    findings: list[Finding] = field(default_factory=list)
+
+
+def random_schedule(seed: int, config: PermitSimConfig, events: int = 12, span_ms: int = 60_000) -> list[Event]:
+    rng = random.Random(seed)
+    out: list[Event] = []
+    for _ in range(events):
+        at = rng.randrange(span_ms)
+        consumer = rng.randrange(config.consumers)
+        kind = rng.random()
+        if kind < 0.45:
+            out.append(Produce(at, rng.randint(1, 6), rng.choice((1, 1, 3, 7))))
+        elif kind < 0.6:
+            out.append(Crash(at, consumer, rng.choice((0, 3_000))))
+        elif kind < 0.8:
+            out.append(SlowApp(at, consumer, rng.choice((200, 2_000)), rng.choice((5_000, 20_000))))
+        elif kind < 0.93:
+            out.append(NackNext(at, consumer, rng.randint(1, 3)))
+        else:
+            out.append(BrokerRestart(at, rng.choice((0, 1_000))))
+    return sorted(out, key=lambda e: e.at_ms)
+
+
+@dataclass
+class _App:
+    client: PermitConsumerClient
+    process_ms: int = 0
+    slow_until: int = 0
+    nack_next: int = 0
+    busy: bool = False
+    alive: bool = True
+
+
+def run(
+    schedule: Iterable[Event],
+    config: PermitSimConfig | None = None,
+    components: BrokerComponents | None = None,
+    data_dir: str | Path | None = None,
+) -> PermitSimResult:
+    config = config or PermitSimConfig()
+    if data_dir is None:
+        with scratch_dir("mqtck-permitsim-") as tmp:
+            return run(schedule, config, components, tmp)
+    schedule = sorted(schedule, key=lambda e: e.at_ms)
+    clock = SimClock()
+    start = clock.now_ms()
+    sink = MemorySink()
+    trace = Trace(sink, f"permit-sim-{config.seed}", clock)
+    findings: list[Finding] = []
+
+    def new_broker() -> Broker:
+        broker = Broker(data_dir, clock, store_config=MessageStoreConfig(**SIM_STORE), trace=trace,
+                        components=components)
+        broker.start()
+        return broker
+
+    host = SimHost(new_broker())
+    host.broker.create_topic(TOPIC, 1)
+    client_config = PermitConsumerConfig(
+        receiver_queue_size=config.receiver_queue_size,
+        negative_ack_redelivery_delay_ms=config.negative_ack_redelivery_delay_ms,
+        sub_type=config.sub_type, initial_position=InitialPosition.EARLIEST,
+    )
+    consumers = config.consumers if config.sub_type is not SubType.EXCLUSIVE else 1
+    apps = [
+        _App(PermitConsumerClient(host, clock, SUBSCRIPTION, TOPIC, f"c{i}", client_config, trace))
+        for i in range(consumers)
+    ]
+
+    def work(app: _App) -> None:
+        """The application loop: take one message, process it, ack or nack it, take the next."""
+        if app.busy or not app.alive or not app.client.connected:
+            return
+        message = app.client.receive()
+        check_overrun(app)
+        if message is None:
+            return
+        app.busy = True
+        now = clock.now_ms()
+        delay = app.process_ms if now < app.slow_until else config.fast_process_ms
+
+        def done() -> None:
+            app.busy = False
+            if not app.alive or not app.client.connected:
+                return
+            try:
+                if app.nack_next > 0:
+                    app.nack_next -= 1
+                    app.client.negative_acknowledge(message)
+                else:
+                    app.client.ack(message)
+            except Exception:  # noqa: BLE001 - a broker that is down refuses the ack; redelivery covers it
+                pass
+            work(app)
+
+        clock.call_later(delay, done)
+
+    def check_overrun(app: _App) -> None:
+        c = app.client
+        if c.received > c.granted:
+            findings.append(Finding(
+                "overrun", f"t={clock.now_ms() - start} {c.client_id} received {c.received} > granted {c.granted}",
+                c.client_id,
+            ))
+
+    def connect(app: _App) -> None:
+        app.alive = True
+        app.busy = False
+        app.client.on_arrival = lambda: (check_overrun(app), work(app))
+        try:
+            app.client.subscribe()
+        except Exception:  # noqa: BLE001 - broker down: try again when it is back
+            return
+        work(app)
+
+    for app in apps:
+        connect(app)
+    produced = 0
+
+    def apply(event: Event) -> None:
+        nonlocal produced
+        if isinstance(event, Produce):
+            if host.broker is None:
+                return
+            for _ in range(event.count):
+                if event.batch == 1:
+                    host.broker.send(Message(TOPIC, b"m%d" % produced, 0))
+                else:
+                    body, props = encode_batch([b"m%d.%d" % (produced, i) for i in range(event.batch)])
+                    host.broker.send(Message(TOPIC, body, 0, properties=props))
+                produced += event.batch
+        elif isinstance(event, Crash):
+            app = apps[event.consumer % len(apps)]
+            if app.alive and app.client.connected:
+                app.alive = False
+                app.client.crash()
+                clock.call_later(event.down_ms, lambda: (app.client.rec.record("RESTART"), connect(app)))
+        elif isinstance(event, SlowApp):
+            app = apps[event.consumer % len(apps)]
+            app.process_ms, app.slow_until = event.process_ms, clock.now_ms() + event.for_ms
+        elif isinstance(event, NackNext):
+            apps[event.consumer % len(apps)].nack_next += event.count
+        elif isinstance(event, BrokerRestart):
+            if host.broker is None:
+                return
+            host.broker.rec.record("CRASH", detail={"clean": True})  # the broker's own source
+            host.broker.shutdown()
+            host.broker = None
+            for app in apps:
+                app.client.connected = False
+
+            def back() -> None:
+                host.broker = new_broker()
+                host.broker.rec.record("RESTART")
+                for app in apps:
+                    if app.alive:
+                        connect(app)
+
+            clock.call_later(event.down_ms, back)
+
+    def check_freeze() -> None:
+        broker = host.broker
+        if broker is not None:
+            for f in freeze_findings(broker, clock.now_ms() - start):
+                findings.append(f)
+        clock.call_later(CHECK_INTERVAL_MS, check_freeze)
+
+    for event in schedule:
+        clock.call_later(event.at_ms, lambda e=event: apply(e))
+    clock.call_later(CHECK_INTERVAL_MS, check_freeze)
+    last = max((e.at_ms + getattr(e, "down_ms", 0) + getattr(e, "for_ms", 0) for e in schedule), default=0)
+    clock.run_until(start + last)
+    finished = False
+    while clock.now_ms() - start < config.max_ms and not (findings and config.stop_at_first_finding):
+        broker = host.broker
+        if broker is not None and all_acknowledged(broker):
+            finished = True
+            break
+        clock.advance(1_000)
+    if not finished and not findings:
+        findings.append(Finding("lost", f"the subscription did not acknowledge all {produced} messages"))
+    if host.broker is not None:
+        host.broker.shutdown()
+    trace.end()
+    findings += redelivery_count_findings(sink.rows, config.sub_type)
+    return PermitSimResult(sink.rows, produced, finished, config, findings)
+
+
+def all_acknowledged(broker: Broker) -> bool:
+    sub = broker.permits.subscriptions.get((SUBSCRIPTION, TOPIC))
+    if sub is None:
+        return broker.store.get_max_offset_in_queue(TOPIC, 0) == 0
+    return sub.cursor.mark_delete >= broker.store.get_max_offset_in_queue(TOPIC, 0)
+
+
+def freeze_findings(broker: Broker, t: int) -> list[Finding]:
+    """Consumers that may receive, hold permits, and have messages waiting: a frozen dispatcher."""
+    out = []
+    for sub in broker.permits.subscriptions.values():
+        dispatcher = sub.dispatcher
+        if any(c.permits < 0 for c in dispatcher.consumers):
+            out.append(Finding("overrun", f"t={t} negative permits {[c.permits for c in dispatcher.consumers]}"))
+        eligible = [dispatcher.active] if hasattr(dispatcher, "active") else list(dispatcher.consumers)
+        backlog = bool(getattr(dispatcher, "replay", ())) or sub.cursor.has_new()
+        for consumer in eligible:
+            if consumer is not None and consumer.permits > 0 and backlog:
+                out.append(Finding(
+                    "freeze", f"t={t} {consumer.client_id} has {consumer.permits} permits and messages are waiting",
+                    consumer.client_id,
+                ))
+    return out
+
+
+def redelivery_count_findings(rows: list[dict[str, Any]], sub_type: SubType) -> list[Finding]:
+    """Shared: the k-th dispatch of a message (within one broker run) carries k; others carry 0."""
+    out = []
+    dispatches: dict[str, int] = defaultdict(int)
+    for r in sorted(rows, key=lambda r: (r["ts"], r["source"], r["seq"])):
+        if r["event"] == "CRASH" and r["source"].startswith("broker:"):
+            dispatches.clear()  # the broker's tracker does not survive a restart
+        if r["event"] != "DISPATCH":
+            continue
+        count = json.loads(r["detail"])["redelivery_count"]
+        expected = dispatches[r["msg_id"]] if sub_type is SubType.SHARED else 0
+        if count != expected:
+            nth = dispatches[r["msg_id"]]
+            text = f"{r['msg_id']} dispatch #{nth} carried {count}, expected {expected}"
+            out.append(Finding("redelivery-count", text))
+        dispatches[r["msg_id"]] += 1
+    return out
+
+
+def format_timeline(rows: list[dict[str, Any]], client_ids: Iterable[str] | None = None, limit: int = 60) -> str:
+    """FLOW, DISPATCH, CRASH and RESTART rows (of some clients) as readable lines, for failure notes."""
+    wanted = set(client_ids) if client_ids else None
+    start = min((r["ts"] for r in rows), default=0)
+    lines = []
+    for r in sorted(rows, key=lambda r: (r["ts"], r["source"], r["seq"])):
+        if r["event"] not in ("FLOW", "DISPATCH", "CRASH", "RESTART"):
+            continue
+        client = r.get("client_id") or r["source"].split(":", 1)[-1]
+        if wanted is not None and client not in wanted and not r["source"].startswith("broker:"):
+            continue
+        detail = json.loads(r["detail"]) if r.get("detail") else {}
+        what = ""
+        if r["event"] == "FLOW":
+            what = f"+{r['count']} permits (had {detail.get('permits_before')})"
+        elif r["event"] == "DISPATCH":
+            what = f"{r['msg_id'][-8:]} @{r['offset']} -> permits {detail.get('permits')}"
+        lines.append(f"t={(r['ts'] - start) / 1e6:9.3f}s {r['event']:<9} {r['source']:<18} {client:<4} {what}")
+    return "\n".join(lines[:limit])

@@ -1,0 +1,437 @@
+"""POP simulation: one broker and N push-over-POP consumers on virtual time, with faults.
+
+Theory of operation
+-------------------
+A *schedule* is data: producer bursts, consumer crashes (with a restart after ``down_ms``), slow
+acknowledgements (the listener takes ``consume_ms`` per message for a while), failing listeners
+(``LATER`` for the next n messages, which the consumer turns into a change of invisible time) and
+broker restarts (clean shutdown, then a new broker on the same data directory). :func:`run` plays it
+on a :class:`~reference.clock.SimClock`, then lets the system settle: every fault ends by itself, and
+the run goes on until the group acknowledged every message sent (or ``max_ms`` passes), and a little
+longer so that a wrong revive would show. Everything is recorded as a trace (schema v1); the same
+schedule and seed give the same trace.
+
+:func:`audit_pop` checks a trace against the POP requirements and returns findings (empty when all
+hold): a message never acknowledged (*lost*), delivered again before its invisibility ended, as
+replaced by change-invisible (*early-redelivery*), delivered or revived after it was acknowledged
+(*redelivered-after-ack*, *revived-after-ack*), delivered again without a revive after its
+invisibility ended (*unattributed-redelivery*), revived or redelivered with the wrong reconsume
+times (*reconsume-times*), or left unacknowledged past its invisibility and never revived
+(*never-revived*). Each finding names the message and the rows that prove it.
+
+:func:`random_schedule` draws a schedule from a seed, for the simulator's CLI-style use and for
+benchmarks; the property suites generate schedules with Hypothesis so that failures shrink.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reference.broker.broker import Broker, BrokerComponents
+from reference.broker.pop.config import PopConfig
+from reference.broker.pop.protocol import PoppedMessage
+from reference.client.pop.push_consumer import CONSUME_LATER, CONSUME_OK, PopPushConfig, PopPushConsumer
+from reference.clock import SimClock
+from reference.store.config import MessageStoreConfig
+from reference.store.message import Message
+from reference.trace import MemorySink, Trace
+
+TOPIC = "PopSimTopic"
+GROUP = "PopSimGroup"
+#: Small store segments and rare offset persistence keep one simulated run cheap.
+SIM_STORE = dict(
+    commit_log_segment_bytes=256 * 1024, consume_queue_units_per_segment=1024, offset_persist_interval_ms=60_000
+)
+
+
+# -- the schedule ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Produce:
+    at_ms: int
+    queue: int
+    count: int
+
+
+@dataclass(frozen=True)
+class Crash:
+    at_ms: int
+    consumer: int
+    down_ms: int
+
+
+@dataclass(frozen=True)
+class SlowAcks:
+    at_ms: int
+    consumer: int
+    consume_ms: int
+    for_ms: int
+
+
+@dataclass(frozen=True)
+class FailNext:
+    at_ms: int
+    consumer: int
+    count: int
+
+
+@dataclass(frozen=True)
+class BrokerRestart:
+    at_ms: int
+    down_ms: int
+
+
+Event = Produce | Crash | SlowAcks | FailNext | BrokerRestart
+
+
+@dataclass(frozen=True)
+class PopSimConfig:
+    consumers: int = 4
+    queues: int = 4
+    pop_share_queue_num: int = -1
+    invisible_time_ms: int = 10_000
+    poll_time_ms: int = 20_000
+    batch_size: int = 8
+    #: Time a healthy listener takes per message.
+    fast_consume_ms: int = 5
+    #: Give up waiting for the group to acknowledge everything after this much virtual time.
+    max_ms: int = 30 * 60_000
+    #: Keep running this long after the last acknowledgement, so a revive that should not happen shows.
+    tail_ms: int = 30_000
+    seed: int = 0
+
+
+def slow_consume_choices(config: PopSimConfig) -> tuple[int, ...]:
+    """Consumption times of a slow listener: acked in memory, acked after the checkpoint left
+    memory (between the 3 s stay timeout and the invisible time), and too slow (expired)."""
+    invisible = config.invisible_time_ms
+    return (3_000, invisible * 85 // 100, 2 * invisible)
+
+
+def random_schedule(seed: int, config: PopSimConfig, events: int = 12, span_ms: int = 120_000) -> list[Event]:
+    """A schedule drawn from ``seed``: bursts, crashes, slow acks, failing listeners, broker restarts."""
+    rng = random.Random(seed)
+    out: list[Event] = []
+    for _ in range(events):
+        at = rng.randrange(span_ms)
+        kind = rng.random()
+        consumer = rng.randrange(config.consumers)
+        if kind < 0.4:
+            out.append(Produce(at, rng.randrange(config.queues), rng.randint(1, 10)))
+        elif kind < 0.6:
+            out.append(Crash(at, consumer, rng.choice((0, 5_000, 30_000))))
+        elif kind < 0.8:
+            slow = rng.choice(slow_consume_choices(config))
+            out.append(SlowAcks(at, consumer, slow, rng.choice((10_000, 60_000))))
+        elif kind < 0.93:
+            out.append(FailNext(at, consumer, rng.randint(1, 3)))
+        else:
+            out.append(BrokerRestart(at, rng.choice((0, 2_000))))
+    return sorted(out, key=lambda e: e.at_ms)
+
+
+# -- running -----------------------------------------------------------------------------------
+#: A RAM-backed directory for simulated stores, when the machine has one: a simulation's store is
+#: scratch space, and the fsyncs of a real disk would dominate the run time of a simulated minute.
+RAM_DIR = Path("/dev/shm")
+
+
+def scratch_dir(prefix: str) -> tempfile.TemporaryDirectory[str]:
+    """A temporary directory for one simulated broker, in RAM when possible."""
+    ram = RAM_DIR if RAM_DIR.is_dir() and os.access(RAM_DIR, os.W_OK) else None
+    return tempfile.TemporaryDirectory(prefix=prefix, dir=ram)
+
+
+class SimHost:
+    """The broker as the clients reach it; None while it restarts."""
+
+    def __init__(self, broker: Broker | None) -> None:
+        self.broker = broker
+
+
+class TrackingSink(MemorySink):
+    """A memory sink that also keeps the sent and acknowledged message ids as rows arrive."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: set[str] = set()
+        self.acked: set[str] = set()
+
+    def write(self, row: dict[str, Any]) -> None:
+        super().write(row)
+        if row["event"] == "SEND":
+            self.sent.add(row["msg_id"])
+        elif row["event"] == "ACK" and row.get("status") == "OK":
+            self.acked.add(row["msg_id"])
+
+
+@dataclass
+class _ListenerState:
+    slow_until: int = 0
+    slow_ms: int = 0
+    fail_next: int = 0
+
+
+@dataclass
+class PopSimResult:
+    rows: list[dict[str, Any]]
+    sent: set[str]
+    acked: set[str]
+    horizon_ms: int
+    start_ms: int
+    finished: bool
+    config: PopSimConfig
+    findings: list[Finding] = field(default_factory=list)
+
+
+def run(
+    schedule: Iterable[Event],
+    config: PopSimConfig | None = None,
+    components: BrokerComponents | None = None,
+    pop_config: PopConfig | None = None,
+    data_dir: str | Path | None = None,
+) -> PopSimResult:
+    """Play ``schedule`` and settle; returns the trace and the audit's findings."""
+    config = config or PopSimConfig()
+    if data_dir is None:
+        with scratch_dir("mqtck-popsim-") as tmp:
+            return run(schedule, config, components, pop_config, tmp)
+    schedule = sorted(schedule, key=lambda e: e.at_ms)
+    clock = SimClock()
+    start = clock.now_ms()
+    sink = TrackingSink()
+    trace = Trace(sink, f"pop-sim-{config.seed}", clock)
+    rng = random.Random(config.seed)
+
+    def new_broker() -> Broker:
+        broker = Broker(
+            data_dir, clock, store_config=MessageStoreConfig(**SIM_STORE), trace=trace, components=components,
+            pop_config=pop_config, rng=random.Random(rng.randrange(1 << 30)),
+        )
+        broker.start()
+        return broker
+
+    host = SimHost(new_broker())
+    host.broker.create_topic(TOPIC, config.queues)
+    states = [_ListenerState() for _ in range(config.consumers)]
+    push_config = PopPushConfig(
+        batch_size=config.batch_size, invisible_time_ms=config.invisible_time_ms, poll_time_ms=config.poll_time_ms,
+        pop_share_queue_num=config.pop_share_queue_num,
+    )
+
+    def listener_for(i: int):  # type: ignore[no-untyped-def]
+        def listener(message: PoppedMessage, complete) -> None:  # type: ignore[no-untyped-def]
+            state = states[i]
+            now = clock.now_ms()
+            delay = state.slow_ms if now < state.slow_until else config.fast_consume_ms
+            status = CONSUME_OK
+            if state.fail_next > 0:
+                state.fail_next -= 1
+                status = CONSUME_LATER
+            clock.call_later(delay, lambda: complete(status))
+
+        return listener
+
+    consumers = [
+        PopPushConsumer(host, clock, GROUP, TOPIC, f"c{i}", listener_for(i), push_config, trace=trace)
+        for i in range(config.consumers)
+    ]
+    for consumer in consumers:
+        consumer.start()
+    produced = 0
+
+    def apply(event: Event) -> None:
+        nonlocal produced
+        if isinstance(event, Produce):
+            if host.broker is None:
+                return  # the producer's send fails while the broker is down
+            for _ in range(event.count):
+                host.broker.send(Message(TOPIC, b"m%d" % produced, event.queue % config.queues, tags="T"))
+                produced += 1
+        elif isinstance(event, Crash):
+            consumer = consumers[event.consumer % config.consumers]
+            if consumer.running:
+                consumer.crash()
+                clock.call_later(event.down_ms, lambda: _restart(consumer))
+        elif isinstance(event, SlowAcks):
+            state = states[event.consumer % config.consumers]
+            state.slow_ms = event.consume_ms
+            state.slow_until = clock.now_ms() + event.for_ms
+        elif isinstance(event, FailNext):
+            states[event.consumer % config.consumers].fail_next += event.count
+        elif isinstance(event, BrokerRestart):
+            if host.broker is None:
+                return
+            host.broker.rec.record("CRASH", detail={"clean": True})  # the broker's own source
+            host.broker.shutdown()
+            host.broker = None
+
+            def back() -> None:
+                host.broker = new_broker()
+                host.broker.rec.record("RESTART")
+
+            clock.call_later(event.down_ms, back)
+
+    def _restart(consumer: PopPushConsumer) -> None:
+        consumer.rec.record("RESTART")
+        consumer.start()
+
+    for event in schedule:
+        clock.call_later(event.at_ms, lambda e=event: apply(e))
+    last = max((e.at_ms + _duration(e) for e in schedule), default=0)
+    clock.run_until(start + last)
+    finished = False
+    while clock.now_ms() - start < config.max_ms:
+        if host.broker is not None and sink.sent <= sink.acked:
+            finished = True
+            break
+        clock.advance(1_000)
+    clock.advance(config.tail_ms if finished else 0)
+    horizon = clock.now_ms()
+    for consumer in consumers:
+        if consumer.running:
+            consumer.shutdown()
+    if host.broker is not None:
+        host.broker.shutdown()
+    trace.end()
+    result = PopSimResult(sink.rows, sink.sent, sink.acked, horizon, start, finished, config)
+    result.findings = audit_pop(result.rows, GROUP, settle_ms=config.tail_ms)
+    return result
+
+
+def _duration(event: Event) -> int:
+    if isinstance(event, Crash):
+        return event.down_ms
+    if isinstance(event, SlowAcks):
+        return event.for_ms
+    if isinstance(event, BrokerRestart):
+        return event.down_ms
+    return 0
+
+
+# -- auditing ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    msg_id: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.msg_id}: {self.detail}"
+
+
+@dataclass
+class _Delivery:
+    pop: dict[str, Any]
+    handles: set[str]
+    end_us: int
+    reconsume_times: int
+    acked: bool = False
+    revived: dict[str, Any] | None = None
+
+
+def audit_pop(rows: list[dict[str, Any]], group: str, settle_ms: int = 30_000) -> list[Finding]:
+    """Check the POP rows of ``group`` in a trace (see the module docstring); times are trace ``ts``."""
+    import json
+
+    horizon = max((r["ts"] for r in rows), default=0)
+    events: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    sent: dict[str, dict[str, Any]] = {}
+    for r in sorted(rows, key=lambda r: (r["ts"], r["source"], r["seq"])):
+        if r["event"] == "SEND":
+            sent.setdefault(r["msg_id"], r)
+        elif r["event"] in ("POP", "ACK", "CHANGE_INVISIBLE", "REVIVE") and r.get("group") == group:
+            if r["event"] == "ACK" and r.get("status") != "OK":
+                continue
+            events[r["msg_id"]].append(r)
+    findings: list[Finding] = []
+
+    def at(r: dict[str, Any]) -> str:
+        return f"{r['event']} at t={r['ts'] // 1000} seq={r['seq']}"
+
+    for msg_id in sorted(set(sent) | set(events)):
+        current: _Delivery | None = None
+        acked = False
+        for r in events.get(msg_id, []):
+            kind = r["event"]
+            if kind == "POP":
+                if current is not None:
+                    if current.acked:
+                        findings.append(Finding("redelivered-after-ack", msg_id, f"{at(r)} after it was acked"))
+                    elif r["ts"] < current.end_us:
+                        findings.append(Finding(
+                            "early-redelivery", msg_id,
+                            f"{at(r)}, invisible until t={current.end_us // 1000} since {at(current.pop)}",
+                        ))
+                    elif current.revived is None:
+                        findings.append(Finding("unattributed-redelivery", msg_id, f"{at(r)} without a revive"))
+                    elif r["reconsume_times"] != current.revived["reconsume_times"]:
+                        findings.append(Finding(
+                            "reconsume-times", msg_id,
+                            f"{at(r)} carries {r['reconsume_times']}, "
+                            f"revived with {current.revived['reconsume_times']}",
+                        ))
+                current = _Delivery(r, {r["handle"]}, r["ts"] + r["invisible_ms"] * 1000, r["reconsume_times"])
+            elif kind == "CHANGE_INVISIBLE" and current is not None and r["handle"] in current.handles:
+                current.end_us = r["ts"] + r["invisible_ms"] * 1000
+                new = json.loads(r.get("detail") or "{}").get("new_handle")
+                if new:
+                    current.handles.add(new)
+            elif kind == "ACK" and current is not None and r["handle"] in current.handles:
+                current.acked = acked = True
+            elif kind == "REVIVE":
+                if current is None:
+                    findings.append(Finding("unattributed-redelivery", msg_id, f"{at(r)} of a message never popped"))
+                elif current.acked:
+                    findings.append(Finding("revived-after-ack", msg_id, f"{at(r)} after it was acked"))
+                elif r["ts"] < current.end_us:
+                    findings.append(Finding(
+                        "early-redelivery", msg_id,
+                        f"{at(r)} before its invisibility ended at t={current.end_us // 1000}",
+                    ))
+                elif r["reconsume_times"] != current.reconsume_times + 1:
+                    findings.append(Finding(
+                        "reconsume-times", msg_id,
+                        f"{at(r)} carries {r['reconsume_times']}, popped with {current.reconsume_times}",
+                    ))
+                if current is not None:
+                    current.revived = r
+        cutoff = horizon - settle_ms * 1000
+        if msg_id in sent and not acked and sent[msg_id]["ts"] <= cutoff:
+            findings.append(Finding("lost", msg_id, f"sent at t={sent[msg_id]['ts'] // 1000}, never acknowledged"))
+        if current is not None and not current.acked and current.revived is None and current.end_us < cutoff:
+            findings.append(Finding(
+                "never-revived", msg_id, f"{at(current.pop)} invisible until t={current.end_us // 1000}, not revived"
+            ))
+    return findings
+
+
+def format_timeline(rows: list[dict[str, Any]], start_ms: int, msg_ids: Iterable[str] | None = None) -> str:
+    """The POP story of some messages as readable lines (for failure notes): time since ``start_ms``,
+    event, who, where, handle and the numbers that matter."""
+    wanted = set(msg_ids) if msg_ids is not None else None
+    lines = []
+    for r in sorted(rows, key=lambda r: (r["ts"], r["source"], r["seq"])):
+        if r["event"] not in ("SEND", "POP", "ACK", "CHANGE_INVISIBLE", "REVIVE", "CRASH", "RESTART"):
+            continue
+        if wanted is not None and r.get("msg_id") not in wanted and r["event"] not in ("CRASH", "RESTART"):
+            continue
+        t = (r["ts"] // 1000 - start_ms) / 1000
+        parts = [f"t={t:9.3f}s", f"{r['event']:<16}", r["source"]]
+        if r.get("msg_id"):
+            parts.append(f"msg={r['msg_id'][-6:]}")
+        if r.get("queue_id") is not None and r.get("offset") is not None:
+            parts.append(f"q{r['queue_id']}@{r['offset']}")
+        for key in ("invisible_ms", "reconsume_times", "status"):
+            if r.get(key) is not None:
+                parts.append(f"{key}={r[key]}")
+        if r.get("handle"):
+            parts.append(f"handle=[{r['handle']}]")
+        lines.append(" ".join(parts))
+    return "\n".join(lines)

@@ -1,0 +1,183 @@
+"""The simulator: determinism, the faults it injects, and what a run reports."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from reference.client.config import MessageModel
+from reference.clock import SimClock
+from reference.sim.checks import check_trace
+from reference.sim.network import NetworkConfig, SimLink
+from reference.sim.process import ProcessClock
+from reference.sim.scenario import (
+    BrokerRestart,
+    Crash,
+    FailingListener,
+    Join,
+    Leave,
+    Produce,
+    Retention,
+    Scenario,
+    SimConfig,
+    SlowListener,
+    Wait,
+)
+from reference.sim.simulation import Simulation, run_scenario
+from reference.trace import missing_columns
+
+BUSY = Scenario(
+    SimConfig(seed=21, consumers=2, network=NetworkConfig(drop_rate=0.05, sync_fault_rate=0.05)),
+    (Produce(30), Wait(500), Join(), Crash(0), Produce(20), SlowListener(0, 500), FailingListener(1, 40),
+     Wait(3_000), Leave(1), Produce(10)),
+)
+
+
+def strip_run(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "run"} for r in rows]
+
+
+@pytest.mark.req("TRACE-1")
+def test_same_scenario_same_trace_and_every_row_is_well_formed() -> None:
+    first = run_scenario(BUSY)
+    second = run_scenario(BUSY)
+    assert first.rows == second.rows
+    assert first.quiet and first.outstanding == 0
+    assert all(not missing_columns(r) for r in first.rows or [])
+    other = run_scenario(Scenario(SimConfig(**{**BUSY.config.__dict__, "seed": 22}), BUSY.steps))
+    assert strip_run(other.rows or []) != strip_run(first.rows or [])
+    seqs: dict[str, list[int]] = {}
+    for row in first.rows or []:
+        seqs.setdefault(row["source"], []).append(row["seq"])
+    assert all(s == sorted(set(s)) for s in seqs.values()), "seq strictly increases per source"
+
+
+@pytest.mark.req("ALO-1")
+def test_a_crashed_consumer_does_nothing_more_and_its_work_is_redone() -> None:
+    result = run_scenario(Scenario(SimConfig(seed=3, consumers=2, busy_max_ms=2_000),
+                                   (Produce(40), Wait(500), Crash(0), Wait(1_000), Produce(10))))
+    rows = result.rows or []
+    crash = next(r for r in rows if r["event"] == "CRASH")
+    after = [r for r in rows if r["source"] == crash["source"] and r["seq"] > crash["seq"]]
+    assert [r["event"] for r in after] == ["END"]
+    dropped = [r for r in rows if r["event"] == "UNSUBSCRIBE" and r["source"].startswith("broker")]
+    assert dropped and dropped[0]["ts"] - crash["ts"] <= 20_000, "the reset connection is noticed at once"
+    report = check_trace(rows)
+    assert not report.findings, report.summary()
+    assert report.duplicates["crash"] > 0, "in-flight work of the crashed consumer is consumed again"
+
+
+def test_a_silent_crash_is_noticed_when_the_channel_expires() -> None:
+    result = run_scenario(Scenario(SimConfig(seed=4, consumers=2), (Produce(8), Wait(100), Crash(0, silent=True))))
+    rows = result.rows or []
+    crash = next(r for r in rows if r["event"] == "CRASH")
+    gone = next(r for r in rows if r["event"] == "UNSUBSCRIBE" and r["source"].startswith("broker"))
+    assert 120_000_000 < gone["ts"] - crash["ts"] <= 160_000_000
+    assert not check_trace(rows).findings
+
+
+@pytest.mark.req("ALO-1", "CONSUME-3")
+@pytest.mark.parametrize("crash", [False, True])
+def test_broker_restart_recovers_the_store_and_nothing_is_lost(crash: bool) -> None:
+    scenario = Scenario(
+        SimConfig(seed=5, consumers=2, fail_percent=30),
+        (Produce(30), Wait(2_000), BrokerRestart(crash=crash, down_ms=3_000), Produce(10), Wait(4_000), Produce(10)),
+    )
+    result = run_scenario(scenario)
+    rows = result.rows or []
+    events = Counter(r["event"] for r in rows if r["source"].startswith("broker"))
+    assert events["RESTART"] == 1 and events["CRASH"] == (1 if crash else 0)
+    assert result.sent == 40, "the burst sent while the broker was down was refused, not lost"
+    report = check_trace(rows)
+    assert not report.findings, report.summary()
+    assert report.stats["consumed_ok"] >= 40
+
+
+@pytest.mark.req("ALO-1")
+def test_retention_expires_unconsumed_messages_without_a_finding() -> None:
+    scenario = Scenario(
+        SimConfig(seed=6, consumers=1, busy_max_ms=3_000, commit_log_segment_bytes=8 * 1024),
+        (Produce(80), Retention(), Wait(1_000), Produce(5)),
+    )
+    result = run_scenario(scenario)
+    rows = result.rows or []
+    assert any(r["event"] == "RETENTION" for r in rows)
+    report = check_trace(rows)
+    assert not report.findings, report.summary()
+    assert report.stats["consumed_ok"] < 85, "some messages expired before they were consumed"
+
+
+@pytest.mark.req("ALO-2", "REBAL-3")
+def test_broadcasting_revived_consumer_catches_up() -> None:
+    scenario = Scenario(
+        SimConfig(seed=8, consumers=2, model=MessageModel.BROADCASTING),
+        (Produce(10), Wait(12_000), Crash(0), Produce(10), Wait(1_000), Join(revive=True), Produce(5)),
+    )
+    result = run_scenario(scenario)
+    report = check_trace(result.rows or [])
+    assert not report.findings, report.summary()
+    assert result.live_clients and len(result.live_clients) == 2
+
+
+def test_join_storm_and_leaves_settle_to_one_owner_per_queue() -> None:
+    steps = (Produce(20), *(Join() for _ in range(4)), Wait(100), Leave(0), Leave(1), Produce(20), Join(), Leave(2))
+    result = run_scenario(Scenario(SimConfig(seed=9, consumers=1), steps))
+    assert result.quiet
+    assert not check_trace(result.rows or []).findings
+
+
+def test_a_group_with_nobody_left_gets_a_consumer_to_settle() -> None:
+    result = run_scenario(Scenario(SimConfig(seed=10, consumers=1), (Produce(5), Leave(0), Produce(5))))
+    assert len(result.live_clients) == 1 and result.quiet
+    assert not check_trace(result.rows or []).findings
+
+
+def test_steps_on_an_empty_group_and_a_down_broker_are_harmless() -> None:
+    steps = (Crash(0), Leave(0), SlowListener(0, 1), FailingListener(0, 1), BrokerRestart(True, 5_000), Retention(),
+             Produce(3), BrokerRestart(False, 10), Wait(6_000), Join())
+    result = run_scenario(Scenario(SimConfig(seed=11, consumers=1), steps))
+    assert result.sent == 0 and result.quiet
+
+
+def test_describe_and_timeline() -> None:
+    result = run_scenario(Scenario(SimConfig(seed=12, consumers=1), (Produce(3),)))
+    assert "Produce(count=3" in result.scenario.describe()
+    text = result.timeline(limit=8)
+    lines = text.splitlines()
+    assert len(lines) == 9 and "rows elided" in lines[4]
+    assert "client:" in text and "SUBSCRIBE" in text
+    focused = result.timeline(msg_id="p-1", limit=50)
+    assert "p-1" in focused and "p-2" not in focused
+    assert "DELIVER" in result.timeline(queue=("T", 1), events=["DELIVER"])
+    assert result.timeline(client="nobody", events=["DELIVER"]) == ""
+
+
+def test_network_and_process_clock() -> None:
+    with pytest.raises(ValueError):
+        NetworkConfig(min_latency_ms=5, max_latency_ms=1)
+    with pytest.raises(ValueError):
+        NetworkConfig(drop_rate=1.0)
+    clock = SimClock()
+    fired: list[str] = []
+    link = SimLink(clock, random.Random(1), NetworkConfig(min_latency_ms=3, max_latency_ms=3))
+    link.to_client(lambda: fired.append("a"))
+    clock.advance(2)
+    assert fired == []
+    clock.advance(1)
+    assert fired == ["a"]
+    assert sorted(link.unordered(["a", "b", "c", "d"])) == ["a", "b", "c", "d"]
+    process = ProcessClock(clock)
+    process.call_later(1, lambda: fired.append("b"))
+    process.kill()
+    clock.advance(10)
+    assert fired == ["a"] and process.now_ms() == clock.now_ms()
+
+
+def test_sink_can_be_any_trace_sink(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from reference.trace import JsonlSink
+
+    path = tmp_path / "run.jsonl"
+    result = Simulation(Scenario(SimConfig(seed=13, consumers=1), (Produce(2),)), sink=JsonlSink(path)).run()
+    assert result.rows is None and result.events == len(path.read_text().splitlines())
