@@ -20,6 +20,8 @@ COMMAND_MODULES = (
     "conformance.commands.bench",
     "conformance.commands.spec",
     "conformance.commands.strategy",
+    "conformance.commands.audit",
+    "conformance.commands.trace",
 )
 
 

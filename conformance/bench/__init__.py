@@ -10,6 +10,7 @@ Timing goals live here, never in timed tests.
 
 #: Benchmark modules by name (``mqtck bench NAME``).
 BENCHES: dict[str, str] = {
+    "audit": "conformance.bench.audit",
     "store": "conformance.bench.store",
     "strategy": "conformance.bench.strategy",
     "conform": "conformance.bench.conform",

@@ -1,0 +1,237 @@
+"""The audited trace as the derivations see it: good rows per event kind, one *view* per event, and the
+small per-run facts every derivation shares (horizon, subscriptions, message models).
+
+Views
+-----
+One operation may be recorded twice: a client records the PULL_REQ it sends and the broker records
+the one it receives; a producer and the broker both record a SEND. Counting both would double every
+finding, and they disagree on time. So each derivation reads an event through a *view* that keeps one
+recorder per (run, client): ``client`` prefers the client's own rows (``source == 'client:' +
+client_id``) when that client recorded any, ``broker`` prefers rows recorded by a broker. Drop checks
+use the client's view (only the client knows when it sent a request relative to its REVOKE); pull
+timing and offset correction use the broker's (it holds the request and computes the answer).
+
+Catalog
+-------
+Which client recorded what, the horizon of each run and the subscriptions are tiny next to the trace
+(one row per client, run or subscription), so they are computed by two small aggregations, brought to
+the driver once, and used as literals and local tables. This keeps the many joins against them free of
+extra Spark jobs, which matters for the small traces of tests as much as for large ones.
+
+Group copies
+------------
+SEND and RETENTION name no group. The derivations that need them per group (the messages a group must
+see; a subscription's backlog) take :meth:`TraceFrames.per_group` copies: one per group that touched
+the topic, made by a broadcast join with a tiny local table, so no shuffle is spent on it.
+
+Everything is keyed by ``run``: one dataset may hold many runs, and each is audited on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from conformance.audit.params import AuditParams
+from conformance.audit.schema import NEVER, own_client_source, source_kind
+from conformance.audit.validate import valid
+from reference.errors import InvalidRequest
+from reference.store.filter import SubscriptionData
+
+RUN = "run"
+#: Events recorded with a client_id by clients or brokers, whose views choose a recorder per client.
+CLIENT_EVENTS = ("PULL_REQ", "PULL_RESP", "COMMIT", "ASSIGN", "REVOKE", "CONSUME")
+#: Events whose groups the derivations ask about (pulling groups; groups that record CONSUME).
+GROUP_EVENTS = ("PULL_REQ", "CONSUME")
+_SEP = "\u0000"
+
+
+@dataclass
+class RunFacts:
+    rows: int
+    first_ts: int | None
+    last_ts: int | None
+    end_ts: int | None
+
+    @property
+    def horizon(self) -> int | None:
+        return self.end_ts if self.end_ts is not None else self.last_ts
+
+
+@dataclass
+class Catalog:
+    runs: dict[str, RunFacts] = field(default_factory=dict)
+    #: (event, prefer) -> keys "run\0client_id" of clients that have rows of the preferred recorder.
+    preferred: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    #: runs whose SENDs were (also) recorded by a broker.
+    broker_sends: list[str] = field(default_factory=list)
+    #: event -> keys "run\0group" of the groups with rows of that event (GROUP_EVENTS).
+    groups_with: dict[str, list[str]] = field(default_factory=dict)
+    #: (run, topic) -> groups that touched the topic.
+    topic_groups: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    #: (run, group, topic, expression, model) rows of valid SUBSCRIBE events.
+    subscriptions: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    #: (run, source) and (run, client_id) pairs seen: the dimensions that narrow rows refer to by key.
+    sources: set[tuple[str, str]] = field(default_factory=set)
+    clients: set[tuple[str, str]] = field(default_factory=set)
+
+
+def _add(keys: list[str], key: str) -> None:
+    if key not in keys:
+        keys.append(key)
+
+
+def build_catalog(rows: DataFrame) -> Catalog:
+    base = rows.filter(F.col(RUN).isNotNull() & F.col("event").isNotNull() & F.col("ts").isNotNull()
+                       & F.col("source").isNotNull())
+    own = own_client_source().cast("int")
+    broker = (source_kind() == "broker").cast("int")
+    stats = base.groupBy(RUN, "event", "client_id", "group", "topic", "source").agg(
+        F.count("*").alias("n"), F.min("ts").alias("first"), F.max("ts").alias("last"),
+        F.max(own).alias("own"), F.max(broker).alias("broker"),
+    ).collect()
+    cat = Catalog()
+    for r in stats:
+        run, event, client, group, topic = r[RUN], r["event"], r["client_id"], r["group"], r["topic"]
+        cat.sources.add((run, r["source"]))
+        if client is not None:
+            cat.clients.add((run, client))
+        facts = cat.runs.setdefault(run, RunFacts(0, None, None, None))
+        facts.rows += r["n"]
+        facts.first_ts = r["first"] if facts.first_ts is None else min(facts.first_ts, r["first"])
+        facts.last_ts = r["last"] if facts.last_ts is None else max(facts.last_ts, r["last"])
+        if event == "END":
+            facts.end_ts = r["last"] if facts.end_ts is None else max(facts.end_ts, r["last"])
+        if event in CLIENT_EVENTS and client is not None:
+            key = f"{run}{_SEP}{client}"
+            if r["own"]:
+                _add(cat.preferred.setdefault((event, "client"), []), key)
+            if r["broker"]:
+                _add(cat.preferred.setdefault((event, "broker"), []), key)
+        if event in GROUP_EVENTS and group is not None:
+            _add(cat.groups_with.setdefault(event, []), f"{run}{_SEP}{group}")
+        if group is not None and topic is not None:
+            cat.topic_groups.setdefault((run, topic), set()).add(group)
+        if event == "SEND" and r["broker"] and run not in cat.broker_sends:
+            cat.broker_sends.append(run)
+    subs = rows.filter(valid("SUBSCRIBE")).select(RUN, "group", "topic", "expression", "model").distinct().collect()
+    cat.subscriptions = [tuple(r) for r in subs]
+    return cat
+
+
+def key_of(*columns: str | Column) -> Column:
+    """A 64-bit hash standing for a tuple of columns in narrow rows (sorting and partitioning by one
+    long is several times cheaper than by the strings; a collision among the few thousand keys of a
+    trace has a probability of about 1e-12)."""
+    return F.xxhash64(*[F.col(c) if isinstance(c, str) else c for c in columns])
+
+
+def _local(spark: SparkSession, rows: list[tuple], names: tuple[str, ...]) -> DataFrame:
+    schema = T.StructType([T.StructField(n, T.StringType()) for n in names])
+    return spark.createDataFrame(rows, schema)
+
+
+class TraceFrames:
+    def __init__(self, spark: SparkSession, rows: DataFrame, params: AuditParams, catalog: Catalog) -> None:
+        self.spark = spark
+        self.rows = rows
+        self.params = params
+        self.catalog = catalog
+        self._broadcasting = sorted({f"{r}{_SEP}{g}" for r, g, _, _, m in catalog.subscriptions if m == "BROADCASTING"})
+        self._names: dict[str, dict[int, str]] = {}
+
+    def per_group(self, rows: DataFrame) -> DataFrame:
+        """``rows`` (SEND or RETENTION) copied once per group that touched their topic, with ``group`` set."""
+        pairs = [(r, t, g) for (r, t), gs in sorted(self.catalog.topic_groups.items()) for g in sorted(gs)]
+        groups = _local(self.spark, pairs, (RUN, "topic", "_group"))
+        joined = rows.join(F.broadcast(groups), [RUN, "topic"])
+        return joined.withColumn("group", F.col("_group")).drop("_group")
+
+    def event(self, event: str) -> DataFrame:
+        """Good rows of one event kind."""
+        return self.rows.filter(valid(event))
+
+    def name_of(self, kind: str, key: Column) -> Column:
+        """The ``source`` or ``client_id`` whose 64-bit key (:func:`key_of` of run and name) is ``key``:
+        narrow rows carry keys, findings get the names back from this small literal map."""
+        if kind not in self._names:
+            pairs = sorted(self.catalog.sources if kind == "source" else self.catalog.clients)
+            rows = _local(self.spark, pairs, (RUN, kind)).select(key_of(RUN, kind).alias("k"), kind).collect()
+            self._names[kind] = {r["k"]: r[kind] for r in rows}
+        names = self._names[kind]
+        if not names:
+            return F.lit(None).cast("string")
+        return F.create_map(*[x for k, v in names.items() for x in (F.lit(k), F.lit(v))])[key]
+
+    def in_view(self, event: str, prefer: str) -> Column:
+        """True for a row of ``event`` in the ``prefer`` (``client`` or ``broker``) view: recorded by the
+        preferred recorder, or by another when the preferred one recorded nothing for that client."""
+        preferred = own_client_source() if prefer == "client" else source_kind() == "broker"
+        having = self.catalog.preferred.get((event, prefer), [])
+        key = F.concat_ws(_SEP, F.col(RUN), F.col("client_id"))
+        return (preferred | ~key.isin(*having)) if having else F.lit(True)
+
+    def view(self, event: str, prefer: str) -> DataFrame:
+        """Good rows of ``event`` with one recorder per (run, client): ``prefer`` is ``client`` or ``broker``."""
+        return self.event(event).filter(self.in_view(event, prefer))
+
+    def accepted_tags(self) -> DataFrame:
+        """(run, group, topic, tags): the tags a group's subscription to a topic accepts, null for all
+        (``*``). Parsed on the driver by the reference's own filter (SubscriptionData.parse); a group that
+        recorded several expressions accepts what all of them accept; a malformed one accepts nothing."""
+        merged: dict[tuple[str, str, str], frozenset[str] | None] = {}
+        for run, group, topic, expression, _ in self.catalog.subscriptions:
+            try:
+                sub = SubscriptionData.parse(topic, expression)
+                tags = None if sub.subscribes_all else frozenset(sub.tags)
+            except InvalidRequest:
+                tags = frozenset()
+            k = (run, group, topic)
+            if k not in merged:
+                merged[k] = tags
+            elif tags is not None:
+                merged[k] = tags if merged[k] is None else merged[k] & tags
+        schema = T.StructType([T.StructField(RUN, T.StringType()), T.StructField("group", T.StringType()),
+                               T.StructField("topic", T.StringType()),
+                               T.StructField("tags", T.ArrayType(T.StringType()))])
+        data = [(r, g, t, None if tags is None else sorted(tags)) for (r, g, t), tags in sorted(merged.items())]
+        return self.spark.createDataFrame(data, schema)
+
+    def sends(self) -> DataFrame:
+        """SEND rows, one recorder per run: the broker's when it recorded any, else the producers'."""
+        runs = self.catalog.broker_sends
+        keep = (source_kind() == "broker") | ~F.col(RUN).isin(*runs) if runs else F.lit(True)
+        return self.event("SEND").filter(keep)
+
+    def broadcasting(self, group: str = "group") -> Column:
+        """True for rows of a broadcasting group (its SUBSCRIBE rows say BROADCASTING)."""
+        if not self._broadcasting:
+            return F.lit(False)
+        return F.concat_ws(_SEP, F.col(RUN), F.col(group)).isin(*self._broadcasting)
+
+    def group_has(self, event: str) -> Column:
+        """True for rows of a group that has rows of ``event`` in the run (one of GROUP_EVENTS)."""
+        keys = self.catalog.groups_with.get(event, [])
+        return F.concat_ws(_SEP, F.col(RUN), F.col("group")).isin(*keys) if keys else F.lit(False)
+
+    def owner(self, client_column: str = "client_id") -> Column:
+        """The consumer a row belongs to: the client for a broadcasting group (each client is its own
+        consumer), '' for a clustering one (the group consumes as one)."""
+        return F.when(self.broadcasting(), F.col(client_column)).otherwise(F.lit(""))
+
+    def with_owner(self, df: DataFrame, client_column: str = "client_id") -> DataFrame:
+        return df.withColumn("owner", self.owner(client_column))
+
+    def horizon(self) -> Column:
+        """The run's horizon (latest END, else latest event) in microseconds."""
+        known = {r: f.horizon for r, f in self.catalog.runs.items() if f.horizon is not None}
+        if not known:
+            return F.lit(NEVER)
+        pairs = [x for r, h in known.items() for x in (F.lit(r), F.lit(h))]
+        return F.coalesce(F.create_map(*pairs)[F.col(RUN)], F.lit(NEVER))
+
+    def with_horizon(self, df: DataFrame) -> DataFrame:
+        return df.withColumn("horizon", self.horizon())

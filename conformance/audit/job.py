@@ -1,0 +1,166 @@
+"""The audit job: read a trace, derive every finding, write summary.json, findings/ and report.html.
+
+It runs inside ``mqtck audit`` (local Spark by default) and, unchanged, under ``spark-submit`` on a
+cluster, where this module is the application (see docs/audit.md)::
+
+    spark-submit --master spark://host:7077 --py-files mqtck.zip \\
+        "$(python -c 'import conformance.audit.job as j; print(j.__file__)')" TRACE --report-dir DIR
+
+Exit codes (the CLI contract): 0 no MUST requirement violated, 1 some finding violates one, 2 the input
+cannot be read (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from conformance.audit import options
+from conformance.audit.derive import derive
+from conformance.audit.frames import TraceFrames, build_catalog
+from conformance.audit.inputs import UnreadableTrace, detect
+from conformance.audit.load import load_trace
+from conformance.audit.metrics import PREFIX as METRIC_PREFIX
+from conformance.audit.metrics import metric_rows, read_metrics
+from conformance.audit.params import AuditParams
+from conformance.audit.progress import SparkProgress
+from conformance.audit.report import build_summary, collect_findings, write_outputs
+from conformance.audit.session import SparkSettings, SparkUnavailable, spark_session
+
+FINDINGS_DIR = "findings"
+#: Findings and metric rows as computed, before they are separated (removed at the end).
+DERIVED_DIR = "_derived"
+#: Input bytes per shuffle partition (adaptive execution merges partitions further when small).
+BYTES_PER_PARTITION = 32 * 1024 * 1024
+MAX_PARTITIONS = 256
+SMALL_INPUT_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class AuditResult:
+    exit_code: int
+    summary: dict[str, Any]
+    report_dir: Path
+    #: Wall time per phase, seconds.
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _input_bytes(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def run_audit(
+    trace: str | Path,
+    report_dir: str | Path,
+    params: AuditParams | None = None,
+    settings: SparkSettings | None = None,
+    show_progress: bool = False,
+) -> AuditResult:
+    """Audit ``trace`` into ``report_dir``. Raises UnreadableTrace / SparkUnavailable (exit 2)."""
+    params = params or AuditParams()
+    report_dir = Path(report_dir)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[name] = round(now - clock, 3)
+        clock = now
+
+    detect(Path(trace))  # a missing or foreign input fails before a JVM starts
+    spark = spark_session(settings)
+    lap("session")
+    size = _input_bytes(Path(trace))
+    partitions = min(MAX_PARTITIONS, max(1, math.ceil(size / BYTES_PER_PARTITION)))
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    # Small traces (tests, hand-written fixtures): compiling whole-stage code for the many short stages
+    # costs more than it saves.
+    spark.conf.set("spark.sql.codegen.wholeStage", "true" if size > SMALL_INPUT_BYTES else "false")
+    with SparkProgress(spark, show_progress) as progress:
+        progress.phase("reading the trace")
+        loaded = load_trace(spark, trace, report_dir)
+        try:
+            try:
+                if loaded.rows.limit(1).count() == 0:
+                    raise UnreadableTrace(f"{trace}: the trace has no rows")
+                progress.phase("cataloguing runs, clients and subscriptions")
+                catalog = build_catalog(loaded.rows)
+            except UnreadableTrace:
+                raise
+            except Exception as exc:  # corrupt files surface when first read
+                raise UnreadableTrace(f"{trace}: {str(exc).strip().splitlines()[0][:300]}") from exc
+            lap("load")
+            frames = TraceFrames(spark, loaded.rows, params, catalog)
+            derivation = derive(frames)
+            progress.phase("deriving findings")
+            # One action computes findings and plot metrics together (they share the shuffles); they are
+            # separated when read back.
+            derived_dir = report_dir / DERIVED_DIR
+            everything = derivation.findings.unionByName(
+                metric_rows(frames, derivation.queue, derivation.intervals))
+            everything.write.mode("overwrite").parquet(str(derived_dir))
+            lap("derive")
+            progress.phase("summarising findings")
+            derived = spark.read.parquet(str(derived_dir))
+            findings = derived.filter(~F.col("category").startswith(METRIC_PREFIX))
+            findings.repartition(1).write.mode("overwrite").parquet(str(report_dir / FINDINGS_DIR))
+            counts, examples = collect_findings(findings, params.max_witnesses)
+            overlaps: dict[str, list[tuple]] = {}
+            for r in findings.filter("category = 'ownership-overlap'").select(
+                    "run", "group", "topic", "broker", "queue_id").distinct().collect():
+                overlaps.setdefault(r["run"], []).append((r["group"], r["topic"], r["broker"], r["queue_id"]))
+            metrics = read_metrics(frames, derived, overlaps)
+            lap("summary")
+            runs = {
+                run: {"rows": f.rows, "first_ts": f.first_ts, "horizon": f.horizon}
+                for run, f in sorted(catalog.runs.items())
+            }
+            summary = build_summary(str(trace), loaded.format, params, runs, counts, examples, loaded.notes, metrics)
+            write_outputs(report_dir, summary, metrics)
+            lap("report")
+        finally:
+            spark.catalog.clearCache()
+            shutil.rmtree(report_dir / DERIVED_DIR, ignore_errors=True)
+            loaded.cleanup()
+    return AuditResult(summary["exit_code"], summary, report_dir, timings)
+
+
+def main(argv: list[str] | None = None, show_progress: bool = True) -> int:
+    """Entry point for ``spark-submit`` and ``python -m conformance.audit.job``."""
+    parser = argparse.ArgumentParser(prog="mqtck-audit", description="Audit a trace (schema v1) on Spark.")
+    options.add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        params = options.params_from(args)
+        settings = SparkSettings(master=args.master, driver_memory=args.driver_memory)
+        result = run_audit(args.trace, args.report_dir, params, settings, show_progress=show_progress)
+    except (ValueError, UnreadableTrace, SparkUnavailable) as exc:
+        print(f"mqtck audit: error: {exc}", file=sys.stderr)
+        return 2
+    print_summary(result)
+    return result.exit_code
+
+
+def print_summary(result: AuditResult) -> None:
+    """One line per category with findings, then where the reports are."""
+    for name, count in result.summary["totals"].items():
+        if count:
+            print(f"{name:28s} {count}")
+    verdict = "no MUST violated" if result.exit_code == 0 else f"{result.summary['must_violations']} MUST violations"
+    print(f"{verdict}; report: {result.report_dir / 'report.html'}")
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through spark-submit / python -m
+    sys.exit(main())

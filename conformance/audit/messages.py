@@ -1,0 +1,48 @@
+"""*lost*, *expired* and *pending*: expected messages that no consumer saw OK.
+
+trace-schema.md: a SEND matching a group's subscription, at or above the start offset, never
+CONSUMEd OK by the group (broadcasting: by each client) is *expired* when a RETENTION min offset
+rose above it before it was consumed (reported, not a violation), *pending* when it was sent after
+the horizon minus the settle time (it may still be in flight), and otherwise *lost*. One finding per
+(consumer, message). The expected messages and their expiry come from :mod:`conformance.audit.queues`.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from conformance.audit.frames import TraceFrames
+from conformance.audit.queues import MSG, QueuePass
+from conformance.audit.schema import findings, ms, witness
+
+
+def find(frames: TraceFrames, queue: QueuePass) -> DataFrame:
+    p = frames.params
+    rows = queue.rows
+    unseen = queue.named(rows.filter((F.col("kind") == MSG) & F.col("expected") & F.col("done_ts").isNull()))
+    unseen = frames.with_horizon(unseen)
+    expired = F.col("expire").isNotNull()
+    pending = ~expired & (F.col("ts") >= F.col("horizon") - ms(p.settle_ms))
+    category = F.when(expired, "expired").when(pending, "pending").otherwise("lost")
+    requirement = F.when(F.col("owner") != "", "ALO-2").otherwise("ALO-1")
+    send = witness("topic", "broker", "queue_id", "offset", "msg_id", event="SEND")
+    start = F.to_json(F.struct(
+        F.lit("ASSIGN").alias("event"), F.col("start.source").alias("source"), F.col("start.seq").alias("seq"),
+        F.col("start.ts").alias("ts"), F.col("group"), F.col("start.client_id").alias("client_id"),
+        F.col("start.offset").alias("offset"), F.col("start.epoch").alias("epoch"),
+    ))
+    retention = F.when(expired, F.to_json(F.struct(
+        F.lit("RETENTION").alias("event"), queue.source(F.col("expire.src")).alias("source"),
+        F.col("expire.seq").alias("seq"), F.col("expire.ts").alias("ts"), "topic", "broker", "queue_id",
+        F.col("expire.min_offset").alias("min_offset"),
+    )))
+    detail = F.to_json(F.struct(
+        F.col("owner").alias("client"), F.col("start.offset").alias("start_offset"),
+        (F.col("horizon") - F.col("ts")).alias("age_at_horizon_us"),
+    ))
+    return findings(
+        unseen, category, requirement, p.max_witnesses,
+        ts=F.col("ts"), client_id=F.when(F.col("owner") != "", F.col("owner")), detail=detail,
+        witnesses=F.array(send, start, retention),
+    )

@@ -1,0 +1,152 @@
+"""The few hundred numbers the report plots, aggregated by Spark in the same job as the findings.
+
+Metric rows travel in the findings schema with a ``metric:`` category, so that one Spark action
+computes findings and metrics from the same shuffles (a second action would recompute the queue pass);
+the job separates them when it reads the result back (:func:`read_metrics`).
+
+* unseen messages and consumer lag over time: per group and time bucket (:data:`BUCKETS` per run), the
+  expected messages sent, those first consumed OK, and the summed SEND-to-consume delay;
+* the wake-latency histogram (:data:`conformance.audit.long_poll.LATENCY_BUCKETS_MS`);
+* ownership intervals (for the timeline of the queues with overlaps, and a few others).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from conformance.audit import long_poll
+from conformance.audit.frames import RUN, TraceFrames
+from conformance.audit.queues import MSG, QueuePass
+from conformance.audit.schema import FINDING_SCHEMA
+
+BUCKETS = 60
+PREFIX = "metric:"
+#: Queues shown in a run's ownership timeline, and spans kept per queue.
+TIMELINE_QUEUES = 8
+TIMELINE_SPANS = 60
+
+
+def _rows(df: DataFrame, name: str, **columns: Column) -> DataFrame:
+    out = []
+    for field in FINDING_SCHEMA.fields:
+        if field.name == "category":
+            expr = F.lit(PREFIX + name)
+        elif field.name in columns:
+            expr = columns[field.name]
+        elif field.name in ("run", "group") and field.name in df.columns:
+            expr = F.col(field.name)
+        else:
+            expr = F.lit(None)
+        out.append(expr.cast(field.dataType).alias(field.name))
+    return df.select(*out)
+
+
+def _bucket(frames: TraceFrames, ts: Column) -> Column:
+    runs = frames.catalog.runs
+    if not runs:
+        return F.lit(0)
+    first = F.create_map(*[x for r, f in runs.items() for x in (F.lit(r), F.lit(f.first_ts or 0))])
+    width = F.create_map(*[x for r, f in runs.items() for x in (F.lit(r), F.lit(_width(f.first_ts, f.horizon)))])
+    bucket = F.floor((ts - first[F.col(RUN)]) / width[F.col(RUN)])
+    return F.least(F.greatest(bucket, F.lit(0)), F.lit(BUCKETS - 1))
+
+
+def _width(first: int | None, horizon: int | None) -> int:
+    return max(((horizon or 0) - (first or 0)) // BUCKETS + 1, 1)
+
+
+def metric_rows(frames: TraceFrames, queue: QueuePass, intervals: DataFrame) -> DataFrame:
+    msgs = queue.rows.filter((F.col("kind") == MSG) & F.col("expected"))
+    msgs = msgs.join(F.broadcast(queue.lanes.select("lane_key", RUN, "group")), "lane_key")
+    sent = msgs.groupBy(RUN, "group", _bucket(frames, F.col("ts")).alias("b")).agg(F.count("*").alias("n"))
+    done = msgs.filter(F.col("done_ts").isNotNull()).groupBy(
+        RUN, "group", _bucket(frames, F.col("done_ts")).alias("b")
+    ).agg(F.count("*").alias("n"), F.sum((F.col("done_ts") - F.col("ts")) / 1000.0).alias("lag_ms"))
+    wake = long_poll.latency_histogram(queue)
+    parts = [
+        _rows(sent, "sent", ts=F.col("b"), offset=F.col("n")),
+        _rows(done, "consumed", ts=F.col("b"), offset=F.col("n"), value_ms=F.col("lag_ms")),
+        _rows(wake, "wake", ts=F.col("bucket"), offset=F.col("count"), value_ms=F.col("sum_ms")),
+        _rows(wake, "wake-max", ts=F.col("bucket"), value_ms=F.col("max_ms")),
+        _rows(intervals, "own", ts=F.col("start"), value_ms=F.col("end").cast("double"),
+              client_id=F.col("client_id"), topic=F.col("topic"), broker=F.col("broker"), queue_id=F.col("queue_id")),
+    ]
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out
+
+
+def read_metrics(frames: TraceFrames, derived: DataFrame, overlap_queues: dict[str, list[tuple]]) -> dict[str, Any]:
+    """Collect the (small) metric rows: message series, wake latency, ownership timeline."""
+    rows = derived.filter(F.col("category").isin(*[PREFIX + n for n in ("sent", "consumed", "wake", "wake-max")]))
+    series: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0.0]))
+    wake: dict[str, dict[str, Any]] = {}
+    bounds = (*long_poll.LATENCY_BUCKETS_MS, None)
+    for r in rows.collect():
+        name = r["category"][len(PREFIX):]
+        if name in ("sent", "consumed"):
+            cell = series[(r[RUN], r["group"])][int(r["ts"])]
+            if name == "sent":
+                cell[0] += r["offset"]
+            else:
+                cell[1] += r["offset"]
+                cell[2] += r["value_ms"] or 0.0
+            continue
+        entry = wake.setdefault(r[RUN], {"count": 0, "sum_ms": 0.0, "max_ms": 0.0,
+                                         "buckets": [{"le_ms": b, "count": 0} for b in bounds]})
+        if name == "wake":
+            entry["count"] += r["offset"]
+            entry["sum_ms"] += r["value_ms"]
+            entry["buckets"][int(r["ts"])]["count"] += r["offset"]
+        else:
+            entry["max_ms"] = max(entry["max_ms"], r["value_ms"])
+    for entry in wake.values():
+        entry["mean_ms"] = round(entry.pop("sum_ms") / entry["count"], 3) if entry["count"] else None
+        entry["max_ms"] = round(entry["max_ms"], 3)
+    messages: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
+    for (run, group), cells in sorted(series.items()):
+        facts = frames.catalog.runs.get(run)
+        width = _width(facts.first_ts, facts.horizon) if facts else 1
+        unseen, points = 0, []
+        for b in range(BUCKETS):
+            sent, consumed, lag_ms = cells.get(b, (0, 0, 0.0))
+            unseen += sent - consumed
+            points.append({"bucket": b, "t_s": round((b + 1) * width / 1e6, 3), "unseen": unseen,
+                           "lag_ms": round(lag_ms / consumed, 3) if consumed else None})
+        messages[run][group] = points
+    return {"messages": dict(messages), "wake_latency": wake,
+            "ownership": _timeline(derived.filter(F.col("category") == PREFIX + "own"), overlap_queues)}
+
+
+def _timeline(own: DataFrame, overlap_queues: dict[str, list[tuple]]) -> dict[str, list[dict]]:
+    keys = ("group", "topic", "broker", "queue_id")
+    wanted: dict[str, list[tuple]] = defaultdict(list)
+    for run, queues in overlap_queues.items():
+        wanted[run] = list(dict.fromkeys(queues))[:TIMELINE_QUEUES]
+    for r in own.select(RUN, *keys).distinct().orderBy(RUN, *keys).limit(200).collect():
+        q = tuple(r[k] for k in keys)
+        if q not in wanted[r[RUN]] and len(wanted[r[RUN]]) < TIMELINE_QUEUES:
+            wanted[r[RUN]].append(q)
+    pairs = [(run, q) for run, qs in wanted.items() for q in qs]
+    if not pairs:
+        return {}
+    cond = F.lit(False)
+    for run, q in pairs:
+        c = F.col(RUN) == run
+        for k, v in zip(keys, q, strict=True):
+            c = c & (F.col(k) == v)
+        cond = cond | c
+    spans: dict[tuple[str, tuple], list[dict]] = defaultdict(list)
+    for r in own.filter(cond).orderBy("ts").collect():
+        k = (r[RUN], tuple(r[x] for x in keys))
+        if len(spans[k]) < TIMELINE_SPANS:
+            spans[k].append({"client": r["client_id"], "start": r["ts"], "end": int(r["value_ms"])})
+    out: dict[str, list[dict]] = defaultdict(list)
+    for run, q in pairs:
+        out[run].append({"queue": "/".join(str(x) for x in q), "spans": spans.get((run, q), [])})
+    return dict(out)

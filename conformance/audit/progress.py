@@ -1,0 +1,67 @@
+"""Progress while Spark works: the phase the job is in and the tasks of the stages running now.
+
+A background thread polls Spark's status tracker (cheap: it reads the driver's bookkeeping) and
+drives a rich progress bar on stderr. It is off when stderr is not a terminal, so logs and CI output
+stay clean.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import TracebackType
+
+from pyspark.sql import SparkSession
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+#: Seconds between polls of the status tracker.
+POLL_S = 0.25
+
+
+class SparkProgress:
+    def __init__(self, spark: SparkSession, enabled: bool = True) -> None:
+        self._sc = spark.sparkContext
+        console = Console(stderr=True)
+        self.enabled = enabled and console.is_terminal
+        self._progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("tasks"), TimeElapsedColumn(), console=console, transient=True, disable=not self.enabled,
+        )
+        self._task = self._progress.add_task("starting", total=None)
+        self._phase = "starting"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name="mqtck-audit-progress", daemon=True)
+
+    def __enter__(self) -> SparkProgress:
+        if self.enabled:
+            self._progress.start()
+            self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        if self.enabled:
+            self._thread.join(timeout=2)
+            self._progress.stop()
+
+    def phase(self, text: str) -> None:
+        """Name what the driver does next (also the description of the Spark jobs it starts)."""
+        self._phase = text
+        self._sc.setJobDescription(f"mqtck audit: {text}")
+        self._progress.update(self._task, description=text)
+
+    def _poll(self) -> None:
+        tracker = self._sc.statusTracker()
+        while not self._stop.is_set():
+            total = done = 0
+            stages = tracker.getActiveStageIds()
+            for stage_id in stages:
+                info = tracker.getStageInfo(stage_id)
+                if info is not None:
+                    total += info.numTasks
+                    done += info.numCompletedTasks
+            description = f"{self._phase} ({len(stages)} stage{'s' if len(stages) != 1 else ''})"
+            self._progress.update(self._task, total=total or None, completed=done, description=description)
+            time.sleep(POLL_S)

@@ -1,0 +1,215 @@
+"""The queue pass: one shuffle that brings together, per group and queue, the messages the group's
+consumers must see, the queue's retention, the commits, pulls and ownership changes, ordered by queue
+offset or time.
+
+Why one pass
+------------
+*lost*, *unsafe commit*, *long-poll wake-up* and the *drop* checks all ask questions about one
+consumer's view of one queue, answered by running aggregates:
+
+* a message is *expired* once a RETENTION raised the min offset above it: scanning offsets downwards,
+  the earliest RETENTION seen so far is the one that expired it (retention rows sort at
+  ``min_offset - 1``, the highest offset they remove);
+* a held pull at offset *o* is woken by the first matching message at or above *o*: the same
+  downward scan, keeping the lowest message seen;
+* a COMMIT of *o* is unsafe when some expected message below *o* was settled (consumed OK, or
+  expired) only after the commit: scanning upwards, keep the message with the latest settle time;
+* a client pulls or commits after a drop when its latest ASSIGN/REVOKE of the queue before the
+  request is a REVOKE: scanning in time order per client.
+
+So the rows are shuffled once by (run, group, topic, broker, queue) and window scans over finer keys
+answer everything without another shuffle; the derivation modules read their rows from the result.
+
+The consumer (``owner``) is the group for clustering and the client for broadcasting
+(:mod:`conformance.audit.consumption`). The messages a consumer *expects* are the SENDs that its
+group's subscription to the topic accepts, at or above the start offset (the first ASSIGN of the
+queue to the group, or to the client when broadcasting). SENDs to consumers with no start (no ASSIGN
+recorded) and to groups with no SUBSCRIBE (assumed ``*``) still take part in the wake-up scan, but
+are never expected; nor are they for a broadcasting client that is not alive at the end (ALO-2: it
+left or crashed for good, its last word on the queue is a REVOKE or a CRASH). Each consumer's view of
+the messages is joined with what it consumed (keyed by message id, which is stable across retries)
+before the queue shuffle.
+
+Narrow rows
+-----------
+Window scans cost in proportion to row width and key complexity, and these scan most of a trace. So
+the rows carry only numbers, message ids and statuses; names become 64-bit keys (:func:`key_of`): the
+consumer's queue (``lane_key``), the client and the recorder. The derivations get names back for the
+few rows that are findings (:meth:`QueuePass.named`).
+"""
+
+from __future__ import annotations
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from conformance.audit import consumption
+from conformance.audit.frames import RUN, TraceFrames, key_of
+from conformance.audit.schema import NEVER
+
+QUEUE = ("topic", "broker", "queue_id")
+#: A consumer's queue: the group (and the client, broadcasting) and the queue.
+LANE = (RUN, "group", "owner", *QUEUE)
+#: Row kinds, in the order rows with the same position sort (upwards scan).
+COMMIT, RET, MSG, REQ, RESP, ASSIGN, REVOKE = 0, 1, 2, 3, 4, 5, 6
+
+
+def lane_key() -> Column:
+    return key_of(*LANE)
+
+
+def _lanes(frames: TraceFrames) -> DataFrame:
+    """Every (consumer, queue) with a start or with pulls, the tags it accepts, whether it subscribed,
+    and (broadcasting) whether the client still owns the queue at the end."""
+    changes = frames.with_owner(frames.view("ASSIGN", "client").unionByName(frames.view("REVOKE", "client")))
+    first = F.min_by(F.struct("offset", "ts", "seq", "source", "client_id", "epoch"),
+                     F.when(F.col("event") == "ASSIGN", F.struct("ts", "seq")))
+    last = F.max_by(F.struct("event", "ts"), F.struct("ts", "seq"))
+    starts = changes.groupBy(*LANE).agg(first.alias("start"), last.alias("last_change")).filter(
+        F.col("start").isNotNull())
+    crashes = frames.event("CRASH").groupBy(RUN, "source").agg(F.max("ts").alias("crashed_at"))
+    starts = starts.withColumn("source", F.concat(F.lit("client:"), F.col("owner"))).join(
+        F.broadcast(crashes), [RUN, "source"], "left").drop("source")
+    # ALO-2: a broadcasting client must see the messages only if it is alive at the end: its last word
+    # on the queue is an ASSIGN, not followed by a crash (a crashed client that came back re-ASSIGNs).
+    alive = (F.col("owner") == "") | ((F.col("last_change.event") == "ASSIGN") & (
+        F.col("crashed_at").isNull() | (F.col("crashed_at") < F.col("last_change.ts"))))
+    starts = starts.withColumn("alive", alive).drop("last_change", "crashed_at")
+    pulled = frames.with_owner(frames.event("PULL_REQ")).select(*LANE).distinct()
+    lanes = starts.join(pulled, list(LANE), "full")
+    accepted = frames.accepted_tags().withColumn("subscribed", F.lit(True))
+    lanes = lanes.join(F.broadcast(accepted), [RUN, "group", "topic"], "left")
+    return lanes.select(*LANE, lane_key().alias("lane_key"), "start",
+                        F.coalesce("subscribed", F.lit(False)).alias("subscribed"), F.col("tags").alias("accepts"),
+                        F.coalesce("alive", F.lit(True)).alias("alive"))
+
+
+def _common(kind: int | Column, pos: Column) -> list[Column]:
+    kind_col = kind if isinstance(kind, Column) else F.lit(kind)
+    return [lane_key().alias("lane_key"), kind_col.cast("int").alias("kind"), pos.cast("long").alias("pos"),
+            "ts", "seq", key_of(RUN, "source").alias("src")]
+
+
+def _messages(frames: TraceFrames, lanes: DataFrame, consumed: DataFrame) -> DataFrame:
+    """Accepted SENDs per consumer, with when the consumer consumed (or settled) them."""
+    sends = frames.per_group(frames.sends()).select(RUN, "group", *QUEUE, "offset", "msg_id", "tags", "ts", "seq",
+                                                    "source")
+    matched = sends.join(F.broadcast(lanes.drop("lane_key")), [RUN, "group", *QUEUE]).filter(
+        F.col("accepts").isNull() | F.array_contains(F.col("accepts"), F.col("tags"))
+    )
+    expected = F.col("subscribed") & F.col("alive") & F.col("start").isNotNull() & (
+        F.col("offset") >= F.col("start.offset"))
+    narrow = matched.select(*_common(MSG, F.col("offset")), "offset", "msg_id", expected.alias("expected"),
+                            consumption.message_key().alias("msg_key"))
+    return narrow.join(consumed, "msg_key", "left").drop("msg_key")
+
+
+def _retention(frames: TraceFrames, lanes: DataFrame) -> DataFrame:
+    ret = frames.per_group(frames.event("RETENTION")).join(
+        F.broadcast(lanes.select(*LANE)), [RUN, "group", *QUEUE])
+    return ret.select(*_common(RET, F.col("min_offset") - 1), "min_offset")
+
+
+def _requests_and_commits(frames: TraceFrames) -> DataFrame:
+    """PULL_REQ and COMMIT rows in either view, flagged: the broker's view of requests feeds the long-poll
+    pairing, the client's view of requests and commits the drop checks, the client's view of commits the
+    unsafe-commit check."""
+    req = frames.event("PULL_REQ").withColumn("in_broker_view", frames.in_view("PULL_REQ", "broker")).withColumn(
+        "in_client_view", frames.in_view("PULL_REQ", "client"))
+    commit = frames.event("COMMIT").withColumn("in_broker_view", F.lit(False)).withColumn(
+        "in_client_view", frames.in_view("COMMIT", "client"))
+    cols = (RUN, "group", "client_id", *QUEUE, "offset", "max_nums", "suspend_ms", "in_broker_view",
+            "in_client_view", "event", "ts", "seq", "source")
+    rows = req.select(*cols).unionByName(commit.select(*cols))
+    rows = frames.with_owner(rows.filter(F.col("in_broker_view") | F.col("in_client_view")))
+    kind = F.when(F.col("event") == "COMMIT", COMMIT).otherwise(REQ)
+    return rows.select(*_common(kind, F.col("offset")), key_of(RUN, "client_id").alias("client"), "offset",
+                       "max_nums", "suspend_ms", "in_broker_view", "in_client_view")
+
+
+def _responses(frames: TraceFrames) -> DataFrame:
+    rows = frames.with_owner(frames.view("PULL_RESP", "broker"))
+    return rows.select(*_common(RESP, F.col("offset")), key_of(RUN, "client_id").alias("client"), "offset",
+                       "status", "next_offset", "min_offset", "max_offset", "count", "held_ms")
+
+
+def _ownership(frames: TraceFrames) -> DataFrame:
+    rows = frames.with_owner(frames.view("ASSIGN", "client").unionByName(frames.view("REVOKE", "client")))
+    kind = F.when(F.col("event") == "ASSIGN", ASSIGN).otherwise(REVOKE)
+    return rows.select(*_common(kind, F.col("offset")), key_of(RUN, "client_id").alias("client"), "offset", "epoch")
+
+
+class QueuePass:
+    """Builds the queue pass; the derivations read :attr:`rows` (narrow) and :meth:`named`."""
+
+    def __init__(self, frames: TraceFrames, consumed: DataFrame) -> None:
+        self.frames = frames
+        self.lanes = _lanes(frames).cache()
+        parts = [_messages(frames, self.lanes, consumed), _retention(frames, self.lanes),
+                 _requests_and_commits(frames), _responses(frames), _ownership(frames)]
+        union = parts[0]
+        for part in parts[1:]:
+            union = union.unionByName(part, allowMissingColumns=True)
+        # Persisted: five derivations and the metrics read these rows in the same job; without it each
+        # would redo the window scans.
+        self.rows = self._scan(union.repartition("lane_key")).persist(StorageLevel.MEMORY_AND_DISK)
+
+    def named(self, rows: DataFrame) -> DataFrame:
+        """``rows`` (a few findings) with their consumer's queue, start, client and recorder named."""
+        lanes = F.broadcast(self.lanes.select("lane_key", *LANE, "start"))
+        out = rows.join(lanes, "lane_key", "left")
+        out = out.withColumn("source", self.frames.name_of("source", F.col("src")))
+        if "client" in rows.columns:
+            out = out.withColumn("client_id", self.frames.name_of("client_id", F.col("client")))
+        return out
+
+    def source(self, key: Column) -> Column:
+        return self.frames.name_of("source", key)
+
+    @staticmethod
+    def _scan(union: DataFrame) -> DataFrame:
+        kind = F.col("kind")
+        # Pairing: each PULL_RESP with the latest PULL_REQ (broker view) before it from the same recorder,
+        # client and offset (a client has one pull of a queue in flight).
+        pair = Window.partitionBy("lane_key", "src", "client", "offset").orderBy("ts", "seq").rowsBetween(
+            Window.unboundedPreceding, -1
+        )
+        request = F.struct("ts", "seq", "suspend_ms", "max_nums")
+        broker_req = (kind == REQ) & F.col("in_broker_view")
+        rows = union.withColumn("req", F.when(kind == RESP, F.last(F.when(broker_req, request), True).over(pair)))
+        # Drops: the latest ASSIGN/REVOKE of the queue by the same client before each request or commit
+        # of the client's view (ties: ASSIGN, then requests, then REVOKE).
+        rank = F.when(kind == ASSIGN, 0).when(kind == REVOKE, 2).otherwise(1)
+        before = Window.partitionBy("lane_key", "client").orderBy("ts", rank, "seq").rowsBetween(
+            Window.unboundedPreceding, -1
+        )
+        change = F.struct(kind.alias("kind"), "ts", "seq", "src", "epoch")
+        client_side = kind.isin(REQ, COMMIT) & F.col("in_client_view")
+        rows = rows.withColumn("owned", F.when(client_side, F.last(F.when(kind.isin(ASSIGN, REVOKE), change), True)
+                                               .over(before)))
+        # Downwards: the retention that expired each message; the first message at or above each pull.
+        down = Window.partitionBy("lane_key").orderBy(F.col("pos").desc(), kind.asc()).rowsBetween(
+            Window.unboundedPreceding, Window.currentRow
+        )
+        retention = F.struct("ts", "min_offset", "src", "seq")
+        rows = rows.withColumn("expire", F.when(kind == MSG, F.min(F.when(kind == RET, retention)).over(down)))
+        wake = F.struct("offset", "ts", "msg_id", "src", "seq")
+        rows = rows.withColumn("wake", F.when(kind == RESP, F.min(F.when(kind == MSG, wake)).over(down)))
+        # Upwards: the latest-settled expected message strictly below each commit of the client's view
+        # (commits sort first at their own offset).
+        up = Window.partitionBy("lane_key").orderBy(F.col("pos").asc(), kind.asc()).rowsBetween(
+            Window.unboundedPreceding, Window.currentRow
+        )
+        settle = F.least(F.coalesce("settled_ts", F.lit(NEVER)), F.coalesce("expire.ts", F.lit(NEVER)))
+        blocking = F.struct(settle.alias("settle_ts"), "offset", "msg_id", F.col("ts").alias("sent_ts"), "src", "seq")
+        judged = (kind == COMMIT) & F.col("in_client_view")
+        return rows.withColumn(
+            "blocking", F.when(judged, F.max(F.when((kind == MSG) & F.col("expected"), blocking)).over(up)),
+        )
+
+
+def consumed_table(frames: TraceFrames) -> tuple[DataFrame, DataFrame]:
+    """(outcome rows, per-consumer consumption), both reused by the duplicate derivation."""
+    rows = consumption.outcomes(frames)
+    return rows, consumption.consumed(rows, frames.params.retry_settles_commit)

@@ -1,0 +1,144 @@
+"""The audit's outputs: ``summary.json`` (per run, per category: count, requirement, examples) and a
+self-contained ``report.html`` with the plots; and the exit code they imply.
+
+The counts are exact (an aggregation over every finding); the examples are the earliest findings of
+each category, with their witness events. Every category appears in every run, with count 0 when
+nothing was found, so a reader (or a CI script) never has to guess whether a check ran.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from conformance.audit import svg
+from conformance.audit.categories import BY_NAME, CATEGORIES, provisional_ids, resolve
+from conformance.audit.params import AuditParams
+
+SUMMARY_VERSION = 1
+#: Runs drawn in report.html (summary.json has them all).
+PLOTTED_RUNS = 6
+
+
+def collect_findings(findings: DataFrame, examples: int) -> tuple[list[Any], list[Any]]:
+    """(counts per run/category/requirement, the first ``examples`` findings per run/category)."""
+    counts = findings.groupBy("run", "category", "requirement").count().collect()
+    order = Window.partitionBy("run", "category").orderBy("ts", "group", "client_id", "msg_id", "offset")
+    first = findings.withColumn("_n", F.row_number().over(order)).filter(F.col("_n") <= examples).drop("_n")
+    return counts, first.collect()
+
+
+def _example(row: Any) -> dict[str, Any]:
+    out = {k: v for k, v in row.asDict().items() if v is not None and k not in ("witnesses", "detail", "category")}
+    if row["detail"]:
+        out["detail"] = json.loads(row["detail"])
+    out["witnesses"] = [_parse(w) for w in row["witnesses"] or []]
+    return out
+
+
+def _parse(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def build_summary(
+    trace: str, fmt: str, params: AuditParams, runs: dict[str, dict[str, Any]], counts: list[Any],
+    examples: list[Any], notes: list[str], metrics: dict[str, Any],
+) -> dict[str, Any]:
+    per_run: dict[str, dict[str, Any]] = {}
+    run_names = sorted(set(runs) | {c["run"] for c in counts})
+    for run in run_names:
+        cats = {}
+        for cat in CATEGORIES:
+            req = resolve(cat.requirement, cat)
+            cats[cat.name] = {
+                "count": 0, "requirement": cat.requirement, "level": req.level, "in_spec": req.in_spec,
+                "violation": cat.violation, "family": cat.family, "examples": [],
+            }
+        per_run[run] = {**runs.get(run, {}), "categories": cats}
+    violations = 0
+    totals: dict[str, int] = defaultdict(int)
+    for c in counts:
+        cat = BY_NAME[c["category"]]
+        entry = per_run[c["run"]]["categories"][cat.name]
+        entry["count"] += c["count"]
+        totals[cat.name] += c["count"]
+        if c["requirement"] != cat.requirement:
+            entry.setdefault("by_requirement", {})[c["requirement"]] = c["count"]
+        if cat.violation and resolve(c["requirement"], cat).level == "MUST":
+            violations += c["count"]
+    for row in examples:
+        per_run[row["run"]]["categories"][row["category"]]["examples"].append(_example(row))
+    for run, data in per_run.items():
+        data["wake_latency"] = metrics.get("wake_latency", {}).get(run)
+    return {
+        "summary_version": SUMMARY_VERSION,
+        "trace": trace,
+        "format": fmt,
+        "params": params.to_dict(),
+        "exit_code": 1 if violations else 0,
+        "must_violations": violations,
+        "totals": {c.name: totals.get(c.name, 0) for c in CATEGORIES},
+        "provisional_requirements": provisional_ids(),
+        "notes": notes,
+        "runs": per_run,
+    }
+
+
+def _plots(summary: dict[str, Any], metrics: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    plots: dict[str, list[tuple[str, str]]] = {}
+    for run in list(summary["runs"])[:PLOTTED_RUNS]:
+        out = []
+        series = metrics.get("messages", {}).get(run, {})
+        out.append(("unseen", svg.line_chart(
+            "Unseen messages (expected, sent, not yet consumed OK)",
+            {g: [(p["t_s"], p["unseen"]) for p in pts] for g, pts in series.items()}, "time since first event (s)",
+            "messages")))
+        out.append(("lag", svg.line_chart(
+            "Consumer lag (mean SEND to first OK, by consumption time)",
+            {g: [(p["t_s"], p["lag_ms"]) for p in pts if p["lag_ms"] is not None] for g, pts in series.items()},
+            "time since first event (s)", "ms")))
+        cats = summary["runs"][run]["categories"]
+        dups = [(name.removeprefix("duplicate-"), cats[name]["count"])
+                for name in cats if name.startswith("duplicate-")]
+        out.append(("duplicates", svg.bar_chart("Duplicates by cause", dups, "consumptions",
+                                                [name == "unknown" for name, _ in dups])))
+        wake = summary["runs"][run].get("wake_latency") or {"buckets": []}
+        bars = [(f"<={b['le_ms']}" if b["le_ms"] is not None else ">", b["count"]) for b in wake["buckets"]]
+        out.append(("wake", svg.bar_chart("Long-poll wake latency (ms)", bars, "answers")))
+        lanes = metrics.get("ownership", {}).get(run, [])
+        spans = [s for lane in lanes for s in lane["spans"]]
+        if spans:
+            t0 = min(s["start"] for s in spans)
+            t1 = max(s["end"] for s in spans)
+            overlap_us = summary["params"]["overlap_window_ms"] * 1000
+            rows = []
+            for lane in lanes:
+                drawn = []
+                for s in lane["spans"]:
+                    bad = any(o is not s and o["client"] != s["client"]
+                              and min(o["end"], s["end"]) - max(o["start"], s["start"]) > overlap_us
+                              for o in lane["spans"])
+                    drawn.append(((s["start"] - t0) / 1e6, (s["end"] - t0) / 1e6, s["client"], bad))
+                rows.append((lane["queue"], drawn))
+            out.append(("ownership", svg.timeline("Queue ownership (red: overlap beyond the window)", rows, 0,
+                                                  (t1 - t0) / 1e6, "seconds")))
+        plots[run] = out
+    return plots
+
+
+def write_outputs(report_dir: Path, summary: dict[str, Any], metrics: dict[str, Any]) -> None:
+    (report_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    env = Environment(loader=PackageLoader("conformance.audit", "templates"), autoescape=select_autoescape())
+    template = env.get_template("audit.html.j2")
+    html = template.render(summary=summary, plots=_plots(summary, metrics), categories=CATEGORIES,
+                           json=lambda v: json.dumps(v, sort_keys=True))
+    (report_dir / "report.html").write_text(html, encoding="utf-8")

@@ -1,0 +1,102 @@
+"""``mqtck bench audit``: synthesize a trace of ``--events`` rows with faults injected, audit it on Spark,
+and report events/s, wall time per phase, peak driver memory, and whether every injected fault (and
+nothing else) was found.
+
+Goals on a 2-core, 24 GiB machine (issue 7): 10M events audited end to end in <= 30 s, 100M in <= 5 min,
+driver <= 2 GiB, time growing no worse than linearly. The audit runs in this process, so the Spark
+driver (the whole job, in local mode) is started here with ``--driver-memory`` and measured: the JVM's
+peak heap (JMX memory pools) and its peak resident set (``VmHWM``), next to this Python process's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HELP = "synthesize --events rows with faults, audit them on Spark: events/s, phase times, peak driver memory"
+#: Faults injected by default: a few of every kind the workload has room for.
+DEFAULT_INJECT = ("lost=3,expired=2,pending=2,unsafe-commit=3,pull-after-drop=3,commit-after-drop=3,"
+                  "ownership-overlap=3,duplicate-rebalance=3,duplicate-crash=2,early-poll-return=3,late-poll-return=3,slow-wake=3,"
+                  "bad-offset-correction=3,duplicate-retry=3,duplicate-unknown=3,early-redelivery=3,"
+                  "redelivered-after-ack=3,never-revived=3,duplicate-pop-redelivery=3,permit-overrun=3,"
+                  "permit-freeze=2,bad-row=3")
+MIB = 1024 * 1024
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--events", type=int, default=1_000_000, help="rows to synthesize (default 1000000)")
+    parser.add_argument("--seed", type=int, default=0, help="synthesis seed (default 0)")
+    parser.add_argument("--inject", default=DEFAULT_INJECT, help="faults, KIND=COUNT,... (default: some of each)")
+    parser.add_argument("--driver-memory", default="2g", help="Spark driver memory (default 2g)")
+    parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+    parser.add_argument("--trace", default=None,
+                        help="audit this existing synthetic trace directory (with manifest.json) instead")
+    parser.add_argument("--keep", default=None, help="write the trace and reports here and keep them")
+
+
+def _jvm_memory(spark: Any) -> dict[str, float]:
+    jvm = spark.sparkContext._jvm
+    heap = 0
+    for pool in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans():
+        if str(pool.getType()) == "Heap memory":
+            heap += pool.getPeakUsage().getUsed()
+    pid = jvm.java.lang.ProcessHandle.current().pid()
+    rss_kib = 0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            rss_kib = int(line.split()[1])
+    return {"jvm_heap_peak_mib": round(heap / MIB, 1), "jvm_rss_peak_mib": round(rss_kib / 1024, 1)}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from conformance.audit.job import run_audit
+    from conformance.audit.session import SparkSettings, spark_session
+    from conformance.audit.synth import parse_inject, synthesize
+
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="mqtck-bench-audit-"))
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        started = time.perf_counter()
+        if args.trace:
+            trace = Path(args.trace)
+            manifest = json.loads((trace / "manifest.json").read_text())
+            synth_s = None
+        else:
+            trace = root / "trace"
+            shutil.rmtree(trace, ignore_errors=True)
+            manifest = synthesize(trace, args.events, args.seed, parse_inject(args.inject))
+            synth_s = round(time.perf_counter() - started, 3)
+        events = manifest["events"]
+        spark = spark_session(SparkSettings(master=args.master, driver_memory=args.driver_memory))
+        audit_started = time.perf_counter()
+        result = run_audit(trace, root / "report", settings=None)
+        audit_s = time.perf_counter() - audit_started
+        memory = _jvm_memory(spark)
+        found = {run: {n: c["count"] for n, c in data["categories"].items() if c["count"]}
+                 for run, data in result.summary["runs"].items()}
+        expected = {run: {k: v for k, v in data["expected"].items() if v} for run, data in manifest["runs"].items()}
+        return {
+            "parameters": {"events_requested": args.events, "seed": args.seed, "inject": args.inject,
+                           "driver_memory": args.driver_memory, "master": args.master or "local[*]",
+                           "trace": str(trace) if args.keep or args.trace else None},
+            "events": events,
+            "trace_mib": round(sum(p.stat().st_size for p in trace.rglob("*.parquet")) / MIB, 1),
+            "synth_seconds": synth_s,
+            "synth_events_per_s": round(events / synth_s) if synth_s else None,
+            "audit_seconds": round(audit_s, 3),
+            "audit_events_per_s": round(events / audit_s),
+            "audit_phases_s": result.timings,
+            "memory": {**memory,
+                       "python_rss_peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
+            "found_exactly": found == expected,
+            "findings": found,
+        }
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
