@@ -8,14 +8,14 @@ from pyspark.sql import functions as F
 
 from conformance.audit.params import AuditParams
 from conformance.audit.schema import findings
-from conformance.audit.validate import RAW, problem
+from conformance.audit.validate import RAW, is_bad, problem
 
 #: The run a bad row is reported under when its own ``run`` is missing.
 UNKNOWN_RUN = "(no run)"
 
 
 def find(rows: DataFrame, params: AuditParams) -> DataFrame:
-    bad = rows.withColumn("_problem", problem()).filter(F.col("_problem").isNotNull())
+    bad = rows.filter(is_bad()).withColumn("_problem", problem())
     return findings(
         bad, "bad-row", "TRACE-1", params.max_witnesses,
         run=F.coalesce(F.col("run"), F.lit(UNKNOWN_RUN)),

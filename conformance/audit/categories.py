@@ -96,7 +96,6 @@ CATEGORIES: tuple[Category, ...] = (
 )
 
 BY_NAME: dict[str, Category] = {c.name: c for c in CATEGORIES}
-FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(c.family for c in CATEGORIES))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ records accepted offset updates), so one commit is not judged twice.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from conformance.audit.frames import TraceFrames
@@ -21,22 +21,27 @@ from conformance.audit.queues import COMMIT, QueuePass
 from conformance.audit.schema import NEVER, findings, witness
 
 
+def candidate() -> Column:
+    """Queue-pass rows this module may report: commits some expected message below settled after."""
+    return (F.col("kind") == COMMIT) & (F.col("blocking_settle_ts") > F.col("ts"))
+
+
 def find(frames: TraceFrames, queue: QueuePass) -> DataFrame:
     p = frames.params
-    rows = queue.named(queue.rows.filter((F.col("kind") == COMMIT) & (F.col("blocking.settle_ts") > F.col("ts"))))
+    rows = queue.named(queue.candidates.filter(candidate()))
     blocked = F.to_json(F.struct(
-        F.lit("SEND").alias("event"), queue.source(F.col("blocking.src")).alias("source"),
-        F.col("blocking.seq").alias("seq"), F.col("blocking.sent_ts").alias("ts"), F.col("topic"), F.col("broker"),
-        F.col("queue_id"), F.col("blocking.offset").alias("offset"), F.col("blocking.msg_id").alias("msg_id"),
+        F.lit("SEND").alias("event"), queue.source(F.col("blocking_src")).alias("source"),
+        F.col("blocking_seq").alias("seq"), F.col("blocking_ts").alias("ts"), F.col("topic"), F.col("broker"),
+        F.col("queue_id"), F.col("blocking_offset").alias("offset"), F.col("blocking_msg_id").alias("msg_id"),
     ))
-    settled = F.when(F.col("blocking.settle_ts") < NEVER, F.col("blocking.settle_ts"))
+    settled = F.when(F.col("blocking_settle_ts") < NEVER, F.col("blocking_settle_ts"))
     detail = F.to_json(F.struct(
-        F.col("blocking.offset").alias("unconsumed_offset"), F.col("blocking.msg_id").alias("unconsumed_msg_id"),
+        F.col("blocking_offset").alias("unconsumed_offset"), F.col("blocking_msg_id").alias("unconsumed_msg_id"),
         settled.alias("settled_ts"),
     ))
     return findings(
         rows, "unsafe-commit", "CONSUME-2", p.max_witnesses,
-        msg_id=F.col("blocking.msg_id"), detail=detail,
+        msg_id=F.col("blocking_msg_id"), detail=detail,
         witnesses=F.array(witness("group", "client_id", "topic", "broker", "queue_id", "offset", event="COMMIT"),
                           blocked),
     )

@@ -39,7 +39,8 @@ class Derivation:
 
 def derive(frames: TraceFrames) -> Derivation:
     outcome_rows, consumed = consumed_table(frames)
-    queue = QueuePass(frames, consumed)
+    queue = QueuePass(frames, consumed, [messages.candidate(), commits.candidate(),
+                                         long_poll.candidate(frames.params), drops.candidate()])
     owned = ownership.intervals(frames)
     parts = [
         badrows.find(frames.rows, frames.params),

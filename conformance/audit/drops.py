@@ -15,7 +15,7 @@ comes from the queue pass (:mod:`conformance.audit.queues`).
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from conformance.audit.frames import TraceFrames
@@ -23,18 +23,22 @@ from conformance.audit.queues import COMMIT, REQ, REVOKE, QueuePass
 from conformance.audit.schema import findings
 
 
+def candidate() -> Column:
+    """Queue-pass rows this module may report: requests and commits of a client that revoked the queue."""
+    return F.col("kind").isin(REQ, COMMIT) & F.col("in_client_view") & (F.col("owned_kind") == REVOKE)
+
+
 def find(frames: TraceFrames, queue: QueuePass) -> DataFrame:
     p = frames.params
-    rows = queue.named(queue.rows.filter(F.col("kind").isin(REQ, COMMIT) & F.col("in_client_view")
-                                         & (F.col("owned.kind") == REVOKE)))
+    rows = queue.named(queue.candidates.filter(candidate()))
     is_pull = F.col("kind") == REQ
     revoke = F.to_json(F.struct(
-        F.lit("REVOKE").alias("event"), queue.source(F.col("owned.src")).alias("source"),
-        F.col("owned.seq").alias("seq"),
-        F.col("owned.ts").alias("ts"), "group", "client_id", "topic", "broker", "queue_id",
-        F.col("owned.epoch").alias("epoch"),
+        F.lit("REVOKE").alias("event"), queue.source(F.col("owned_src")).alias("source"),
+        F.col("owned_seq").alias("seq"),
+        F.col("owned_ts").alias("ts"), "group", "client_id", "topic", "broker", "queue_id",
+        F.col("owned_epoch").alias("epoch"),
     ))
-    after = (F.col("ts") - F.col("owned.ts")) / 1000.0
+    after = (F.col("ts") - F.col("owned_ts")) / 1000.0
     return findings(
         rows, F.when(is_pull, "pull-after-drop").otherwise("commit-after-drop"),
         F.when(is_pull, "REBAL-4").otherwise("REBAL-5"), p.max_witnesses,

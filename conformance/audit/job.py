@@ -41,7 +41,7 @@ DERIVED_DIR = "_derived"
 #: Input bytes per shuffle partition (adaptive execution merges partitions further when small).
 BYTES_PER_PARTITION = 32 * 1024 * 1024
 MAX_PARTITIONS = 256
-SMALL_INPUT_BYTES = 64 * 1024 * 1024
+SMALL_INPUT_BYTES = 2 * 1024 * 1024
 
 
 @dataclass

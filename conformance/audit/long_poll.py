@@ -22,6 +22,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from conformance.audit.frames import TraceFrames
+from conformance.audit.params import AuditParams
 from conformance.audit.queues import RESP, QueuePass
 from conformance.audit.schema import findings, ms, witness
 from reference.broker.protocol import ResponseCode
@@ -36,47 +37,67 @@ def _holdable() -> Column:
     return F.col("status").isin(*any_offset) | ((F.col("offset") == 0) & F.col("status").isin(*at_zero))
 
 
-def answers(queue_rows: DataFrame) -> DataFrame:
-    """Paired answers to requests that asked to suspend, with ``elapsed_us`` and ``latency_us``."""
-    rows = queue_rows.filter((F.col("kind") == RESP) & F.col("req").isNotNull() & (F.col("req.suspend_ms") > 0))
-    woken = F.col("wake").isNotNull() & (F.col("wake.ts") >= F.col("req.ts")) & (F.col("wake.ts") <= F.col("ts"))
-    return rows.withColumn("elapsed_us", F.col("ts") - F.col("req.ts")).withColumn(
-        "latency_us", F.when((F.col("count") > 0) & woken, F.col("ts") - F.col("wake.ts"))
-    )
+def _paired() -> Column:
+    """A paired answer to a request that asked to suspend."""
+    return (F.col("kind") == RESP) & F.col("req_ts").isNotNull() & (F.col("req_suspend_ms") > 0)
+
+
+def _elapsed_us() -> Column:
+    return F.col("ts") - F.col("req_ts")
+
+
+def _latency_us() -> Column:
+    """Answer time minus the waking SEND, for an answer with messages whose waking message arrived while
+    the request was held."""
+    woken = (F.col("count") > 0) & F.col("wake_ts").isNotNull() & (F.col("wake_ts") >= F.col("req_ts")) & (
+        F.col("wake_ts") <= F.col("ts"))
+    return F.when(woken, F.col("ts") - F.col("wake_ts"))
+
+
+def _conditions(p: AuditParams) -> tuple[Column, Column, Column]:
+    """(early, late, slow) for paired answers."""
+    suspend = ms(F.col("req_suspend_ms"))
+    arrived = F.col("wake_ts").isNotNull() & (F.col("wake_ts") <= F.col("ts"))
+    empty = F.col("count") == 0
+    early = empty & ((F.col("held_ms") > 0) | _holdable()) & (_elapsed_us() < suspend) & ~arrived
+    late = empty & (_elapsed_us() > suspend + ms(p.hold_check_interval_ms + p.poll_tolerance_ms))
+    slow = F.coalesce(_latency_us() > ms(p.wake_bound_ms), F.lit(False))
+    return early, late, slow
+
+
+def candidate(p: AuditParams) -> Column:
+    """Queue-pass rows this module may report."""
+    early, late, slow = _conditions(p)
+    return _paired() & (early | late | slow)
 
 
 def find(frames: TraceFrames, queue: QueuePass) -> DataFrame:
     p = frames.params
-    rows = answers(queue.rows)
-    suspend = ms(F.col("req.suspend_ms"))
-    arrived = F.col("wake").isNotNull() & (F.col("wake.ts") <= F.col("ts"))
-    empty = F.col("count") == 0
-    early = empty & ((F.col("held_ms") > 0) | _holdable()) & (F.col("elapsed_us") < suspend) & ~arrived
-    late = empty & (F.col("elapsed_us") > suspend + ms(p.hold_check_interval_ms + p.poll_tolerance_ms))
-    slow = F.col("latency_us") > ms(p.wake_bound_ms)
-    rows = queue.named(rows.filter(early | late | slow))
+    early, late, slow = _conditions(p)
+    rows = queue.named(queue.candidates.filter(candidate(p))).withColumns(
+        {"elapsed_us": _elapsed_us(), "latency_us": _latency_us()})
     category = F.when(early, "early-poll-return").when(late, "late-poll-return").otherwise("slow-wake")
     requirement = F.when(early, "LPOLL-2").when(late, "LPOLL-3").otherwise("LPOLL-4")
     value = F.when(slow & ~early & ~late, F.col("latency_us")).otherwise(F.col("elapsed_us")) / 1000.0
     request = F.to_json(F.struct(
-        F.lit("PULL_REQ").alias("event"), "source", F.col("req.seq").alias("seq"),
-        F.col("req.ts").alias("ts"), "group", "client_id", "topic", "broker", "queue_id", "offset",
-        F.col("req.suspend_ms").alias("suspend_ms"), F.col("req.max_nums").alias("max_nums"),
+        F.lit("PULL_REQ").alias("event"), "source", F.col("req_seq").alias("seq"),
+        F.col("req_ts").alias("ts"), "group", "client_id", "topic", "broker", "queue_id", "offset",
+        F.col("req_suspend_ms").alias("suspend_ms"), F.col("req_max_nums").alias("max_nums"),
     ))
     response = witness("group", "client_id", "topic", "broker", "queue_id", "offset", "status", "next_offset",
                        "min_offset", "max_offset", "count", "held_ms", event="PULL_RESP")
-    waker = F.when(F.col("wake").isNotNull(), F.to_json(F.struct(
-        F.lit("SEND").alias("event"), queue.source(F.col("wake.src")).alias("source"), F.col("wake.seq").alias("seq"),
-        F.col("wake.ts").alias("ts"), "topic", "broker", "queue_id", F.col("wake.offset").alias("offset"),
-        F.col("wake.msg_id").alias("msg_id"),
+    waker = F.when(F.col("wake_ts").isNotNull(), F.to_json(F.struct(
+        F.lit("SEND").alias("event"), queue.source(F.col("wake_src")).alias("source"), F.col("wake_seq").alias("seq"),
+        F.col("wake_ts").alias("ts"), "topic", "broker", "queue_id", F.col("wake_offset").alias("offset"),
+        F.col("wake_msg_id").alias("msg_id"),
     )))
     detail = F.to_json(F.struct(
-        F.col("req.suspend_ms").alias("suspend_ms"), (F.col("elapsed_us") / 1000.0).alias("answered_after_ms"),
+        F.col("req_suspend_ms").alias("suspend_ms"), (F.col("elapsed_us") / 1000.0).alias("answered_after_ms"),
         (F.col("latency_us") / 1000.0).alias("wake_latency_ms"),
     ))
     return findings(
         rows, category, requirement, p.max_witnesses,
-        msg_id=F.col("wake.msg_id"), value_ms=value, detail=detail, witnesses=F.array(request, response, waker),
+        msg_id=F.col("wake_msg_id"), value_ms=value, detail=detail, witnesses=F.array(request, response, waker),
     )
 
 
@@ -84,16 +105,15 @@ def find(frames: TraceFrames, queue: QueuePass) -> DataFrame:
 LATENCY_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000)
 
 
-def latency_histogram(queue: QueuePass) -> DataFrame:
-    """(run, bucket, count, max_ms, sum_ms) of wake latencies; bucket i holds latencies <=
-    LATENCY_BUCKETS_MS[i] (and above the previous bound); the last bucket everything above."""
-    lat = answers(queue.rows).filter(F.col("latency_us").isNotNull()).select(
-        "lane_key", (F.col("latency_us") / 1000.0).alias("ms"))
+def latency_ms() -> Column:
+    """The wake latency of a queue-pass row in ms (null unless it is a woken answer)."""
+    return F.when(_paired(), _latency_us() / 1000.0)
+
+
+def latency_bucket(latency: Column) -> Column:
+    """Histogram bucket i holds latencies <= LATENCY_BUCKETS_MS[i] (and above the previous bound); the
+    last bucket everything above."""
     bucket = F.lit(len(LATENCY_BUCKETS_MS))
     for i, bound in reversed(list(enumerate(LATENCY_BUCKETS_MS))):
-        bucket = F.when(F.col("ms") <= bound, F.lit(i)).otherwise(bucket)
-    per_lane = lat.withColumn("bucket", bucket).groupBy("lane_key", "bucket").agg(
-        F.count("*").alias("count"), F.max("ms").alias("max_ms"), F.sum("ms").alias("sum_ms"))
-    runs = F.broadcast(queue.lanes.select("lane_key", "run"))
-    return per_lane.join(runs, "lane_key").groupBy("run", "bucket").agg(
-        F.sum("count").alias("count"), F.max("max_ms").alias("max_ms"), F.sum("sum_ms").alias("sum_ms"))
+        bucket = F.when(latency <= bound, F.lit(i)).otherwise(bucket)
+    return bucket

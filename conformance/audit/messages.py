@@ -9,7 +9,7 @@ the horizon minus the settle time (it may still be in flight), and otherwise *lo
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from conformance.audit.frames import TraceFrames
@@ -17,12 +17,16 @@ from conformance.audit.queues import MSG, QueuePass
 from conformance.audit.schema import findings, ms, witness
 
 
+def candidate() -> Column:
+    """Queue-pass rows this module may report: expected messages nobody finished with."""
+    return (F.col("kind") == MSG) & F.col("expected") & F.col("done_ts").isNull()
+
+
 def find(frames: TraceFrames, queue: QueuePass) -> DataFrame:
     p = frames.params
-    rows = queue.rows
-    unseen = queue.named(rows.filter((F.col("kind") == MSG) & F.col("expected") & F.col("done_ts").isNull()))
+    unseen = queue.named(queue.candidates.filter(candidate()))
     unseen = frames.with_horizon(unseen)
-    expired = F.col("expire").isNotNull()
+    expired = F.col("expire_ts").isNotNull()
     pending = ~expired & (F.col("ts") >= F.col("horizon") - ms(p.settle_ms))
     category = F.when(expired, "expired").when(pending, "pending").otherwise("lost")
     requirement = F.when(F.col("owner") != "", "ALO-2").otherwise("ALO-1")
@@ -33,9 +37,9 @@ def find(frames: TraceFrames, queue: QueuePass) -> DataFrame:
         F.col("start.offset").alias("offset"), F.col("start.epoch").alias("epoch"),
     ))
     retention = F.when(expired, F.to_json(F.struct(
-        F.lit("RETENTION").alias("event"), queue.source(F.col("expire.src")).alias("source"),
-        F.col("expire.seq").alias("seq"), F.col("expire.ts").alias("ts"), "topic", "broker", "queue_id",
-        F.col("expire.min_offset").alias("min_offset"),
+        F.lit("RETENTION").alias("event"), queue.source(F.col("expire_src")).alias("source"),
+        F.col("expire_seq").alias("seq"), F.col("expire_ts").alias("ts"), "topic", "broker", "queue_id",
+        F.col("expire_min_offset").alias("min_offset"),
     )))
     detail = F.to_json(F.struct(
         F.col("owner").alias("client"), F.col("start.offset").alias("start_offset"),

@@ -12,6 +12,7 @@ the job separates them when it reads the result back (:func:`read_metrics`).
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -30,11 +31,11 @@ TIMELINE_QUEUES = 8
 TIMELINE_SPANS = 60
 
 
-def _rows(df: DataFrame, name: str, **columns: Column) -> DataFrame:
+def _rows(df: DataFrame, name: str | Column, **columns: Column) -> DataFrame:
     out = []
     for field in FINDING_SCHEMA.fields:
         if field.name == "category":
-            expr = F.lit(PREFIX + name)
+            expr = F.concat(F.lit(PREFIX), name if isinstance(name, Column) else F.lit(name))
         elif field.name in columns:
             expr = columns[field.name]
         elif field.name in ("run", "group") and field.name in df.columns:
@@ -60,30 +61,36 @@ def _width(first: int | None, horizon: int | None) -> int:
 
 
 def metric_rows(frames: TraceFrames, queue: QueuePass, intervals: DataFrame) -> DataFrame:
-    msgs = queue.rows.filter((F.col("kind") == MSG) & F.col("expected"))
-    msgs = msgs.join(F.broadcast(queue.lanes.select("lane_key", RUN, "group")), "lane_key")
-    sent = msgs.groupBy(RUN, "group", _bucket(frames, F.col("ts")).alias("b")).agg(F.count("*").alias("n"))
-    done = msgs.filter(F.col("done_ts").isNotNull()).groupBy(
-        RUN, "group", _bucket(frames, F.col("done_ts")).alias("b")
-    ).agg(F.count("*").alias("n"), F.sum((F.col("done_ts") - F.col("ts")) / 1000.0).alias("lag_ms"))
-    wake = long_poll.latency_histogram(queue)
-    parts = [
-        _rows(sent, "sent", ts=F.col("b"), offset=F.col("n")),
-        _rows(done, "consumed", ts=F.col("b"), offset=F.col("n"), value_ms=F.col("lag_ms")),
-        _rows(wake, "wake", ts=F.col("bucket"), offset=F.col("count"), value_ms=F.col("sum_ms")),
-        _rows(wake, "wake-max", ts=F.col("bucket"), value_ms=F.col("max_ms")),
-        _rows(intervals, "own", ts=F.col("start"), value_ms=F.col("end").cast("double"),
-              client_id=F.col("client_id"), topic=F.col("topic"), broker=F.col("broker"), queue_id=F.col("queue_id")),
-    ]
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
-    return out
+    """Metric rows of the queue pass in one aggregation (a second would scan the queue again): each
+    expected message contributes to ``sent`` at its SEND's bucket and to ``consumed`` at its first OK's
+    (with its lag), each woken pull answer to ``wake`` at its latency bucket (max in detail)."""
+    kind, expected = F.col("kind"), F.coalesce(F.col("expected"), F.lit(False))
+    latency = long_poll.latency_ms()
+    rows = queue.rows.filter(((kind == MSG) & expected) | latency.isNotNull())
+    rows = rows.join(F.broadcast(queue.lanes.select("lane_key", RUN, "group")), "lane_key")
+    item = "struct<name:string,b:bigint,v:double>"
+    parts = F.array(
+        F.when((kind == MSG) & expected, F.struct(F.lit("sent").alias("name"), _bucket(frames, F.col("ts")).alias("b"),
+                                                   F.lit(0.0).alias("v"))).cast(item),
+        F.when((kind == MSG) & F.col("done_ts").isNotNull(), F.struct(
+            F.lit("consumed").alias("name"), _bucket(frames, F.col("done_ts")).alias("b"),
+            ((F.col("done_ts") - F.col("ts")) / 1000.0).alias("v"))).cast(item),
+        F.when(latency.isNotNull(), F.struct(F.lit("wake").alias("name"), long_poll.latency_bucket(latency).alias("b"),
+                                             latency.alias("v"))).cast(item),
+    )
+    items = rows.select(RUN, "group", F.explode(F.filter(parts, lambda x: x.isNotNull())).alias("m"))
+    agg = items.groupBy(RUN, F.when(F.col("m.name") != "wake", F.col("group")).alias("group"), "m.name", "m.b").agg(
+        F.count("*").alias("n"), F.sum("m.v").alias("total"), F.max("m.v").alias("top"))
+    series = _rows(agg, F.col("name"), ts=F.col("b"), offset=F.col("n"), value_ms=F.col("total"),
+                   detail=F.to_json(F.struct(F.col("top").alias("max_ms"))))
+    own = _rows(intervals, "own", ts=F.col("start"), value_ms=F.col("end").cast("double"),
+                client_id=F.col("client_id"), topic=F.col("topic"), broker=F.col("broker"), queue_id=F.col("queue_id"))
+    return series.unionByName(own)
 
 
 def read_metrics(frames: TraceFrames, derived: DataFrame, overlap_queues: dict[str, list[tuple]]) -> dict[str, Any]:
     """Collect the (small) metric rows: message series, wake latency, ownership timeline."""
-    rows = derived.filter(F.col("category").isin(*[PREFIX + n for n in ("sent", "consumed", "wake", "wake-max")]))
+    rows = derived.filter(F.col("category").isin(*[PREFIX + n for n in ("sent", "consumed", "wake")]))
     series: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0.0]))
     wake: dict[str, dict[str, Any]] = {}
     bounds = (*long_poll.LATENCY_BUCKETS_MS, None)
@@ -99,12 +106,10 @@ def read_metrics(frames: TraceFrames, derived: DataFrame, overlap_queues: dict[s
             continue
         entry = wake.setdefault(r[RUN], {"count": 0, "sum_ms": 0.0, "max_ms": 0.0,
                                          "buckets": [{"le_ms": b, "count": 0} for b in bounds]})
-        if name == "wake":
-            entry["count"] += r["offset"]
-            entry["sum_ms"] += r["value_ms"]
-            entry["buckets"][int(r["ts"])]["count"] += r["offset"]
-        else:
-            entry["max_ms"] = max(entry["max_ms"], r["value_ms"])
+        entry["count"] += r["offset"]
+        entry["sum_ms"] += r["value_ms"]
+        entry["buckets"][int(r["ts"])]["count"] += r["offset"]
+        entry["max_ms"] = max(entry["max_ms"], json.loads(r["detail"])["max_ms"])
     for entry in wake.values():
         entry["mean_ms"] = round(entry.pop("sum_ms") / entry["count"], 3) if entry["count"] else None
         entry["max_ms"] = round(entry["max_ms"], 3)

@@ -33,9 +33,12 @@ def intervals(frames: TraceFrames) -> DataFrame:
     order = Window.partitionBy(*KEYS).orderBy("ts", "seq")
     owning = F.col("event") == "ASSIGN"
     rows = rows.withColumn("owning", owning).withColumn("was", F.lag(owning, 1, False).over(order))
-    after = order.rowsBetween(1, Window.unboundedFollowing)
+    # The next stop after each row: scanning backwards, the latest stop seen so far (a growing frame;
+    # Spark recomputes frames that end at "unbounded following" for every row).
+    after = Window.partitionBy(*KEYS).orderBy(F.col("ts").desc(), F.col("seq").desc()).rowsBetween(
+        Window.unboundedPreceding, -1)
     end_event = F.struct("ts", "event", "source", "seq")
-    rows = rows.withColumn("end", F.first(F.when(~F.col("owning"), end_event), True).over(after))
+    rows = rows.withColumn("end", F.last(F.when(~F.col("owning"), end_event), True).over(after))
     starts = frames.with_horizon(rows.filter(F.col("owning") & ~F.col("was")))
     return starts.select(
         *KEYS, F.col("ts").alias("start"),

@@ -65,8 +65,10 @@ def _freezes(frames: TraceFrames, flow: DataFrame, dispatch: DataFrame) -> DataF
     eligible = (F.col("permits") > 0) & (F.col("backlog") > 0)
     rows = rows.withColumn("eligible", eligible).withColumn("was", F.lag(eligible, 1, False).over(order))
     stop = F.struct("ts", "event", "source", "seq")
-    after = order.rowsBetween(1, Window.unboundedFollowing)
-    rows = rows.withColumn("stop", F.first(F.when(is_dispatch | ~F.col("eligible"), stop), True).over(after))
+    # The next stop after each row, scanning backwards (a growing frame, see ownership.intervals).
+    after = Window.partitionBy(RUN, "group", "topic").orderBy(F.col("ts").desc(), rank.desc(), F.col("seq").desc())
+    after = after.rowsBetween(Window.unboundedPreceding, -1)
+    rows = rows.withColumn("stop", F.last(F.when(is_dispatch | ~F.col("eligible"), stop), True).over(after))
     starts = frames.with_horizon(rows.filter(F.col("eligible") & (is_dispatch | ~F.col("was"))))
     until = F.coalesce(F.col("stop.ts"), F.col("horizon"))
     starts = starts.withColumn("frozen_us", until - F.col("ts")).filter(F.col("frozen_us") > ms(p.freeze_window_ms))

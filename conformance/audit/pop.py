@@ -68,9 +68,10 @@ def find(frames: TraceFrames) -> DataFrame:
                          F.when(sets_end | is_pop, F.struct("ts", "seq")))
     rows = rows.withColumn("acked", F.max(ack_ok.cast("int")).over(per_delivery))
     rows = rows.withColumn("final_end", final_end.over(per_delivery))
-    after = order.rowsBetween(1, Window.unboundedFollowing)
+    after = Window.partitionBy(*KEYS).orderBy(F.col("ts").desc(), F.col("seq").desc()).rowsBetween(
+        Window.unboundedPreceding, -1)  # later rows, nearest last (see ownership.intervals)
     later = F.struct("event", "source", "seq", "ts")
-    rows = rows.withColumn("followed", F.first(F.when(F.col("event").isin("POP", "REVIVE"), later), True).over(after))
+    rows = rows.withColumn("followed", F.last(F.when(F.col("event").isin("POP", "REVIVE"), later), True).over(after))
     pops = frames.with_horizon(rows.filter(is_pop))
     after_ack = F.col("acked_before").isNotNull()
     early = ~after_ack & F.col("prev_end").isNotNull() & (F.col("ts") < F.col("prev_end.end"))

@@ -141,9 +141,13 @@ def _ownership(frames: TraceFrames) -> DataFrame:
 
 
 class QueuePass:
-    """Builds the queue pass; the derivations read :attr:`rows` (narrow) and :meth:`named`."""
+    """Builds the queue pass. :attr:`rows` are all scanned rows (read once more, by the metrics);
+    :attr:`candidates` the few that some derivation may report (each module says which with its
+    ``candidate`` condition), kept in memory so that the derivations read them without scanning again.
+    (Caching all scanned rows would cost more than scanning twice: building Spark's columnar cache of
+    wide rows is several times slower than the window scans themselves.)"""
 
-    def __init__(self, frames: TraceFrames, consumed: DataFrame) -> None:
+    def __init__(self, frames: TraceFrames, consumed: DataFrame, candidates: list[Column]) -> None:
         self.frames = frames
         self.lanes = _lanes(frames).cache()
         parts = [_messages(frames, self.lanes, consumed), _retention(frames, self.lanes),
@@ -151,9 +155,11 @@ class QueuePass:
         union = parts[0]
         for part in parts[1:]:
             union = union.unionByName(part, allowMissingColumns=True)
-        # Persisted: five derivations and the metrics read these rows in the same job; without it each
-        # would redo the window scans.
-        self.rows = self._scan(union.repartition("lane_key")).persist(StorageLevel.MEMORY_AND_DISK)
+        self.rows = self._scan(union.repartition("lane_key"))
+        wanted = candidates[0]
+        for c in candidates[1:]:
+            wanted = wanted | c
+        self.candidates = self.rows.filter(wanted).persist(StorageLevel.MEMORY_AND_DISK)
 
     def named(self, rows: DataFrame) -> DataFrame:
         """``rows`` (a few findings) with their consumer's queue, start, client and recorder named."""
@@ -169,44 +175,59 @@ class QueuePass:
 
     @staticmethod
     def _scan(union: DataFrame) -> DataFrame:
+        """The window scans. Every aggregate is over scalars (a struct is compared interpreted, several
+        times slower): ``min_by`` / ``max_by`` / ``last`` pick the fields of the row behind a value (the
+        waking message, the blocking one, the REVOKE, the RETENTION), one column each."""
         kind = F.col("kind")
         # Pairing: each PULL_RESP with the latest PULL_REQ (broker view) before it from the same recorder,
         # client and offset (a client has one pull of a queue in flight).
         pair = Window.partitionBy("lane_key", "src", "client", "offset").orderBy("ts", "seq").rowsBetween(
             Window.unboundedPreceding, -1
         )
-        request = F.struct("ts", "seq", "suspend_ms", "max_nums")
         broker_req = (kind == REQ) & F.col("in_broker_view")
-        rows = union.withColumn("req", F.when(kind == RESP, F.last(F.when(broker_req, request), True).over(pair)))
+        is_resp = kind == RESP
+        rows = union.withColumns({
+            f"req_{c}": F.when(is_resp, F.last(F.when(broker_req, F.col(c)), True).over(pair))
+            for c in ("ts", "seq", "suspend_ms", "max_nums")
+        })
         # Drops: the latest ASSIGN/REVOKE of the queue by the same client before each request or commit
         # of the client's view (ties: ASSIGN, then requests, then REVOKE).
         rank = F.when(kind == ASSIGN, 0).when(kind == REVOKE, 2).otherwise(1)
         before = Window.partitionBy("lane_key", "client").orderBy("ts", rank, "seq").rowsBetween(
             Window.unboundedPreceding, -1
         )
-        change = F.struct(kind.alias("kind"), "ts", "seq", "src", "epoch")
         client_side = kind.isin(REQ, COMMIT) & F.col("in_client_view")
-        rows = rows.withColumn("owned", F.when(client_side, F.last(F.when(kind.isin(ASSIGN, REVOKE), change), True)
-                                               .over(before)))
-        # Downwards: the retention that expired each message; the first message at or above each pull.
+        change = kind.isin(ASSIGN, REVOKE)
+        rows = rows.withColumns({
+            f"owned_{c}": F.when(client_side, F.last(F.when(change, F.col(c)), True).over(before))
+            for c in ("kind", "ts", "seq", "src", "epoch")
+        })
+        # Downwards: the retention that expired each message (the earliest that rose above it); the first
+        # message at or above each pull.
         down = Window.partitionBy("lane_key").orderBy(F.col("pos").desc(), kind.asc()).rowsBetween(
             Window.unboundedPreceding, Window.currentRow
         )
-        retention = F.struct("ts", "min_offset", "src", "seq")
-        rows = rows.withColumn("expire", F.when(kind == MSG, F.min(F.when(kind == RET, retention)).over(down)))
-        wake = F.struct("offset", "ts", "msg_id", "src", "seq")
-        rows = rows.withColumn("wake", F.when(kind == RESP, F.min(F.when(kind == MSG, wake)).over(down)))
-        # Upwards: the latest-settled expected message strictly below each commit of the client's view
-        # (commits sort first at their own offset).
+        is_msg, is_ret = kind == MSG, kind == RET
+        ret_ts = F.when(is_ret, F.col("ts"))
+        msg_offset = F.when(is_msg, F.col("offset"))
+        columns = {"expire_ts": F.when(is_msg, F.min(ret_ts).over(down))}
+        columns |= {f"expire_{c}": F.when(is_msg, F.min_by(F.when(is_ret, F.col(c)), ret_ts).over(down))
+                    for c in ("min_offset", "src", "seq")}
+        columns |= {f"wake_{c}": F.when(is_resp, F.min_by(F.when(is_msg, F.col(c)), msg_offset).over(down))
+                    for c in ("offset", "ts", "msg_id", "src", "seq")}
+        rows = rows.withColumns(columns)
+        # Upwards: the latest-settled expected message (consumed OK, handed over, or expired) strictly below
+        # each commit of the client's view (commits sort first at their own offset).
         up = Window.partitionBy("lane_key").orderBy(F.col("pos").asc(), kind.asc()).rowsBetween(
             Window.unboundedPreceding, Window.currentRow
         )
-        settle = F.least(F.coalesce("settled_ts", F.lit(NEVER)), F.coalesce("expire.ts", F.lit(NEVER)))
-        blocking = F.struct(settle.alias("settle_ts"), "offset", "msg_id", F.col("ts").alias("sent_ts"), "src", "seq")
+        settle = F.least(F.coalesce("settled_ts", F.lit(NEVER)), F.coalesce("expire_ts", F.lit(NEVER)))
+        rows = rows.withColumn("settle_ts", F.when(is_msg & F.col("expected"), settle))
         judged = (kind == COMMIT) & F.col("in_client_view")
-        return rows.withColumn(
-            "blocking", F.when(judged, F.max(F.when((kind == MSG) & F.col("expected"), blocking)).over(up)),
-        )
+        return rows.withColumns({
+            f"blocking_{c}": F.when(judged, F.max_by(F.col(c), F.col("settle_ts")).over(up))
+            for c in ("settle_ts", "offset", "msg_id", "ts", "src", "seq")
+        })
 
 
 def consumed_table(frames: TraceFrames) -> tuple[DataFrame, DataFrame]:

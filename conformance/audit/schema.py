@@ -47,7 +47,6 @@ FINDING_SCHEMA = T.StructType(
         T.StructField("witnesses", T.ArrayType(T.StringType())),
     ]
 )
-FINDING_COLUMNS = tuple(f.name for f in FINDING_SCHEMA.fields)
 
 
 def ms(value: int | Column) -> Column:
@@ -74,16 +73,16 @@ def tag_matches(expression: Column, tags: Column) -> Column:
     )
 
 
-def witness(*columns: str, event: str | None = None, prefix: str = "") -> Column:
-    """One witness event as compact JSON: ``event``, ``source``, ``seq``, ``ts`` and ``columns`` (null
-    fields are omitted). ``prefix`` selects the columns of a joined row (``prefix + name``)."""
+def witness(*columns: str, event: str | None = None) -> Column:
+    """One witness event as compact JSON: ``event`` (the row's, or the one given), ``source``, ``seq``,
+    ``ts`` and ``columns``; null fields are omitted."""
     base = ["event", "source", "seq", "ts"]
     fields = []
     for name in (*base, *columns):
         if name == "event" and event is not None:
             fields.append(F.lit(event).alias("event"))
         else:
-            fields.append(F.col(prefix + name).alias(name))
+            fields.append(F.col(name).alias(name))
     return F.to_json(F.struct(*fields))
 
 

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from conformance.audit.options import DRIVER_MEMORY
+
 HELP = "synthesize --events rows with faults, audit them on Spark: events/s, phase times, peak driver memory"
 #: Faults injected by default: a few of every kind the workload has room for.
 DEFAULT_INJECT = ("lost=3,expired=2,pending=2,unsafe-commit=3,pull-after-drop=3,commit-after-drop=3,"
@@ -33,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", type=int, default=1_000_000, help="rows to synthesize (default 1000000)")
     parser.add_argument("--seed", type=int, default=0, help="synthesis seed (default 0)")
     parser.add_argument("--inject", default=DEFAULT_INJECT, help="faults, KIND=COUNT,... (default: some of each)")
-    parser.add_argument("--driver-memory", default="2g", help="Spark driver memory (default 2g)")
+    parser.add_argument("--driver-memory", default=DRIVER_MEMORY, help=f"Spark driver memory (default {DRIVER_MEMORY})")
     parser.add_argument("--master", default=None, help="Spark master (default local[*])")
     parser.add_argument("--trace", default=None,
                         help="audit this existing synthetic trace directory (with manifest.json) instead")

@@ -32,8 +32,9 @@ from conformance.audit.synth.tracks import pull_tracks
 
 __all__ = ["synthesize", "parse_inject"]
 
-#: Rows per chunk (bounds the generator's memory: about 150 bytes per row while a chunk is built).
-CHUNK_ROWS = 2_000_000
+#: Rows per chunk: bounds the generator's memory (about 1 KB per row of the chunk being built, sorted and
+#: converted) and is also the size of each Parquet file.
+CHUNK_ROWS = 500_000
 ROW_GROUP_ROWS = 128 * 1024
 MANIFEST = "manifest.json"
 #: The last seconds before the horizon: injected pending messages arrive here.
