@@ -19,6 +19,7 @@ from conformance.audit import (
     duplicates,
     long_poll,
     messages,
+    metrics,
     offsets,
     ownership,
     permits,
@@ -40,7 +41,7 @@ class Derivation:
 def derive(frames: TraceFrames) -> Derivation:
     outcome_rows, consumed = consumed_table(frames)
     queue = QueuePass(frames, consumed, [messages.candidate(), commits.candidate(),
-                                         long_poll.candidate(frames.params), drops.candidate()])
+                                         long_poll.candidate(frames.params), drops.candidate()], metrics.items)
     owned = ownership.intervals(frames)
     parts = [
         badrows.find(frames.rows, frames.params),

@@ -38,8 +38,9 @@ from conformance.audit.session import SparkSettings, SparkUnavailable, spark_ses
 FINDINGS_DIR = "findings"
 #: Findings and metric rows as computed, before they are separated (removed at the end).
 DERIVED_DIR = "_derived"
-#: Input bytes per shuffle partition (adaptive execution merges partitions further when small).
-BYTES_PER_PARTITION = 32 * 1024 * 1024
+#: Input bytes per shuffle partition: the queue pass expands the input several-fold (messages per
+#: consumer, wide scan rows), and a partition must sort in memory without spilling.
+BYTES_PER_PARTITION = 4 * 1024 * 1024
 MAX_PARTITIONS = 256
 SMALL_INPUT_BYTES = 2 * 1024 * 1024
 
@@ -109,7 +110,7 @@ def run_audit(
             # separated when read back.
             derived_dir = report_dir / DERIVED_DIR
             everything = derivation.findings.unionByName(
-                metric_rows(frames, derivation.queue, derivation.intervals))
+                metric_rows(derivation.queue, derivation.intervals))
             everything.write.mode("overwrite").parquet(str(derived_dir))
             lap("derive")
             progress.phase("summarising findings")

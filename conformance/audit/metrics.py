@@ -46,41 +46,47 @@ def _rows(df: DataFrame, name: str | Column, **columns: Column) -> DataFrame:
     return df.select(*out)
 
 
-def _bucket(frames: TraceFrames, ts: Column) -> Column:
-    runs = frames.catalog.runs
-    if not runs:
-        return F.lit(0)
-    first = F.create_map(*[x for r, f in runs.items() for x in (F.lit(r), F.lit(f.first_ts or 0))])
-    width = F.create_map(*[x for r, f in runs.items() for x in (F.lit(r), F.lit(_width(f.first_ts, f.horizon)))])
-    bucket = F.floor((ts - first[F.col(RUN)]) / width[F.col(RUN)])
-    return F.least(F.greatest(bucket, F.lit(0)), F.lit(BUCKETS - 1))
-
-
 def _width(first: int | None, horizon: int | None) -> int:
     return max(((horizon or 0) - (first or 0)) // BUCKETS + 1, 1)
 
 
-def metric_rows(frames: TraceFrames, queue: QueuePass, intervals: DataFrame) -> DataFrame:
-    """Metric rows of the queue pass in one aggregation (a second would scan the queue again): each
-    expected message contributes to ``sent`` at its SEND's bucket and to ``consumed`` at its first OK's
-    (with its lag), each woken pull answer to ``wake`` at its latency bucket (max in detail)."""
+def items(queue: QueuePass) -> Column:
+    """What one queue-pass row contributes (array of name, bucket, value): an expected message to
+    ``sent`` at its SEND's time bucket and to ``consumed`` at its first OK's (with its lag), a woken pull
+    answer to ``wake`` at its latency bucket. The queue pass sums them up in its own scan."""
     kind, expected = F.col("kind"), F.coalesce(F.col("expected"), F.lit(False))
     latency = long_poll.latency_ms()
-    rows = queue.rows.filter(((kind == MSG) & expected) | latency.isNotNull())
-    rows = rows.join(F.broadcast(queue.lanes.select("lane_key", RUN, "group")), "lane_key")
     item = "struct<name:string,b:bigint,v:double>"
-    parts = F.array(
-        F.when((kind == MSG) & expected, F.struct(F.lit("sent").alias("name"), _bucket(frames, F.col("ts")).alias("b"),
-                                                   F.lit(0.0).alias("v"))).cast(item),
-        F.when((kind == MSG) & F.col("done_ts").isNotNull(), F.struct(
-            F.lit("consumed").alias("name"), _bucket(frames, F.col("done_ts")).alias("b"),
+    return F.filter(F.array(
+        F.when((kind == MSG) & expected, F.struct(
+            F.lit("sent").alias("name"), _lane_bucket(queue, F.col("ts")).alias("b"),
+            F.lit(0.0).alias("v"))).cast(item),
+        F.when((kind == MSG) & expected & F.col("done_ts").isNotNull(), F.struct(
+            F.lit("consumed").alias("name"), _lane_bucket(queue, F.col("done_ts")).alias("b"),
             ((F.col("done_ts") - F.col("ts")) / 1000.0).alias("v"))).cast(item),
         F.when(latency.isNotNull(), F.struct(F.lit("wake").alias("name"), long_poll.latency_bucket(latency).alias("b"),
                                              latency.alias("v"))).cast(item),
-    )
-    items = rows.select(RUN, "group", F.explode(F.filter(parts, lambda x: x.isNotNull())).alias("m"))
-    agg = items.groupBy(RUN, F.when(F.col("m.name") != "wake", F.col("group")).alias("group"), "m.name", "m.b").agg(
-        F.count("*").alias("n"), F.sum("m.v").alias("total"), F.max("m.v").alias("top"))
+    ), lambda x: x.isNotNull())
+
+
+def _lane_bucket(queue: QueuePass, ts: Column) -> Column:
+    """The time bucket of ``ts`` in its lane's run (first event to horizon in BUCKETS steps)."""
+    runs = queue.frames.catalog.runs
+    lanes = queue.lane_runs()
+    if not lanes:
+        return F.lit(0)
+    first = F.create_map(*[x for k, r in lanes.items() for x in (F.lit(k), F.lit(runs[r].first_ts or 0))])
+    width = F.create_map(*[x for k, r in lanes.items()
+                           for x in (F.lit(k), F.lit(_width(runs[r].first_ts, runs[r].horizon)))])
+    bucket = F.floor((ts - first[F.col("lane_key")]) / width[F.col("lane_key")])
+    return F.least(F.greatest(bucket, F.lit(0)), F.lit(BUCKETS - 1))
+
+
+def metric_rows(queue: QueuePass, intervals: DataFrame) -> DataFrame:
+    """The queue pass's metric sums and the ownership intervals as metric rows of the findings schema."""
+    agg = queue.metrics.join(F.broadcast(queue.lanes.select("lane_key", RUN, "group")), "lane_key").groupBy(
+        RUN, F.when(F.col("name") != "wake", F.col("group")).alias("group"), "name", "b").agg(
+        F.sum("n").alias("n"), F.sum("total").alias("total"), F.max("top").alias("top"))
     series = _rows(agg, F.col("name"), ts=F.col("b"), offset=F.col("n"), value_ms=F.col("total"),
                    detail=F.to_json(F.struct(F.col("top").alias("max_ms"))))
     own = _rows(intervals, "own", ts=F.col("start"), value_ms=F.col("end").cast("double"),

@@ -40,9 +40,12 @@ few rows that are findings (:meth:`QueuePass.named`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from conformance.audit import consumption
 from conformance.audit.frames import RUN, TraceFrames, key_of
@@ -141,25 +144,64 @@ def _ownership(frames: TraceFrames) -> DataFrame:
 
 
 class QueuePass:
-    """Builds the queue pass. :attr:`rows` are all scanned rows (read once more, by the metrics);
-    :attr:`candidates` the few that some derivation may report (each module says which with its
-    ``candidate`` condition), kept in memory so that the derivations read them without scanning again.
-    (Caching all scanned rows would cost more than scanning twice: building Spark's columnar cache of
-    wide rows is several times slower than the window scans themselves.)"""
+    """Builds the queue pass and reduces it in the same scan to what the rest of the job reads:
 
-    def __init__(self, frames: TraceFrames, consumed: DataFrame, candidates: list[Column]) -> None:
+    * :attr:`candidates`: the few rows some derivation may report (each module says which with its
+      ``candidate`` condition), with all their columns;
+    * :attr:`metrics`: per lane, metric name and bucket, the count, sum and max of the values each row
+      contributes (``metric_items`` says what a row contributes, see :mod:`conformance.audit.metrics`).
+
+    Both come out of one aggregation over the scanned rows, keyed so that candidates stay single rows and
+    contributions merge, and partitioned like the scan (no further shuffle); the small result is kept in
+    memory. Caching the scanned rows instead would cost more than the scans: building Spark's columnar
+    cache of millions of wide rows is several times slower than the window scans themselves."""
+
+    def __init__(self, frames: TraceFrames, consumed: DataFrame, candidates: list[Column],
+                 metric_items: Callable[[QueuePass], Column]) -> None:
         self.frames = frames
         self.lanes = _lanes(frames).cache()
+        self._lane_runs: dict[int, str] | None = None
         parts = [_messages(frames, self.lanes, consumed), _retention(frames, self.lanes),
                  _requests_and_commits(frames), _responses(frames), _ownership(frames)]
         union = parts[0]
         for part in parts[1:]:
             union = union.unionByName(part, allowMissingColumns=True)
-        self.rows = self._scan(union.repartition("lane_key"))
+        rows = self._scan(union.repartition("lane_key"))
         wanted = candidates[0]
         for c in candidates[1:]:
             wanted = wanted | c
-        self.candidates = self.rows.filter(wanted).persist(StorageLevel.MEMORY_AND_DISK)
+        payload_type = T.StructType(rows.schema.fields)
+        entry = T.StructType([
+            T.StructField("kind", T.IntegerType()), T.StructField("src", T.LongType()),
+            T.StructField("seq", T.LongType()), T.StructField("name", T.StringType()),
+            T.StructField("b", T.LongType()), T.StructField("v", T.DoubleType()),
+            T.StructField("payload", payload_type),
+        ])
+        as_candidate = F.when(wanted, F.struct(
+            F.col("kind").alias("kind"), F.col("src").alias("src"), F.col("seq").alias("seq"),
+            F.lit(None).cast("string").alias("name"), F.lit(None).cast("long").alias("b"),
+            F.lit(None).cast("double").alias("v"), F.struct(*[F.col(c) for c in rows.columns]).alias("payload"),
+        )).cast(entry)
+        as_metrics = F.transform(metric_items(self), lambda m: F.struct(
+            F.lit(None).cast("int").alias("kind"), F.lit(None).cast("long").alias("src"),
+            F.lit(None).cast("long").alias("seq"), m["name"].alias("name"), m["b"].alias("b"), m["v"].alias("v"),
+            F.lit(None).cast(payload_type).alias("payload")).cast(entry))
+        entries = F.filter(F.concat(F.array(as_candidate), as_metrics), lambda e: e.isNotNull())
+        reduced = rows.select("lane_key", F.explode(entries).alias("e")).groupBy(
+            "lane_key", "e.kind", "e.src", "e.seq", "e.name", "e.b"
+        # collect_list (one payload per candidate key) keeps the aggregation hash-based; first() over a
+        # struct would make Spark sort every contribution.
+        ).agg(F.collect_list("e.payload").alias("payload"), F.count("*").alias("n"), F.sum("e.v").alias("total"),
+              F.max("e.v").alias("top")).persist(StorageLevel.MEMORY_AND_DISK)
+        self.candidates = reduced.filter(F.col("kind").isNotNull()).select(F.explode("payload").alias("p")).select(
+            "p.*")
+        self.metrics = reduced.filter(F.col("name").isNotNull()).select("lane_key", "name", "b", "n", "total", "top")
+
+    def lane_runs(self) -> dict[int, str]:
+        """lane_key -> run, for every consumer queue (a small collect, once)."""
+        if self._lane_runs is None:
+            self._lane_runs = {r["lane_key"]: r[RUN] for r in self.lanes.select("lane_key", RUN).collect()}
+        return self._lane_runs
 
     def named(self, rows: DataFrame) -> DataFrame:
         """``rows`` (a few findings) with their consumer's queue, start, client and recorder named."""

@@ -4,7 +4,8 @@ Local mode (``local[*]``) is the default: the whole job runs in the driver JVM, 
 memory bounds everything; shuffles use few partitions (the job sizes them from the input) and
 the UI, console progress bars and INFO logs are off, because the CLI shows its own progress. A
 ``--master`` URL (or ``spark-submit``) runs the same job on a cluster; then these settings are only
-defaults that the submitter's configuration overrides.
+defaults that the submitter's configuration overrides. ``MQTCK_SPARK_UI=true`` turns the Spark UI on (to
+see where a long audit spends its time); ``MQTCK_SPARK_MASTER`` sets the master.
 """
 
 from __future__ import annotations
@@ -58,12 +59,15 @@ def spark_session(settings: SparkSettings | None = None) -> SparkSession:
         SparkSession.builder.appName(settings.app_name)
         .config("spark.driver.memory", settings.driver_memory)
         .config("spark.driver.extraJavaOptions", java_opts)
-        .config("spark.ui.enabled", "false")
+        .config("spark.ui.enabled", os.environ.get("MQTCK_SPARK_UI", "false"))
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
         # The job sizes its shuffles itself (one partition per 32 MiB of input) and broadcasts its small
         # tables explicitly; adaptive re-planning between stages only adds latency.
         .config("spark.sql.adaptive.enabled", "false")
+        # The queue pass reduces its rows with a collect_list aggregation over thousands of keys per task;
+        # keep it hash-based instead of falling back to sorting (Spark's default switches at 128 keys).
+        .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "1000000")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
         .config("spark.sql.parquet.filterPushdown", "true")
