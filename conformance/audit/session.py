@@ -62,7 +62,7 @@ def spark_session(settings: SparkSettings | None = None) -> SparkSession:
         .config("spark.ui.enabled", os.environ.get("MQTCK_SPARK_UI", "false"))
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
-        # The job sizes its shuffles itself (one partition per 32 MiB of input) and broadcasts its small
+        # The job sizes its shuffles itself (one partition per 4 MiB of input) and broadcasts its small
         # tables explicitly; adaptive re-planning between stages only adds latency.
         .config("spark.sql.adaptive.enabled", "false")
         # The queue pass reduces its rows with a collect_list aggregation over thousands of keys per task;
