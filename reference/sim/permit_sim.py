@@ -263,20 +263,15 @@ def run(
         elif isinstance(event, BrokerRestart):
             if host.broker is None:
                 return
-            host.broker.rec.record("CRASH", detail={"clean": True})  # the broker's own source
-            host.broker.shutdown()
-            host.broker = None
-            for app in apps:
-                app.client.connected = False
 
             def back() -> None:
-                host.broker = new_broker()
-                host.broker.rec.record("RESTART")
                 for app in apps:
                     if app.alive:
                         connect(app)
 
-            clock.call_later(event.down_ms, back)
+            host.restart_gracefully(clock, new_broker, event.down_ms, back)
+            for app in apps:
+                app.client.connected = False
 
     def check_freeze() -> None:
         broker = host.broker

@@ -29,7 +29,7 @@ import os
 import random
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,6 +154,27 @@ class SimHost:
     def __init__(self, broker: Broker | None) -> None:
         self.broker = broker
 
+    def restart_gracefully(
+        self, clock: SimClock, open_broker: Callable[[], Broker], down_ms: int,
+        on_back: Callable[[], object] | None = None,
+    ) -> None:
+        """Shut the broker down cleanly (recorded as a clean CRASH on its own source), leave it down for
+        ``down_ms``, then open a new one on the same data (recorded as RESTART) and call ``on_back``."""
+        broker = self.broker
+        if broker is None:
+            return  # already down: the pending restart brings it back
+        broker.rec.record("CRASH", detail={"clean": True})
+        broker.shutdown()
+        self.broker = None
+
+        def back() -> None:
+            self.broker = open_broker()
+            self.broker.rec.record("RESTART")
+            if on_back is not None:
+                on_back()
+
+        clock.call_later(down_ms, back)
+
 
 class TrackingSink(MemorySink):
     """A memory sink that also keeps the sent and acknowledged message ids as rows arrive."""
@@ -266,17 +287,7 @@ def run(
         elif isinstance(event, FailNext):
             states[event.consumer % config.consumers].fail_next += event.count
         elif isinstance(event, BrokerRestart):
-            if host.broker is None:
-                return
-            host.broker.rec.record("CRASH", detail={"clean": True})  # the broker's own source
-            host.broker.shutdown()
-            host.broker = None
-
-            def back() -> None:
-                host.broker = new_broker()
-                host.broker.rec.record("RESTART")
-
-            clock.call_later(event.down_ms, back)
+            host.restart_gracefully(clock, new_broker, event.down_ms)
 
     def _restart(consumer: PopPushConsumer) -> None:
         consumer.rec.record("RESTART")
