@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
+from conformance.suite.support import expected_correction
 from properties.harness import sim_broker
 from reference.broker.broker import BrokerComponents
 from reference.broker.protocol import PullMessageRequest, PullSysFlag, RecordingChannel
@@ -24,19 +25,6 @@ RESERVED_MIN = 60
 #: Segments of 16 KiB hold about 70 of the 200-byte messages below.
 STORE = dict(commit_log_segment_bytes=16 * 1024, file_reserved_time_hours=1, consume_queue_units_per_segment=64)
 BODY = b"m" * 200
-
-
-def expected(offset: int, lo: int, hi: int) -> tuple[str, int] | None:
-    """OFFSET-1..5 as written; None for a legal offset."""
-    if hi == 0:
-        return "NO_MESSAGE_IN_QUEUE", 0
-    if offset < lo:
-        return "OFFSET_TOO_SMALL", lo
-    if offset == hi:
-        return "OFFSET_OVERFLOW_ONE", offset
-    if offset > hi:
-        return "OFFSET_OVERFLOW_BADLY", 0 if lo == 0 else hi
-    return None
 
 
 def correction_property(store_cls: type[MessageStore]):  # type: ignore[no-untyped-def]
@@ -69,7 +57,7 @@ def correction_property(store_cls: type[MessageStore]):  # type: ignore[no-untyp
                     r = b.pull(PullMessageRequest("G", "T", 0, offset, sys_flag=flag, subscription="*"),
                                RecordingChannel("c"))
                     assert r is not None
-                    want = expected(offset, lo, hi)
+                    want = expected_correction(offset, lo, hi)
                     note(f"pull at {offset}: {r.status.name} -> {r.next_begin_offset}")
                     if want is None:
                         assert r.status.name == "FOUND" and r.messages[0].queue_offset == offset

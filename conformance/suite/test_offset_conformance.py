@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.suite.support import fill
+
 pytestmark = pytest.mark.needs("pull")
 HOUR_MS = 3_600_000
 #: Seed 002: fileReservedTime, 72 h.
 FILE_RESERVED_MS = 72 * HOUR_MS
-
-
-def fill(target, topic: str, n: int, queue: int = 0) -> None:  # type: ignore[no-untyped-def]
-    for i in range(n):
-        target.send(topic, queue, f"m{i}".encode() * 50, "A")
 
 
 def pull(target, offset: int, **kw):  # type: ignore[no-untyped-def]

@@ -4,28 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.suite.support import expected_correction, fill
 from conformance.targets import TargetError
 
 pytestmark = pytest.mark.needs("pull")
 HOUR_MS = 3_600_000
-
-
-def fill(target, topic: str, n: int, tags: str = "A", queue: int = 0) -> None:  # type: ignore[no-untyped-def]
-    for i in range(n):
-        target.send(topic, queue, f"m{i}".encode() * 50, tags)
-
-
-def expected_correction(offset: int, lo: int, hi: int) -> tuple[str, int] | None:
-    """The correction table (seed 002 §1), independent of the reference's own code."""
-    if hi == 0:
-        return "NO_MESSAGE_IN_QUEUE", 0
-    if offset < lo:
-        return "OFFSET_TOO_SMALL", lo
-    if offset == hi:
-        return "OFFSET_OVERFLOW_ONE", offset
-    if offset > hi:
-        return "OFFSET_OVERFLOW_BADLY", lo if lo == 0 else hi
-    return None
 
 
 @pytest.mark.req("PULL-1", "PULL-2")

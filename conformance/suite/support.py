@@ -1,0 +1,28 @@
+"""Helpers the conformance tests share, and the spec oracle of the offset correction.
+
+:func:`expected_correction` is typed from the sentences of OFFSET-1..5 (seed 002 §1), not imported
+from the reference, so that a fault in the reference's table cannot hide in the expectation; the
+property suites use the same oracle.
+"""
+
+from __future__ import annotations
+
+
+def fill(target, topic: str, n: int, tags: str = "A", queue: int = 0) -> None:  # type: ignore[no-untyped-def]
+    """Send ``n`` messages of about 100 bytes with ``tags`` to one queue."""
+    for i in range(n):
+        target.send(topic, queue, f"m{i}".encode() * 50, tags)
+
+
+def expected_correction(offset: int, lo: int, hi: int) -> tuple[str, int] | None:
+    """(status, nextBeginOffset) for a pull at ``offset`` of a queue holding [lo, hi); None when the
+    offset is legal and the queue must be read."""
+    if hi == 0:
+        return "NO_MESSAGE_IN_QUEUE", 0
+    if offset < lo:
+        return "OFFSET_TOO_SMALL", lo
+    if offset == hi:
+        return "OFFSET_OVERFLOW_ONE", offset
+    if offset > hi:
+        return "OFFSET_OVERFLOW_BADLY", lo if lo == 0 else hi
+    return None
