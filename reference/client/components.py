@@ -9,13 +9,18 @@ suites must notice.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from reference.client.consume_service import ConsumeMessageConcurrentlyService
-from reference.client.local_offset_store import LocalFileOffsetStore
+from reference.client.gateway import BrokerGateway
+from reference.client.local_offset_store import LocalFileOffsetStore, offsets_path
+from reference.client.offset_store import OffsetStore
 from reference.client.process_queue import ProcessQueue
 from reference.client.push_consumer import DefaultMQPushConsumer
 from reference.client.rebalance import RebalancePushImpl
 from reference.client.remote_offset_store import RemoteBrokerOffsetStore
+from reference.errors import require
+from reference.trace import SourceRecorder
 
 
 @dataclass(frozen=True)
@@ -26,3 +31,14 @@ class ClientComponents:
     consume_service: type[ConsumeMessageConcurrentlyService] = ConsumeMessageConcurrentlyService
     remote_offset_store: type[RemoteBrokerOffsetStore] = RemoteBrokerOffsetStore
     local_offset_store: type[LocalFileOffsetStore] = LocalFileOffsetStore
+
+    def offset_store(
+        self, clustering: bool, gateway: BrokerGateway, group: str, client_id: str, rec: SourceRecorder,
+        offset_dir: str | Path | None,
+    ) -> OffsetStore:
+        """The store the message model asks for: the broker's in clustering, a local file in broadcasting."""
+        if clustering:
+            return self.remote_offset_store(gateway, group, client_id, rec)
+        require(offset_dir is not None, "offset_dir", "a broadcasting consumer needs a directory for its offsets")
+        assert offset_dir is not None
+        return self.local_offset_store(offsets_path(offset_dir, client_id, group), group, client_id, rec)

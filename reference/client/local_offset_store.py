@@ -13,7 +13,7 @@ from collections.abc import Set
 from pathlib import Path
 
 from reference.allocation.message_queue import MessageQueue
-from reference.client.offset_store import OFFSET_NOT_FOUND, ReadOffsetType
+from reference.client.offset_store import OFFSET_NOT_FOUND, OffsetTable, ReadOffsetType
 from reference.store.jsonfile import read_json, write_json_atomic
 from reference.trace import SourceRecorder
 
@@ -25,13 +25,13 @@ def offsets_path(root: str | Path, client_id: str, group: str) -> Path:
     return Path(root) / client_id.replace("/", "_") / group / "offsets.json"
 
 
-class LocalFileOffsetStore:
+class LocalFileOffsetStore(OffsetTable):
     def __init__(self, path: Path, group: str, client_id: str, rec: SourceRecorder) -> None:
+        super().__init__()
         self.path = path
         self.group = group
         self.client_id = client_id
         self.rec = rec
-        self.offset_table: dict[MessageQueue, int] = {}
 
     def _read_file(self) -> dict[MessageQueue, int]:
         document = read_json(self.path)
@@ -45,18 +45,10 @@ class LocalFileOffsetStore:
     def load(self) -> None:
         self.offset_table.update(self._read_file())
 
-    def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
-        old = self.offset_table.get(mq)
-        if old is None or not increase_only or offset > old:
-            self.offset_table[mq] = offset
-
     def read_offset(self, mq: MessageQueue, read_type: ReadOffsetType) -> int:
-        if read_type is not ReadOffsetType.READ_FROM_STORE:
-            offset = self.offset_table.get(mq)
-            if offset is not None:
-                return offset
-            if read_type is ReadOffsetType.READ_FROM_MEMORY:
-                return OFFSET_NOT_FOUND
+        memory = self.read_memory(mq, read_type)
+        if memory is not None:
+            return memory
         offset = self._read_file().get(mq)
         if offset is None:
             return OFFSET_NOT_FOUND

@@ -49,3 +49,29 @@ class OffsetStore(Protocol):
     def persist(self, mq: MessageQueue) -> None: ...
 
     def remove_offset(self, mq: MessageQueue) -> None: ...
+
+
+class OffsetTable:
+    """The in-memory half both stores share: the table and the rules for reading and updating it.
+
+    Kept in one place because the two stores must agree on them (a queue moving between models,
+    e.g. a group switched from broadcasting to clustering, reads the same way); only where the table
+    is persisted differs.
+    """
+
+    def __init__(self) -> None:
+        self.offset_table: dict[MessageQueue, int] = {}
+
+    def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
+        old = self.offset_table.get(mq)
+        if old is None or not increase_only or offset > old:
+            self.offset_table[mq] = offset
+
+    def read_memory(self, mq: MessageQueue, read_type: ReadOffsetType) -> int | None:
+        """The answer from memory, or None when ``read_type`` says to go on to the persisted store."""
+        if read_type is ReadOffsetType.READ_FROM_STORE:
+            return None
+        offset = self.offset_table.get(mq)
+        if offset is not None:
+            return offset
+        return OFFSET_NOT_FOUND if read_type is ReadOffsetType.READ_FROM_MEMORY else None

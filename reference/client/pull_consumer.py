@@ -21,13 +21,11 @@ from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysF
 from reference.client.client_instance import MQClientInstance
 from reference.client.config import ConsumerConfig, MessageModel
 from reference.client.gateway import GatewayError
-from reference.client.local_offset_store import LocalFileOffsetStore, offsets_path
 from reference.client.offset_store import OffsetStore, ReadOffsetType
 from reference.client.process_queue import ProcessQueue
 from reference.client.pull_request import PullRequest
 from reference.client.pull_result import PullResult, process_pull_result
 from reference.client.rebalance import CONSUME_ACTIVELY, RebalancePullImpl
-from reference.client.remote_offset_store import RemoteBrokerOffsetStore
 from reference.errors import require
 from reference.store.filter import SubscriptionData
 
@@ -53,15 +51,12 @@ class DefaultMQPullConsumer:
         self.group = config.consumer_group
         self.message_queue_listener = message_queue_listener
         self.rebalance = RebalancePullImpl(self)
-        self.offset_store: OffsetStore
-        if config.message_model is MessageModel.CLUSTERING:
-            self.offset_store = RemoteBrokerOffsetStore(self.gateway, self.group, self.client_id, self.rec)
-        else:
-            require(offset_dir is not None, "offset_dir", "a broadcasting consumer needs a directory for its offsets")
-            assert offset_dir is not None
-            self.offset_store = LocalFileOffsetStore(
-                offsets_path(offset_dir, self.client_id, self.group), self.group, self.client_id, self.rec
-            )
+        from reference.client.components import ClientComponents  # it imports the push consumer: import late
+
+        self.offset_store: OffsetStore = ClientComponents().offset_store(
+            config.message_model is MessageModel.CLUSTERING, self.gateway, self.group, self.client_id, self.rec,
+            offset_dir,
+        )
         self.started_ms = self.clock.now_ms()
         self.running = False
 

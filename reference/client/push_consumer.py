@@ -38,7 +38,6 @@ from reference.client.config import ConsumerConfig, MessageModel
 from reference.client.consume_service import MessageListenerConcurrently
 from reference.client.executor import BusyTime, ConsumeExecutor
 from reference.client.gateway import GatewayError
-from reference.client.local_offset_store import offsets_path
 from reference.client.offset_store import OffsetStore, ReadOffsetType
 from reference.client.process_queue import ProcessQueue
 from reference.client.pull_request import PullRequest
@@ -87,22 +86,15 @@ class DefaultMQPushConsumer:
         self.group = config.consumer_group
         self.clustering = config.message_model is MessageModel.CLUSTERING
         self._busy_ms = busy_ms
-        self._offset_dir = offset_dir
         self.rebalance = self.components.rebalance(self)
-        self.offset_store: OffsetStore = self._make_offset_store()
+        self.offset_store: OffsetStore = self.components.offset_store(
+            self.clustering, self.gateway, self.group, self.client_id, self.rec, offset_dir
+        )
         self.consume_service = self.components.consume_service(
             self, listener, ConsumeExecutor(self.clock, config.consume_thread_min, busy_ms), self.clock, self.rec
         )
         self.started_ms = self.clock.now_ms()
         self.running = False
-
-    def _make_offset_store(self) -> OffsetStore:
-        if self.clustering:
-            return self.components.remote_offset_store(self.gateway, self.group, self.client_id, self.rec)
-        require(self._offset_dir is not None, "offset_dir", "a broadcasting consumer needs a directory for its offsets")
-        assert self._offset_dir is not None
-        path = offsets_path(self._offset_dir, self.client_id, self.group)
-        return self.components.local_offset_store(path, self.group, self.client_id, self.rec)
 
     # -- set-up --------------------------------------------------------------------------------
     def subscribe(self, topic: str, expression: str = "*") -> None:

@@ -17,34 +17,25 @@ from collections.abc import Set
 from reference.allocation.message_queue import MessageQueue
 from reference.broker.protocol import ResponseCode
 from reference.client.gateway import BrokerGateway, GatewayError
-from reference.client.offset_store import OFFSET_NOT_FOUND, OFFSET_READ_ERROR, ReadOffsetType
+from reference.client.offset_store import OFFSET_NOT_FOUND, OFFSET_READ_ERROR, OffsetTable, ReadOffsetType
 from reference.trace import SourceRecorder
 
 
-class RemoteBrokerOffsetStore:
+class RemoteBrokerOffsetStore(OffsetTable):
     def __init__(self, gateway: BrokerGateway, group: str, client_id: str, rec: SourceRecorder) -> None:
+        super().__init__()
         self.gateway = gateway
         self.group = group
         self.client_id = client_id
         self.rec = rec
-        self.offset_table: dict[MessageQueue, int] = {}
 
     def load(self) -> None:
         """Nothing to load: the broker holds the truth."""
 
-    def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
-        table = self.offset_table
-        old = table.get(mq)
-        if old is None or not increase_only or offset > old:
-            table[mq] = offset
-
     def read_offset(self, mq: MessageQueue, read_type: ReadOffsetType) -> int:
-        if read_type is not ReadOffsetType.READ_FROM_STORE:
-            offset = self.offset_table.get(mq)
-            if offset is not None:
-                return offset
-            if read_type is ReadOffsetType.READ_FROM_MEMORY:
-                return OFFSET_NOT_FOUND
+        memory = self.read_memory(mq, read_type)
+        if memory is not None:
+            return memory
         try:
             result = self.gateway.query_offset(self.group, mq.topic, mq.queue_id)
         except GatewayError:
