@@ -2,7 +2,10 @@
 
 * ``--stdio``: JSON Lines on stdin/stdout (Maelstrom-like; used by the crash tests);
 * ``--http [HOST:]PORT``: the OpenAPI front (loopback unless a host is given; port 0 picks a free port
-  and the line ``mqtck broker: serving http://HOST:PORT`` tells which).
+  and the line ``mqtck broker: serving http://HOST:PORT`` tells which);
+* ``--remoting [HOST:]PORT``: the RocketMQ 4.x remoting protocol (name server on PORT, broker on
+  ``--broker-port``, ephemeral by default) for the official clients; the line
+  ``mqtck broker: serving remoting://HOST:PORT`` names the name server (docs/remoting.md).
 
 ``--sim-clock`` runs the broker on simulated time that moves only through ``POST /admin/clock/advance``:
 the conformance suite then gets clock control over HTTP and runs as deterministically as in-process.
@@ -13,8 +16,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conformance.cli import UsageError
+
+if TYPE_CHECKING:
+    from reference.broker.broker import Broker
+    from reference.broker.config import BrokerConfig
+    from reference.clock import Clock
+    from reference.store.config import MessageStoreConfig
+    from reference.trace import Trace
 
 LOOPBACK = "127.0.0.1"
 
@@ -24,6 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     transport = p.add_mutually_exclusive_group()
     transport.add_argument("--stdio", action="store_true", help="JSON Lines requests on stdin, responses on stdout")
     transport.add_argument("--http", metavar="[HOST:]PORT", default=None, help="serve the OpenAPI front")
+    transport.add_argument("--remoting", metavar="[HOST:]PORT", default=None,
+                           help="serve the RocketMQ remoting protocol: name server on PORT, broker on --broker-port")
+    p.add_argument("--broker-port", type=int, default=0, help="--remoting: the broker's port (default: ephemeral)")
+    p.add_argument("--file-reserved-hours", type=int, default=None,
+                   help="hours a commit-log segment is kept (fileReservedTime; 0 lets retention delete at once)")
     p.add_argument("--data-dir", required=True, help="store directory (created if missing; recovered if not)")
     p.add_argument("--trace", default=None, help="record a trace here (*.jsonl, *.jsonl.gz or a Parquet dir)")
     p.add_argument("--segment-bytes", type=int, default=None, help="commit-log segment size")
@@ -34,15 +50,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def parse_http_address(text: str) -> tuple[str, int]:
+def parse_http_address(text: str, option: str = "--http") -> tuple[str, int]:
     host, sep, port_text = text.rpartition(":")
     host = host if sep else LOOPBACK
     try:
         port = int(port_text)
     except ValueError:
-        raise UsageError(f"--http expects [HOST:]PORT, got {text!r}") from None
+        raise UsageError(f"{option} expects [HOST:]PORT, got {text!r}") from None
     if not 0 <= port <= 65535:
-        raise UsageError(f"--http port must be in [0, 65535], got {port}")
+        raise UsageError(f"{option} port must be in [0, 65535], got {port}")
     return host or LOOPBACK, port
 
 
@@ -53,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
     from reference.store.config import MessageStoreConfig
     from reference.trace import Trace, sink_for
 
-    if not args.stdio and args.http is None:
-        raise UsageError("choose a transport: --stdio or --http [HOST:]PORT")
+    if not args.stdio and args.http is None and args.remoting is None:
+        raise UsageError("choose a transport: --stdio, --http [HOST:]PORT or --remoting [HOST:]PORT")
     if args.sim_clock and not args.http:
         raise UsageError("--sim-clock needs --http (time is advanced through POST /admin/clock/advance)")
     address = parse_http_address(args.http) if args.http is not None else None
@@ -66,9 +82,15 @@ def run(args: argparse.Namespace) -> int:
         if args.segment_bytes < 4096:
             raise UsageError("--segment-bytes must be >= 4096")
         store_config.commit_log_segment_bytes = args.segment_bytes
+    if args.file_reserved_hours is not None:
+        if args.file_reserved_hours < 0:
+            raise UsageError("--file-reserved-hours must be >= 0")
+        store_config.file_reserved_time_hours = args.file_reserved_hours
     clock = SimClock() if args.sim_clock else RealClock()
     config = BrokerConfig(long_polling_enable=not args.short_polling)
     trace = Trace(sink_for(args.trace), run=f"broker-{data_dir.name}", clock=clock) if args.trace else None
+    if args.remoting is not None:
+        return _run_remoting(args, data_dir, clock, config, store_config, trace)
     broker = Broker(data_dir, clock, config=config, store_config=store_config, trace=trace)
     try:
         if address is not None:
@@ -79,6 +101,32 @@ def run(args: argparse.Namespace) -> int:
             from reference.net.stdio import serve_stdio
 
             asyncio.run(serve_stdio(broker))
+    finally:
+        if trace is not None:
+            trace.end()
+    return 0
+
+
+def _run_remoting(
+    args: argparse.Namespace, data_dir: Path, clock: Clock, config: BrokerConfig, store_config: MessageStoreConfig,
+    trace: Trace | None,
+) -> int:
+    """The broker is built once its port is bound: its address is every record's STOREHOST."""
+    import dataclasses
+
+    from reference.broker.broker import Broker
+    from reference.net.remoting.server import serve_remoting
+
+    host, port = parse_http_address(args.remoting, "--remoting")
+    if not 0 <= args.broker_port <= 65535:
+        raise UsageError(f"--broker-port must be in [0, 65535], got {args.broker_port}")
+
+    def make_broker(store_host: tuple[str, int]) -> Broker:
+        return Broker(data_dir, clock, config=config, store_config=dataclasses.replace(store_config,
+                      store_host=store_host), trace=trace)
+
+    try:
+        serve_remoting(make_broker, host, port, args.broker_port)
     finally:
         if trace is not None:
             trace.end()

@@ -1,0 +1,158 @@
+"""RemotingCommand: one request or response of the RocketMQ remoting protocol (protocols/rocketmq-remoting.md §2).
+
+The header travels as JSON. Two rules of the wire shape this module (§2):
+
+* request ``extFields`` arrive with mixed JSON types (numbers and strings), so decoding turns every value
+  into its string form and handlers coerce (``int(str(v))``);
+* response ``extFields`` must be JSON *strings*, because the C++ client reads a field only when it is a
+  string and silently takes 0 otherwise. :class:`RemotingCommand` therefore holds ``dict[str, str]`` only,
+  and :meth:`RemotingCommand.header_json` writes exactly that.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+#: flag bit 0: the frame is a response (the client matches it to its request by ``opaque``).
+RESPONSE_FLAG = 0x1
+#: flag bit 1: the sender expects no reply.
+ONEWAY_FLAG = 0x2
+#: What this server writes in ``language``/``version``: a Java 4.x broker's values (the client ignores them).
+SERVER_LANGUAGE = "JAVA"
+SERVER_VERSION = 401
+
+
+class RequestCode(enum.IntEnum):
+    """Request codes (RocketMQ's RequestCode). Client to server unless noted."""
+
+    SEND_MESSAGE = 10
+    PULL_MESSAGE = 11
+    QUERY_CONSUMER_OFFSET = 14
+    UPDATE_CONSUMER_OFFSET = 15
+    SEARCH_OFFSET_BY_TIMESTAMP = 29
+    GET_MAX_OFFSET = 30
+    GET_MIN_OFFSET = 31
+    GET_EARLIEST_MSG_STORETIME = 32
+    HEART_BEAT = 34
+    UNREGISTER_CLIENT = 35
+    CONSUMER_SEND_MSG_BACK = 36
+    END_TRANSACTION = 37
+    GET_CONSUMER_LIST_BY_GROUP = 38
+    #: server to client
+    CHECK_TRANSACTION_STATE = 39
+    #: server to client, oneway: "rebalance now"
+    NOTIFY_CONSUMER_IDS_CHANGED = 40
+    LOCK_BATCH_MQ = 41
+    UNLOCK_BATCH_MQ = 42
+    #: name server
+    GET_ROUTEINFO_BY_TOPIC = 105
+    SEND_MESSAGE_V2 = 310
+    SEND_BATCH_MESSAGE = 320
+
+
+class ResponseCode(enum.IntEnum):
+    """Response codes (RocketMQ's ResponseCode / RemotingSysResponseCode); same numbers as
+    :class:`reference.broker.protocol.ResponseCode`, plus the ones only the wire needs."""
+
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    SYSTEM_BUSY = 2
+    REQUEST_CODE_NOT_SUPPORTED = 3
+    FLUSH_DISK_TIMEOUT = 10
+    SLAVE_NOT_AVAILABLE = 11
+    FLUSH_SLAVE_TIMEOUT = 12
+    MESSAGE_ILLEGAL = 13
+    SERVICE_NOT_AVAILABLE = 14
+    NO_PERMISSION = 16
+    TOPIC_NOT_EXIST = 17
+    PULL_NOT_FOUND = 19
+    PULL_RETRY_IMMEDIATELY = 20
+    PULL_OFFSET_MOVED = 21
+    QUERY_NOT_FOUND = 22
+    SUBSCRIPTION_PARSE_FAILED = 23
+    SUBSCRIPTION_NOT_EXIST = 24
+    SUBSCRIPTION_NOT_LATEST = 25
+    SUBSCRIPTION_GROUP_NOT_EXIST = 26
+    CONSUMER_NOT_ONLINE = 206
+    INVALID_PARAMETER = 215
+
+
+def _ext_value(value: Any) -> str:
+    """The string form of one request extFields value, whatever JSON type the sender used (§2)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"))
+
+
+@dataclass
+class RemotingCommand:
+    """One frame's header and body. ``ext_fields`` values are always strings (see the module doc)."""
+
+    code: int
+    opaque: int = 0
+    flag: int = 0
+    language: str = SERVER_LANGUAGE
+    version: int = SERVER_VERSION
+    remark: str | None = None
+    ext_fields: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RESPONSE_FLAG)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & ONEWAY_FLAG)
+
+    def make_response(
+        self, code: int = ResponseCode.SUCCESS, remark: str | None = None,
+        ext_fields: dict[str, Any] | None = None, body: bytes = b"",
+    ) -> RemotingCommand:
+        """The response to this request: same ``opaque``, the RESPONSE bit, values stringified."""
+        return RemotingCommand(
+            code=int(code), opaque=self.opaque, flag=RESPONSE_FLAG, remark=remark,
+            ext_fields={k: _ext_value(v) for k, v in (ext_fields or {}).items()}, body=body,
+        )
+
+    def header_dict(self) -> dict[str, Any]:
+        header: dict[str, Any] = {
+            "code": self.code, "language": self.language, "version": self.version, "opaque": self.opaque,
+            "flag": self.flag, "serializeTypeCurrentRPC": "JSON",
+        }
+        if self.remark is not None:
+            header["remark"] = self.remark
+        if self.ext_fields:
+            header["extFields"] = {k: _ext_value(v) for k, v in self.ext_fields.items()}
+        return header
+
+    def header_json(self) -> bytes:
+        return json.dumps(self.header_dict(), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    @classmethod
+    def from_header(cls, header: Any, body: bytes) -> RemotingCommand:
+        """Build from a decoded JSON header; ValueError names what is wrong with it."""
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+        code, opaque, flag = header.get("code"), header.get("opaque", 0), header.get("flag", 0)
+        for name, value in (("code", code), ("opaque", opaque), ("flag", flag)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"header field {name!r} must be an integer, got {value!r}")
+        ext = header.get("extFields") or {}
+        if not isinstance(ext, dict):
+            raise ValueError("header field 'extFields' must be an object")
+        remark = header.get("remark")
+        version = header.get("version", 0)
+        return cls(
+            code=code, opaque=opaque, flag=flag, language=str(header.get("language", "")),
+            version=version if isinstance(version, int) and not isinstance(version, bool) else 0,
+            remark=remark if isinstance(remark, str) else None,
+            ext_fields={str(k): _ext_value(v) for k, v in ext.items() if v is not None}, body=body,
+        )

@@ -1,0 +1,105 @@
+"""Helpers for the interop tests: the broker as a subprocess, blocking admin requests over the codec, and
+polling with generous deadlines (the real client's timers are real; nothing here asserts on timing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from reference.net.remoting.command import RemotingCommand
+from reference.net.remoting.frame import FrameDecoder, encode_frame
+
+START_TIMEOUT_S = 30.0
+ADDRESS_LINE = re.compile(r"mqtck broker: serving remoting://([\d.]+):(\d+)")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 60.0, step_s: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(step_s)
+
+
+class BrokerProcess:
+    """``mqtck broker --remoting 127.0.0.1:0`` recording ``traces/<name>.jsonl``; a crash of a client
+    cannot take it down, and a crash of it cannot take the test process down."""
+
+    def __init__(self, workdir: Path, traces: Path, name: str, *extra: str) -> None:
+        self.name = name
+        self.trace = traces / f"{name}.jsonl"
+        self._stderr = (workdir / f"{name}.stderr").open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "conformance.cli", "broker", "--remoting", "127.0.0.1:0",
+             "--data-dir", str(workdir / name), "--trace", str(self.trace), *extra],
+            stdout=subprocess.PIPE, stderr=self._stderr, text=True, cwd=ROOT,
+        )
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(START_TIMEOUT_S)
+        match = ADDRESS_LINE.search(line[0]) if line else None
+        if match is None:
+            self.stop()
+            raise RuntimeError(f"broker {name} did not start: {line!r}")
+        self.namesrv = f"{match.group(1)}:{match.group(2)}"
+        route = self.request(self.namesrv, 105, {"topic": "TBW102"})
+        host, port = json.loads(route.body)["brokerDatas"][0]["brokerAddrs"]["0"].split(":")
+        self.broker_addr = (host, int(port))
+
+    @staticmethod
+    def request(addr: str | tuple[str, int], code: int, ext: dict[str, Any] | None = None,
+                body: bytes = b"") -> RemotingCommand:
+        if isinstance(addr, str):
+            host, port = addr.rsplit(":", 1)
+            addr = (host, int(port))
+        with socket.create_connection(addr, timeout=10) as sock:
+            sock.sendall(encode_frame(RemotingCommand(code, opaque=1, language="PYTHON",
+                                                      ext_fields={k: str(v) for k, v in (ext or {}).items()},
+                                                      body=body)))
+            decoder = FrameDecoder()
+            while True:
+                data = sock.recv(65536)
+                if not data:
+                    raise ConnectionError("closed")
+                for cmd in decoder.feed(data):
+                    if cmd.is_response:
+                        return cmd
+
+    def broker(self, code: int, ext: dict[str, Any] | None = None, body: bytes = b"") -> RemotingCommand:
+        return self.request(self.broker_addr, code, ext, body)
+
+    def consumer_ids(self, group: str) -> list[str]:
+        r = self.broker(38, {"consumerGroup": group})
+        return json.loads(r.body)["consumerIdList"] if r.code == 0 else []
+
+    def stop(self) -> None:
+        """SIGTERM (the trace is closed on the way out), then kill if it hangs."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._stderr.close()
+
+    def rows(self) -> list[dict[str, Any]]:
+        with self.trace.open(encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+
+
+def home_for_client(path: Path) -> None:
+    """The C++ client writes logs and broadcasting offsets under $HOME: keep them in the test's tmp dir."""
+    os.environ["HOME"] = str(path)
