@@ -16,6 +16,7 @@ from reference.store.mapped_file import MappedFileQueue
 from reference.store.message import StoredMessage, store_host_bytes
 from reference.store.record import (
     END_MARKER_BYTES,
+    MESSAGE_MAGIC,
     RecordHeader,
     check_record,
     header_topic,
@@ -114,6 +115,21 @@ class CommitLog:
             return None
         seg = segments[offset // self.segment_bytes - segments[0].start // self.segment_bytes]
         return read_record(seg.mm, offset - seg.start)
+
+    def look_message_by_offset(self, offset: int) -> StoredMessage | None:
+        """The intact message record that starts exactly at ``offset``, or None (RocketMQ's
+        lookMessageByOffset). Unlike :meth:`read`, the size is not known, so the record is checked
+        first: callers pass offsets a client sent (CONSUMER_SEND_MSG_BACK names a message only so)."""
+        if offset < 0:
+            return None
+        seg = self.files.find(offset)
+        if seg is None:
+            return None
+        pos = offset - seg.start
+        length, header = check_record(seg.mm, pos, seg.size, offset)
+        if header is None or length == 0 or header.magic != MESSAGE_MAGIC:
+            return None
+        return read_record(seg.mm, pos)
 
     def store_timestamp(self, offset: int) -> int:
         """Store time of the record at ``offset`` (which must be present)."""

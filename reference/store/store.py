@@ -341,6 +341,10 @@ class MessageStore:
                 or count > config.max_transfer_count_on_message_in_memory - 1)
 
     # -- queries -------------------------------------------------------------------------------
+    def look_message_by_offset(self, commit_log_offset: int) -> StoredMessage | None:
+        """The message stored at ``commit_log_offset``, or None if no intact record starts there."""
+        return self._commit_log.look_message_by_offset(commit_log_offset)
+
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
         cq = self._queues.get((topic, queue_id))
         return cq.min_offset if cq is not None else 0

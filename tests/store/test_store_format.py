@@ -125,3 +125,18 @@ def test_records_never_span_segments(make_store) -> None:
         assert start // segment == (start + size + END_MARKER_BYTES - 1) // segment
         got = store.get_message("g", "T", result.queue_id, result.queue_offset, 1, None).messages
         assert got[0].body == body and got[0].commit_log_offset == start and got[0].size == size
+
+
+@pytest.mark.req("REMOTING-10")
+def test_look_message_by_offset_finds_only_intact_records_starting_there(make_store) -> None:
+    """CONSUMER_SEND_MSG_BACK names a message by any number a client sends: only a record's first byte finds it."""
+    store = make_store()
+    store.create_topic("T", 1)
+    results = [store.put_message(Message("T", f"m{i}".encode(), 0, tags="a")) for i in range(3)]
+    for i, result in enumerate(results):
+        found = store.look_message_by_offset(result.commit_log_offset)
+        assert found is not None and found.body == f"m{i}".encode() and found.queue_offset == i
+    assert store.look_message_by_offset(results[1].commit_log_offset + 1) is None
+    assert store.look_message_by_offset(-1) is None
+    assert store.look_message_by_offset(store.get_commit_log_max_offset()) is None
+    assert store.look_message_by_offset(10**15) is None

@@ -27,7 +27,6 @@ from reference.net.remoting import admin
 from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode
 from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.lock_manager import RebalanceLockManager
-from reference.net.remoting.lookup import message_at_commit_log_offset
 from reference.net.remoting.message_codec import (
     PROPERTY_KEYS,
     PROPERTY_TAGS,
@@ -227,7 +226,7 @@ class BrokerRequestHandlers:
     def consumer_send_msg_back(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
         group = field_str(cmd, "group")
         offset = field_int(cmd, "offset")
-        message = message_at_commit_log_offset(self.broker.store, offset)
+        message = self.broker.store.look_message_by_offset(offset)
         if message is None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}")
         self.broker.send_back(
