@@ -15,4 +15,5 @@ BENCHES: dict[str, str] = {
     "strategy": "conformance.bench.strategy",
     "conform": "conformance.bench.conform",
     "sim": "conformance.bench.sim",
+    "remoting": "conformance.bench.remoting",
 }

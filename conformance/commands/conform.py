@@ -29,7 +29,8 @@ SUITE_DIR = Path(__file__).resolve().parents[1] / "suite"
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("conform", help="run the conformance suite against a target; write reports")
     p.add_argument("--target", default="reference",
-                   help="reference (default), mutant:NAME, or http://HOST:PORT (a server of the HTTP front's API)")
+                   help="reference (default), mutant:NAME, http://HOST:PORT (a server of the HTTP front's API) or "
+                        "remoting://HOST:PORT (a RocketMQ-protocol broker's name server)")
     p.add_argument("--report-dir", default="reports", help="where runs are written (default: reports)")
     p.add_argument("--junit", default=None, help="also write the JUnit XML here (for CI upload)")
     p.add_argument("--only", nargs="+", default=None, metavar="ID", help="run only tests of these requirement IDs")
@@ -38,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mutants", nargs="*", default=None, metavar="NAME",
                    help="also run the suite against seeded faults (all when no NAME) and report the kill rate; "
                         "reference target only")
+    from conformance.client_check.command import add_arguments as add_client_arguments
+
+    add_client_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -83,6 +87,10 @@ def _mutant_names(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.client is not None:
+        from conformance.client_check.command import run as run_client_check
+
+        return run_client_check(args)
     capabilities = check_target(args.target)
     if args.workers < 1:
         raise UsageError("-n/--workers must be >= 1")

@@ -5,7 +5,8 @@ reported *not applicable* (pytest skip with reason ``not applicable: needs <capa
 passed. ``open_target("reference")`` gives the in-process reference on simulated time;
 ``mutant:NAME`` the reference with one seeded fault (``conformance.mutants``);
 ``http://host:port`` whatever serves the HTTP front's API (``conformance.targets.http``), with the
-capabilities its ``GET /capabilities`` declares.
+capabilities its ``GET /capabilities`` declares; ``remoting://host:port`` any RocketMQ-protocol broker
+reached through the name server at that address (``conformance.targets.remoting``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ CAPABILITIES = frozenset(
         "pop", "flow_permits",
         # The target runs reference.sim scenarios with its consumer client and returns the trace rows.
         "client_simulation",
+        # Judged by `mqtck conform --client` from the reference broker's trace, not through a target.
+        "client_under_test",
     }
 )
 
@@ -190,7 +193,15 @@ def parse_target(text: str) -> TargetSpec:
         if not rest.strip("/"):
             raise ValueError(f"target {text!r} names no host: expected http://HOST:PORT")
         return TargetSpec("http", text.rstrip("/"))
-    raise ValueError(f"unknown target {text!r}: expected 'reference', 'mutant:NAME' or 'http://HOST:PORT'")
+    if text.startswith("remoting://"):
+        address = text.split("://", 1)[1].rstrip("/")
+        host, sep, port = address.rpartition(":")
+        if not (host and sep and port.isdigit()):
+            raise ValueError(f"target {text!r}: expected remoting://HOST:PORT (the name server's address)")
+        return TargetSpec("remoting", address)
+    raise ValueError(
+        f"unknown target {text!r}: expected 'reference', 'mutant:NAME', 'http://HOST:PORT' or 'remoting://HOST:PORT'"
+    )
 
 
 _probed: dict[str, frozenset[str]] = {}
@@ -206,6 +217,14 @@ def target_capabilities(text: str) -> frozenset[str]:
 
             declared = frozenset(probe(spec.arg)["capabilities"])
             _probed[spec.arg] = declared & CAPABILITIES
+        return _probed[spec.arg]
+    if spec.kind == "remoting":
+        if spec.arg not in _probed:
+            from conformance.targets.remoting import CAPABILITIES as REMOTING
+            from conformance.targets.remoting import discover_broker
+
+            discover_broker(spec.arg)  # UnreachableTarget if the name server does not answer
+            _probed[spec.arg] = REMOTING
         return _probed[spec.arg]
     from conformance.targets.reference import ReferenceTarget
 
@@ -223,6 +242,10 @@ def open_target(text: str, workdir: str) -> Target:
         from conformance.targets.http import HttpTarget
 
         return HttpTarget(spec.arg, target_capabilities(text))
+    if spec.kind == "remoting":
+        from conformance.targets.remoting import RemotingTarget
+
+        return RemotingTarget(spec.arg, name=text)
     from conformance.mutants import CATALOGUE
 
     return ReferenceTarget(workdir, mutant=CATALOGUE[spec.arg], name=text)

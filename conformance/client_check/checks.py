@@ -1,0 +1,228 @@
+"""One checker per client requirement, judged from the broker's trace rows of one scenario run.
+
+The broker sees a client only through its requests, so each checker states the observable part of a seed
+rule (the requirement sentences in conformance/spec/requirements.toml, family CCLIENT). Rows are the
+broker's own (one source), so their ``seq`` orders them exactly. A checker returns :class:`Finding`:
+``pass``, ``fail`` (with the first violations) or ``not-applicable`` when the run gave no evidence either way
+(for instance the client never got a PULL_OFFSET_MOVED), so an idle client never passes by default.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Seed 001 (DefaultMQPushConsumer): pullThresholdForQueue. A push consumer pulls no more for a queue
+#: whose ProcessQueue caches more than this many messages.
+PULL_THRESHOLD_FOR_QUEUE = 1000
+#: Seed 001: pullBatchSize. The flow-control tolerance is one batch above the threshold: the client checks
+#: the cached count *before* a pull, so a pull sent at exactly the threshold may add one more batch.
+PULL_BATCH_SIZE = 32
+#: Seed 001 / REBAL-1: rebalanceInterval (20 s). A client that missed the membership notification
+#: still rebalances within one interval, so pulls of a revoked queue are tolerated that long after the join.
+REBALANCE_INTERVAL_S = 20.0
+#: Slack added to the rebalance interval: process scheduling and the in-flight pull's answer.
+REBALANCE_SLACK_S = 2.0
+#: How soon after PULL_NOT_FOUND the next pull of the queue must come. Seeds (CLIENT-3): "pull again at
+#: once"; the tolerance covers process scheduling of a client under test on a loaded machine.
+REPULL_WITHIN_S = 5.0
+#: Most violations quoted in a failure message.
+MAX_QUOTED = 5
+
+
+@dataclass
+class Context:
+    """What a checker needs to know about the scenario besides the rows."""
+
+    group: str
+    topic: str
+    #: Client ids of the client under test (from its SUBSCRIBE rows).
+    subject_ids: frozenset[str]
+    #: The last row ``seq`` before the harness asked the client to stop, and that row's time (µs).
+    end_ts_us: int
+    #: Offsets the harness committed before the client started: (topic, queue) -> offset.
+    preset_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: Rebalance scenario: when the harness's extra member joined (µs) and the queues it took from the client.
+    join_ts_us: int | None = None
+    revoked: frozenset[tuple[str, int]] = frozenset()
+    rebalance_grace_s: float = REBALANCE_INTERVAL_S + REBALANCE_SLACK_S
+    repull_within_s: float = REPULL_WITHIN_S
+    pull_threshold: int = PULL_THRESHOLD_FOR_QUEUE
+
+
+@dataclass
+class Finding:
+    status: str  # "pass", "fail" or "not-applicable"
+    message: str
+    observations: dict[str, Any] = field(default_factory=dict)
+
+
+def _code(row: dict[str, Any]) -> str:
+    detail = row.get("detail")
+    if isinstance(detail, str):
+        try:
+            detail = json.loads(detail)
+        except ValueError:
+            detail = None
+    return str((detail or {}).get("code", ""))
+
+
+def _mine(rows: list[dict[str, Any]], ctx: Context, event: str) -> list[dict[str, Any]]:
+    return [r for r in rows if r["event"] == event and r.get("group") == ctx.group
+            and r.get("client_id") in ctx.subject_ids]
+
+
+def _queue(row: dict[str, Any]) -> tuple[str, int]:
+    return str(row.get("topic")), int(row.get("queue_id", -1))
+
+
+def _verdict(violations: list[str], evidence: int, what: str, none_reason: str,
+             observations: dict[str, Any] | None = None) -> Finding:
+    if violations:
+        quoted = "; ".join(violations[:MAX_QUOTED])
+        more = f" (and {len(violations) - MAX_QUOTED} more)" if len(violations) > MAX_QUOTED else ""
+        return Finding("fail", f"{len(violations)} violation(s) in {evidence} {what}: {quoted}{more}",
+                       observations or {})
+    if evidence == 0:
+        return Finding("not-applicable", none_reason, observations or {})
+    return Finding("pass", f"{evidence} {what} checked", observations or {})
+
+
+def next_offset_after_moved(rows: list[dict[str, Any]], ctx: Context) -> Finding:
+    """CCLIENT-1: the first pull of a queue after PULL_OFFSET_MOVED asks for the nextBeginOffset it was given."""
+    violations, evidence = [], 0
+    moved: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: r["seq"]):
+        if row.get("group") != ctx.group or row.get("client_id") not in ctx.subject_ids:
+            continue
+        q = _queue(row)
+        if row["event"] == "PULL_RESP" and _code(row) == "PULL_OFFSET_MOVED":
+            moved[q] = row
+        elif row["event"] == "PULL_REQ" and q in moved:
+            resp = moved.pop(q)
+            evidence += 1
+            if row["offset"] != resp["next_offset"]:
+                violations.append(f"{q[0]}:{q[1]} moved from {resp['offset']} to {resp['next_offset']}, "
+                                  f"next pull at {row['offset']}")
+    return _verdict(violations, evidence, "pulls after PULL_OFFSET_MOVED",
+                    "the client never pulled a queue again after a PULL_OFFSET_MOVED")
+
+
+def repull_after_not_found(rows: list[dict[str, Any]], ctx: Context) -> Finding:
+    """CCLIENT-2: after PULL_NOT_FOUND the client pulls the queue again soon, from the nextBeginOffset given."""
+    ordered = sorted(rows, key=lambda r: r["seq"])
+    window_us = int(ctx.repull_within_s * 1_000_000)
+    violations, evidence = [], 0
+    for i, resp in enumerate(ordered):
+        if resp["event"] != "PULL_RESP" or _code(resp) != "PULL_NOT_FOUND" or resp.get("group") != ctx.group:
+            continue
+        if resp.get("client_id") not in ctx.subject_ids or resp["ts"] + window_us > ctx.end_ts_us:
+            continue
+        q = _queue(resp)
+        if q in ctx.revoked and ctx.join_ts_us is not None and resp["ts"] >= ctx.join_ts_us:
+            continue
+        evidence += 1
+        nxt = next((r for r in ordered[i + 1:] if r["event"] == "PULL_REQ" and r.get("client_id") == resp["client_id"]
+                    and _queue(r) == q), None)
+        if nxt is None or nxt["ts"] - resp["ts"] > window_us:
+            violations.append(f"{q[0]}:{q[1]} not pulled within {ctx.repull_within_s} s of PULL_NOT_FOUND at "
+                              f"offset {resp['offset']}")
+        elif nxt["offset"] != resp["next_offset"]:
+            violations.append(f"{q[0]}:{q[1]} PULL_NOT_FOUND gave {resp['next_offset']}, next pull at {nxt['offset']}")
+    return _verdict(violations, evidence, "PULL_NOT_FOUND answers",
+                    "the client never got a PULL_NOT_FOUND early enough in the run to judge its next pull")
+
+
+def commits_within_delivered(rows: list[dict[str, Any]], ctx: Context) -> Finding:
+    """CCLIENT-3: no commit passes the highest offset the broker handed the group for that queue.
+
+    The bound per queue starts at the offset the harness preset, rises with every answer's nextBeginOffset
+    (messages delivered, or an offset the broker named), and is reset by PULL_OFFSET_MOVED (the old offset
+    is no longer valid).
+    """
+    bound: dict[tuple[str, int], int] = dict(ctx.preset_offsets)
+    violations, evidence = [], 0
+    for row in sorted(rows, key=lambda r: r["seq"]):
+        if row.get("group") != ctx.group:
+            continue
+        q = _queue(row)
+        if row["event"] == "PULL_RESP":
+            if _code(row) == "PULL_OFFSET_MOVED":
+                bound[q] = row["next_offset"]
+            else:
+                bound[q] = max(bound.get(q, 0), row["next_offset"])
+        elif row["event"] == "COMMIT" and row.get("client_id") in ctx.subject_ids:
+            evidence += 1
+            if row["offset"] > bound.get(q, 0):
+                violations.append(f"{q[0]}:{q[1]} committed {row['offset']} but was handed only up to "
+                                  f"{bound.get(q, 0)}")
+    return _verdict(violations, evidence, "commits", "the client committed no offset")
+
+
+def no_pull_of_revoked_queues(rows: list[dict[str, Any]], ctx: Context) -> Finding:
+    """CCLIENT-4: once the grace after a rebalance has passed, the client sends no pull of a queue it lost."""
+    if ctx.join_ts_us is None or not ctx.revoked:
+        return Finding("not-applicable", "no rebalance took a queue from the client in this scenario")
+    deadline = ctx.join_ts_us + int(ctx.rebalance_grace_s * 1_000_000)
+    if ctx.end_ts_us <= deadline:
+        return Finding("not-applicable", f"the run ended before the rebalance grace ({ctx.rebalance_grace_s} s) passed")
+    pulls = _mine(rows, ctx, "PULL_REQ")
+    owned_before = {_queue(r) for r in pulls if r["ts"] < ctx.join_ts_us} & ctx.revoked
+    if not owned_before:
+        return Finding("not-applicable", "the client pulled none of the revoked queues before the rebalance")
+    late = [r for r in pulls if _queue(r) in ctx.revoked and deadline < r["ts"] <= ctx.end_ts_us]
+    violations = [f"{r['topic']}:{r['queue_id']} pulled at offset {r['offset']}, "
+                  f"{(r['ts'] - ctx.join_ts_us) / 1e6:.1f} s after it was revoked" for r in late]
+    evidence = len(owned_before)
+    revoked = sorted(f"{t}:{q}" for t, q in owned_before)
+    return _verdict(violations, evidence, "revoked queues", "", {"revoked": revoked})
+
+
+def flow_control_threshold(rows: list[dict[str, Any]], ctx: Context) -> Finding:
+    """CCLIENT-5: a pull asks for offset o only while o - (the client's consume offset) <= threshold + one batch.
+
+    The consume offset is the commit piggybacked on that pull (the broker records it right after the
+    PULL_REQ), or the latest commit before it. It is a lower bound of the client's progress, so ``o - c`` is
+    an upper bound of what the client holds delivered but unconsumed.
+    """
+    ordered = sorted(rows, key=lambda r: r["seq"])
+    committed: dict[tuple[str, int], int] = dict(ctx.preset_offsets)
+    limit = ctx.pull_threshold + PULL_BATCH_SIZE
+    violations, evidence, worst = [], 0, 0
+    for i, row in enumerate(ordered):
+        if row.get("group") != ctx.group:
+            continue
+        q = _queue(row)
+        if row["event"] == "COMMIT":
+            committed[q] = row["offset"]
+        elif row["event"] == "PULL_REQ" and row.get("client_id") in ctx.subject_ids:
+            after = ordered[i + 1] if i + 1 < len(ordered) else None
+            c = committed.get(q)
+            if after is not None and after["event"] == "COMMIT" and _queue(after) == q \
+                    and after.get("client_id") == row["client_id"]:
+                c = after["offset"]
+            if c is None:
+                continue
+            evidence += 1
+            backlog = row["offset"] - c
+            worst = max(worst, backlog)
+            if backlog > limit:
+                violations.append(f"{q[0]}:{q[1]} pulled at {row['offset']} with consume offset {c} "
+                                  f"({backlog} > {limit})")
+    obs = {"max_backlog": worst, "limit": limit}
+    if not violations and worst < ctx.pull_threshold // 2:
+        return Finding("not-applicable", f"the client's backlog never reached half the threshold (max {worst}): "
+                       "the scenario did not load it", obs)
+    return _verdict(violations, evidence, "pulls", "no pull with a known consume offset", obs)
+
+
+#: Requirement id -> checker.
+CHECKS: dict[str, Callable[[list[dict[str, Any]], Context], Finding]] = {
+    "CCLIENT-1": next_offset_after_moved,
+    "CCLIENT-2": repull_after_not_found,
+    "CCLIENT-3": commits_within_delivered,
+    "CCLIENT-4": no_pull_of_revoked_queues,
+    "CCLIENT-5": flow_control_threshold,
+}

@@ -1,0 +1,79 @@
+"""``mqtck conform --client CMD``: run the client check and write the reports a target run writes.
+
+Same files (``<report-dir>/<run>/{summary.json,junit.xml,report.html}``, ``latest`` link) and exit codes
+(0 when every applicable MUST passed, 1 otherwise, 2 for a usage error), restricted to the CCLIENT family:
+the other requirements are about brokers and are not judged here. The run directory also keeps the broker's
+trace (``trace.jsonl``, for ``mqtck audit``) and the client's output per scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from conformance import report
+from conformance.cli import UsageError
+from conformance.client_check.harness import Options, run_client_check
+from conformance.client_check.scenarios import SCENARIOS
+
+#: The requirement family this check judges.
+FAMILY_PREFIX = "CCLIENT-"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--client", default=None, metavar="CMD",
+                   help="check a client program instead of a target: CMD (a shell command) is run against the "
+                        "reference remoting broker in each scenario (docs/client-conformance.md)")
+    p.add_argument("--client-scenarios", nargs="+", default=None, metavar="NAME",
+                   help=f"--client: run only these scenarios ({', '.join(SCENARIOS)})")
+    p.add_argument("--client-duration-s", type=float, default=None,
+                   help="--client: run the client this long in every scenario (default: each scenario's own)")
+    p.add_argument("--rebalance-grace-s", type=float, default=None,
+                   help="--client: pulls of a revoked queue are allowed this long after the rebalance "
+                        "(default: the seeds' rebalance interval, 20 s, + 2 s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    scenarios = tuple(args.client_scenarios or SCENARIOS)
+    unknown = [s for s in scenarios if s not in SCENARIOS]
+    if unknown:
+        raise UsageError(f"--client-scenarios: unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
+    if args.client_duration_s is not None and args.client_duration_s <= 0:
+        raise UsageError("--client-duration-s must be > 0")
+    options = Options(args.client, scenarios, args.client_duration_s)
+    if args.rebalance_grace_s is not None:
+        options.rebalance_grace_s = args.rebalance_grace_s
+    report_dir = Path(args.report_dir)
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", args.client)[:60].strip("-")
+    run_dir = report_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-client-{slug}"
+    console = Console(stderr=True)
+    started = time.monotonic()
+    results = run_client_check(
+        options, run_dir, None if args.json else lambda name: console.print(f"client check: scenario {name}"),
+    )
+    vs = [v for v in report.verdicts(results) if v.id.startswith(FAMILY_PREFIX)]
+    doc = report.summary(f"client: {args.client}", [], vs, results, {
+        "duration_s": round(time.monotonic() - started, 3), "run": run_dir.name, "scenarios": list(scenarios),
+    })
+    report.write_all(run_dir, doc, vs, Path(args.junit) if args.junit else None)
+    latest = report_dir / "latest"
+    if latest.is_symlink() or latest.exists():
+        latest.unlink()
+    os.symlink(run_dir.name, latest)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        out = Console()
+        for v in vs:
+            colour = {"pass": "green", "fail": "red"}.get(v.status, "yellow")
+            out.print(f"[{colour}]{v.status.upper():>14}[/{colour}] {v.id} ({v.level}): {v.sentence}")
+            for t in v.tests:
+                out.print(f"{'':16}{t['nodeid']}: {t['summary']}")
+        out.print(f"verdict: [bold]{doc['verdict'].upper()}[/bold] in {doc['duration_s']} s — reports in {run_dir}")
+    return report.exit_code(vs)

@@ -1,0 +1,1 @@
+"""Client programs for ``mqtck conform --client``: each reads the MQTCK_* environment (docs/client-conformance.md)."""

@@ -1,0 +1,52 @@
+"""Client-conformance subject: a PushConsumer of the official C++ client (PyPI ``rocketmq==0.4.4``,
+rocketmq-client-cpp 1.2.3), clustering, subscribed to MQTCK_TOPIC with ``*``.
+
+Run by ``mqtck conform --client "python -m conformance.client_check.subjects.rocketmq_cpp_push"``. The
+listener sleeps MQTCK_CONSUME_DELAY_MS per message and returns CONSUME_SUCCESS; the consumer runs
+MQTCK_DURATION_S or until SIGTERM, then shuts down (which persists its offsets and unregisters). Nothing in
+it is tuned: the point is to observe the library's own behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+
+def main() -> int:
+    try:
+        from rocketmq.client import PushConsumer
+    except ImportError:
+        print("rocketmq_cpp_push: needs rocketmq==0.4.4 (pip install rocketmq==0.4.4, or the interop-remoting "
+              "tox env)", file=sys.stderr)
+        return 2
+    env = os.environ
+    delay_s = int(env.get("MQTCK_CONSUME_DELAY_MS", "0")) / 1000.0
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    consumed = 0
+
+    def listener(msg: object) -> None:
+        nonlocal consumed
+        if delay_s:
+            time.sleep(delay_s)
+        consumed += 1
+
+    consumer = PushConsumer(env["MQTCK_GROUP"])
+    consumer.set_namesrv_addr(env["MQTCK_NAMESRV"])
+    consumer.subscribe(env["MQTCK_TOPIC"], listener)
+    consumer.start()
+    try:
+        stop.wait(float(env.get("MQTCK_DURATION_S", "10")))
+    finally:
+        consumer.shutdown()
+    print(f"rocketmq_cpp_push: consumed {consumed} message(s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

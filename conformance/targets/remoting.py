@@ -1,0 +1,354 @@
+"""A target that speaks the RocketMQ 4.x remoting protocol: any broker reachable through its name server.
+
+``remoting://HOST:PORT`` names the **name server**. The target asks it for the route of ``TBW102`` (the
+auto-create topic every client asks about, protocols/rocketmq-remoting.md §4) to learn the master broker's
+address, and from then on talks to that broker directly. It never looks up the route of a suite topic,
+because a name server that auto-creates topics on lookup (the reference's, Java's with
+``autoCreateTopicEnable``) would create topics the suite expects to be absent.
+
+What the wire cannot carry, and how the target fills it in (each is what a Java client could observe):
+
+* ``PullReply.status`` (the GetMessageStatus): derived from the response code, the requested offset and the
+  ``minOffset``/``maxOffset`` the broker reports (:func:`derive_status`);
+* ``PullReply.held_ms``: measured here, request written to response read (loopback adds well under 1 ms);
+* ``heartbeat(...) -> changed``: a RocketMQ broker notifies every member of a group whose membership or
+  subscriptions changed (NOTIFY_CONSUMER_IDS_CHANGED, §5.12), including the member that caused it, and writes
+  that notification before the heartbeat's response on the same connection; so a heartbeat changed the group
+  exactly when a notification for the group arrived on its connection while it was processed;
+* refusals: the broker's response code gives ``TargetError.code`` (its RocketMQ name) and a remark of the form
+  ``field: rule`` (how the reference writes an InvalidRequest) gives the field.
+
+Isolation and naming as in :mod:`conformance.targets.http`: every topic, group, client id and connection name
+is prefixed with a namespace unique to the target instance. One TCP connection carries the suite's data
+requests; each ``conn`` of the suite gets its own connection, whose NOTIFY frames are its notifications.
+
+Capabilities are what the protocol allows: no clock or retention control (``advance`` sleeps), no restart,
+no allocation, POP or permits, no race control.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import re
+import threading
+import time
+import uuid
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from reference.net.remoting.client import RemotingClient, split_address
+from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode
+from reference.net.remoting.message_codec import CodecError, decode_records, encode_properties
+
+from . import PulledMessage, PullReply, SendReceipt, TargetError
+from .http import UnreachableTarget
+
+#: Request code of UPDATE_AND_CREATE_TOPIC (RocketMQ RequestCode 17): the admin call that creates a topic.
+UPDATE_AND_CREATE_TOPIC = 17
+#: The auto-create topic every RocketMQ client asks the name server about (§4); its route names the broker.
+DEFAULT_TOPIC = "TBW102"
+#: Broker id of the master in ``brokerAddrs`` (§4).
+MASTER_ID = "0"
+#: perm = READ | WRITE (§4).
+PERM_READ_WRITE = 6
+#: Producer group the target's sends name.
+PRODUCER_GROUP = "mqtck-conformance"
+#: How long ``done()`` waits for an answer already on its way (as the HTTP target).
+SETTLE_S = 0.25
+#: Wait for a response that is not a held pull.
+REQUEST_TIMEOUT_S = 30.0
+#: Pull sysFlag bits (§5.4).
+COMMIT_OFFSET_FLAG, SUSPEND_FLAG, SUBSCRIPTION_FLAG = 0x1, 0x2, 0x4
+#: The remark shape of a refused request: ``field: rule``.
+_REMARK = re.compile(r"^(?P<field>[A-Za-z_][\w.\[\]]*): (?P<rule>.*)$", re.S)
+#: Header / heartbeat-body field names a remoting broker names in refusals -> the suite's neutral names.
+FIELD_NAMES = {
+    "messageModel": "consumerData.messageModel", "groupName": "consumerData.groupName",
+    "consumeType": "consumerData.consumeType", "subString": "expression", "subscription": "expression",
+}
+CAPABILITIES = frozenset({"pull", "long_poll", "query_offset", "commit_offset", "consumer_registry"})
+_namespaces = itertools.count()
+
+
+def derive_status(code: int, offset: int, min_offset: int, max_offset: int) -> str | None:
+    """The GetMessageStatus behind a PULL_MESSAGE response, from what the wire shows (None if ambiguous).
+
+    The broker's correction table (seed 002 §1) is a function of (offset, min, max); the response code tells
+    found / not found / moved, and the bounds tell which row of the table answered.
+    """
+    if code == ResponseCode.SUCCESS:
+        return "FOUND"
+    if code == ResponseCode.PULL_RETRY_IMMEDIATELY:
+        return "NO_MATCHED_MESSAGE"
+    if max_offset == 0 and code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_OFFSET_MOVED):
+        return "NO_MESSAGE_IN_QUEUE"
+    if code == ResponseCode.PULL_NOT_FOUND and offset == max_offset:
+        return "OFFSET_OVERFLOW_ONE"
+    if code == ResponseCode.PULL_OFFSET_MOVED:
+        if offset < min_offset:
+            return "OFFSET_TOO_SMALL"
+        if offset > max_offset:
+            return "OFFSET_OVERFLOW_BADLY"
+    return None
+
+
+def code_name(code: int) -> str:
+    try:
+        return ResponseCode(code).name
+    except ValueError:
+        return str(code)
+
+
+def target_error(response: RemotingCommand) -> TargetError:
+    """A refusal as the suite's neutral error: the code's name and the field the remark names."""
+    m = _REMARK.match(response.remark or "")
+    name = code_name(response.code)
+    if name == "INVALID_PARAMETER":
+        name = "INVALID_ARGUMENT"
+    if m is None:
+        return TargetError(name, "", response.remark or "")
+    return TargetError(name, FIELD_NAMES.get(m["field"], m["field"]), m["rule"])
+
+
+def _int(ext: dict[str, str], key: str, default: int = 0) -> int:
+    try:
+        return int(ext.get(key, default))
+    except ValueError:
+        return default
+
+
+class _PendingRemotingPull:
+    def __init__(self, future: Future[PullReply]) -> None:
+        self._future = future
+
+    def done(self) -> bool:
+        try:
+            self._future.result(timeout=SETTLE_S)
+        except FutureTimeout:
+            return False
+        except TargetError:
+            return True
+        return True
+
+    def result(self) -> PullReply:
+        # A held pull is answered by its suspend time plus one hold check at most; the request timeout bounds it.
+        return self._future.result(timeout=REQUEST_TIMEOUT_S + 60.0)
+
+
+class RemotingTarget:
+    capabilities = CAPABILITIES
+
+    def __init__(self, namesrv: str, name: str | None = None) -> None:
+        self.namesrv = namesrv
+        self.name = name or f"remoting://{namesrv}"
+        self._ns = f"n{os.getpid()}x{next(_namespaces)}-"
+        self.broker_addr = discover_broker(namesrv)
+        self._main = self._connect()
+        self._conns: dict[str, RemotingClient] = {}
+        self._client_of_conn: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _connect(self) -> RemotingClient:
+        try:
+            return RemotingClient(self.broker_addr)
+        except OSError as exc:
+            raise UnreachableTarget(f"broker {self.broker_addr} (from {self.namesrv}): {exc}") from None
+
+    def _n(self, name: str) -> str:
+        return f"{self._ns}{name}" if name else name
+
+    def _strip(self, name: str) -> str:
+        return name[len(self._ns):] if name.startswith(self._ns) else name
+
+    def _call(self, code: int, ext: dict[str, Any], body: bytes = b"", client: RemotingClient | None = None,
+              ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
+        response = (client or self._main).invoke(code, ext, body, timeout_s=REQUEST_TIMEOUT_S)
+        if response.code not in ok:
+            raise target_error(response)
+        return response
+
+    def _conn(self, conn: str) -> RemotingClient:
+        with self._lock:
+            if conn not in self._conns:
+                self._conns[conn] = self._connect()
+            return self._conns[conn]
+
+    # -- Target --------------------------------------------------------------------------------
+    def create_topic(self, topic: str, queues: int) -> None:
+        self._call(UPDATE_AND_CREATE_TOPIC, {
+            "topic": self._n(topic), "defaultTopic": DEFAULT_TOPIC, "readQueueNums": queues,
+            "writeQueueNums": queues, "perm": PERM_READ_WRITE, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0,
+            "order": "false",
+        })
+
+    def send(self, topic: str, queue_id: int, body: bytes, tags: str | None = None) -> SendReceipt:
+        uniq = uuid.uuid4().hex.upper()
+        props = {"UNIQ_KEY": uniq, "WAIT": "true"}
+        if tags is not None:
+            props["TAGS"] = tags
+        r = self._call(RequestCode.SEND_MESSAGE, {
+            "producerGroup": PRODUCER_GROUP, "topic": self._n(topic), "defaultTopic": DEFAULT_TOPIC,
+            "defaultTopicQueueNums": 4, "queueId": queue_id, "sysFlag": 0,
+            "bornTimestamp": str(int(time.time() * 1000)), "flag": 0, "properties": encode_properties(props),
+            "reconsumeTimes": "0", "unitMode": "0", "batch": "0",
+        }, body)
+        return SendReceipt(_int(r.ext_fields, "queueId"), _int(r.ext_fields, "queueOffset"), uniq)
+
+    def start_pull(self, group, topic, queue_id, offset, *, max_nums=32, expression="*", suspend_ms=0,
+                   commit_offset=None, client_id="conformance"):  # type: ignore[no-untyped-def]
+        flag = (SUSPEND_FLAG if suspend_ms > 0 else 0) | (SUBSCRIPTION_FLAG if expression is not None else 0)
+        flag |= COMMIT_OFFSET_FLAG if commit_offset is not None else 0
+        ext: dict[str, Any] = {
+            "consumerGroup": self._n(group), "topic": self._n(topic), "queueId": queue_id,
+            "queueOffset": str(offset), "maxMsgNums": max_nums, "sysFlag": flag,
+            "commitOffset": str(commit_offset if commit_offset is not None else 0),
+            "suspendTimeoutMillis": str(suspend_ms), "subVersion": "0",
+        }
+        if expression is not None:
+            ext["subscription"] = expression
+        started = time.monotonic()
+        wire = self._main.invoke_async(RequestCode.PULL_MESSAGE, ext)
+        out: Future[PullReply] = Future()
+
+        def finish(f: Future[RemotingCommand]) -> None:
+            held_ms = int((time.monotonic() - started) * 1000)
+            try:
+                out.set_result(self._pull_reply(f.result(), offset, held_ms))
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+                out.set_exception(exc)
+
+        wire.add_done_callback(finish)
+        # A refusal comes back at once; surface it here, as the in-process target does.
+        with contextlib.suppress(FutureTimeout):
+            out.result(timeout=SETTLE_S)
+        return _PendingRemotingPull(out)
+
+    @staticmethod
+    def _pull_reply(response: RemotingCommand, offset: int, held_ms: int) -> PullReply:
+        moved_codes = (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
+                       ResponseCode.PULL_OFFSET_MOVED)
+        if response.code not in moved_codes:
+            raise target_error(response)
+        ext = response.ext_fields
+        lo, hi = _int(ext, "minOffset"), _int(ext, "maxOffset")
+        messages: tuple[PulledMessage, ...] = ()
+        if response.code == ResponseCode.SUCCESS:
+            try:
+                records = decode_records(response.body)
+            except CodecError as exc:
+                raise AssertionError(f"PULL_MESSAGE body does not decode: {exc}") from None
+            messages = tuple(PulledMessage(r.queue_offset, r.body, r.tags, r.msg_id) for r in records)
+        return PullReply(
+            code=code_name(response.code), status=derive_status(response.code, offset, lo, hi),
+            next_begin_offset=_int(ext, "nextBeginOffset"), min_offset=lo, max_offset=hi, messages=messages,
+            held_ms=held_ms,
+        )
+
+    def query_offset(self, group: str, topic: str, queue_id: int) -> tuple[str, int]:
+        r = self._call(RequestCode.QUERY_CONSUMER_OFFSET,
+                       {"consumerGroup": self._n(group), "topic": self._n(topic), "queueId": queue_id},
+                       ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+        if r.code == ResponseCode.QUERY_NOT_FOUND:
+            return "QUERY_NOT_FOUND", -1
+        return "SUCCESS", _int(r.ext_fields, "offset")
+
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self._call(RequestCode.UPDATE_CONSUMER_OFFSET, {
+            "consumerGroup": self._n(group), "topic": self._n(topic), "queueId": queue_id,
+            "commitOffset": str(offset),
+        })
+
+    def heartbeat(self, conn, client_id, group, subscriptions, model="CLUSTERING", sub_version=0):  # type: ignore[no-untyped-def]
+        client = self._conn(conn)
+        subs = [{"topic": self._n(t), "subString": e, "subVersion": str(sub_version)}
+                for t, e in sorted(subscriptions.items())]
+        body = {
+            "clientID": self._n(client_id),
+            "consumerDataSet": [{
+                "groupName": self._n(group), "consumeType": "CONSUME_PASSIVELY", "messageModel": model,
+                "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": subs,
+            }],
+        }
+        before = len(self._notified(client, group))
+        self._call(RequestCode.HEART_BEAT, {}, json.dumps(body).encode("utf-8"), client=client)
+        self._client_of_conn[conn] = client_id
+        return len(self._notified(client, group)) > before
+
+    def _notified(self, client: RemotingClient, group: str) -> list[str]:
+        ns_group = self._n(group)
+        return [r.ext_fields.get("consumerGroup", "") for r in list(client.server_requests)
+                if r.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED and r.ext_fields.get("consumerGroup") == ns_group]
+
+    def unregister(self, conn: str, group: str) -> None:
+        self._call(RequestCode.UNREGISTER_CLIENT, {
+            "clientID": self._n(self._client_of_conn.get(conn, "")), "producerGroup": "",
+            "consumerGroup": self._n(group),
+        }, client=self._conn(conn))
+
+    def consumer_ids(self, group: str) -> list[str]:
+        r = self._main.invoke(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": self._n(group)},
+                              timeout_s=REQUEST_TIMEOUT_S)
+        if r.code != ResponseCode.SUCCESS or not r.body:
+            return []  # Java answers an error ("no consumer") for a group without members
+        ids = json.loads(r.body.decode("utf-8")).get("consumerIdList") or []
+        return sorted(self._strip(str(c)) for c in ids)
+
+    def notifications(self, conn: str) -> list[str]:
+        """The groups of the NOTIFY frames this connection received, after a read-only round trip on it.
+
+        The round trip is a barrier: a notification caused by a request on *another* connection was written
+        to this one before that request's response, so it arrives here before the barrier's response.
+        """
+        client = self._conn(conn)
+        client.invoke(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": self._n("barrier")},
+                      timeout_s=REQUEST_TIMEOUT_S)
+        return [self._strip(r.ext_fields.get("consumerGroup", "")) for r in list(client.server_requests)
+                if r.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED]
+
+    def min_max(self, topic: str, queue_id: int) -> tuple[int, int]:
+        ext = {"topic": self._n(topic), "queueId": queue_id}
+        lo = self._call(RequestCode.GET_MIN_OFFSET, ext)
+        hi = self._call(RequestCode.GET_MAX_OFFSET, ext)
+        return _int(lo.ext_fields, "offset"), _int(hi.ext_fields, "offset")
+
+    def advance(self, ms: int) -> None:
+        """No clock control over this protocol: real time passes."""
+        time.sleep(ms / 1000.0)
+
+    def close(self) -> None:
+        for client in [self._main, *self._conns.values()]:
+            client.close()
+
+
+def discover_broker(namesrv: str) -> str:
+    """The master broker address in the name server's route of ``TBW102`` (UnreachableTarget otherwise)."""
+    try:
+        split_address(namesrv)
+    except ValueError as exc:
+        raise UnreachableTarget(str(exc)) from None
+    try:
+        ns = RemotingClient(namesrv)
+    except OSError as exc:
+        raise UnreachableTarget(f"name server {namesrv}: {exc.__class__.__name__}: {exc}") from None
+    try:
+        r = ns.invoke(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": DEFAULT_TOPIC}, timeout_s=5.0)
+    except (OSError, FutureTimeout) as exc:
+        raise UnreachableTarget(f"name server {namesrv} did not answer a route lookup: {exc}") from None
+    finally:
+        ns.close()
+    if r.code != ResponseCode.SUCCESS:
+        raise UnreachableTarget(f"name server {namesrv} has no route for {DEFAULT_TOPIC} (code {r.code}: {r.remark})")
+    try:
+        route = json.loads(r.body.decode("utf-8"))
+        for broker in route["brokerDatas"]:
+            addr = broker["brokerAddrs"].get(MASTER_ID)
+            if addr:
+                return str(addr)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass
+    raise UnreachableTarget(f"name server {namesrv}: the route of {DEFAULT_TOPIC} names no master broker")

@@ -1,0 +1,93 @@
+"""Client conformance (`mqtck conform --client`) with the tiny Python client: well-behaved it passes, each
+fault on purpose fails the requirement it breaks. The real C++ client is checked in tests/interop."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.client_check.checks import PULL_BATCH_SIZE, Context, flow_control_threshold
+from conformance.client_check.harness import Options, run_client_check
+
+MINI = f"{sys.executable} {Path(__file__).with_name('mini_client.py')}"
+
+
+def _statuses(options: Options, run_dir: Path) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for result in run_client_check(options, run_dir):
+        out.setdefault(result.reqs[0], set()).add(result.outcome)
+    return out
+
+
+@pytest.mark.req("CCLIENT-1", "CCLIENT-2", "CCLIENT-3")
+def test_well_behaved_client_passes_the_command(tmp_path: Path) -> None:
+    """End to end through the CLI: reports written, exit 0, the offset scenario's three requirements pass."""
+    result = subprocess.run(
+        [sys.executable, "-m", "conformance.cli", "conform", "--client", MINI, "--client-scenarios", "offset-moved",
+         "--client-duration-s", "7", "--report-dir", str(tmp_path), "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    doc = json.loads(result.stdout)
+    status = {r["id"]: r["status"] for r in doc["requirements"]}
+    assert status == {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "not-covered",
+                      "CCLIENT-5": "not-covered"}
+    run = tmp_path / "latest"
+    assert {p.name for p in run.iterdir()} >= {"summary.json", "junit.xml", "report.html", "trace.jsonl"}
+
+
+@pytest.mark.req("CCLIENT-4")
+def test_well_behaved_client_gives_revoked_queues_up(tmp_path: Path) -> None:
+    statuses = _statuses(Options(MINI, ("rebalance",), duration_s=6.0, rebalance_grace_s=2.0), tmp_path)
+    assert statuses == {"CCLIENT-4": {"passed"}, "CCLIENT-3": {"passed"}}
+
+
+@pytest.mark.req("CCLIENT-1")
+def test_client_ignoring_next_begin_offset_fails(tmp_path: Path) -> None:
+    statuses = _statuses(Options(f"{MINI} --fault ignore-next-begin-offset", ("offset-moved",), duration_s=3.0),
+                         tmp_path)
+    assert statuses["CCLIENT-1"] == {"failed"}
+
+
+@pytest.mark.req("CCLIENT-4")
+def test_client_keeping_revoked_queues_fails(tmp_path: Path) -> None:
+    statuses = _statuses(Options(f"{MINI} --fault keep-revoked", ("rebalance",), duration_s=6.0,
+                                 rebalance_grace_s=2.0), tmp_path)
+    assert statuses["CCLIENT-4"] == {"failed"}
+
+
+@pytest.mark.req("CCLIENT-3")
+def test_client_committing_ahead_fails(tmp_path: Path) -> None:
+    statuses = _statuses(Options(f"{MINI} --fault commit-ahead", ("offset-moved",), duration_s=3.0), tmp_path)
+    assert statuses["CCLIENT-3"] == {"failed"}
+
+
+def test_a_program_that_never_connects_fails(tmp_path: Path) -> None:
+    statuses = _statuses(Options("exit 0", ("offset-moved",), duration_s=1.0), tmp_path)
+    assert statuses == {"CCLIENT-1": {"failed"}, "CCLIENT-2": {"failed"}, "CCLIENT-3": {"failed"}}
+
+
+def _rows(backlogs: list[int]) -> list[dict]:
+    rows, seq = [], 0
+    for i, backlog in enumerate(backlogs):
+        for event, offset in (("PULL_REQ", 5_000 + i), ("COMMIT", 5_000 + i - backlog)):
+            seq += 1
+            rows.append({"seq": seq, "ts": seq, "event": event, "group": "G", "client_id": "c", "topic": "T",
+                         "queue_id": 0, "offset": offset})
+    return rows
+
+
+@pytest.mark.req("CCLIENT-5")
+@pytest.mark.parametrize(("backlogs", "status"), [
+    ([10, 600, 1000, 1000 + PULL_BATCH_SIZE], "pass"),
+    ([10, 600, 1000 + PULL_BATCH_SIZE + 1], "fail"),
+    ([0, 32, 64], "not-applicable"),
+])
+def test_flow_control_checker(backlogs: list[int], status: str) -> None:
+    """Each pull's backlog is its offset minus the commit piggybacked on it (the row right after it)."""
+    ctx = Context("G", "T", frozenset({"c"}), end_ts_us=10**9)
+    assert flow_control_threshold(_rows(backlogs), ctx).status == status

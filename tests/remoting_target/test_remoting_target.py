@@ -1,0 +1,113 @@
+"""The ``remoting://`` conformance target against the reference's own remoting server, and the client it uses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.targets import parse_target
+from conformance.targets.remoting import RemotingTarget, derive_status
+from reference.net.remoting.client import RemotingClient
+from reference.net.remoting.command import RequestCode, ResponseCode
+
+
+def _conform(target: str, report_dir: Path) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-m", "conformance.cli", "conform", "--target", target, "--report-dir", str(report_dir),
+         "--json"], capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def test_remoting_target_gives_the_in_process_verdicts(remoting_broker, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Every requirement the remoting target can test gets the verdict the in-process reference gets."""
+    server = remoting_broker("--segment-bytes", "65536")
+    over_wire = _conform(server.target, tmp_path / "remoting")
+    in_process = _conform("reference", tmp_path / "ref")
+    assert over_wire["verdict"] == in_process["verdict"] == "pass"
+    assert "clock_control" not in over_wire["capabilities"]
+    tested = 0
+    for w, r in zip(over_wire["requirements"], in_process["requirements"], strict=True):
+        assert w["id"] == r["id"]
+        if w["status"] in ("pass", "fail"):
+            tested += 1
+            assert w["status"] == r["status"], (w["id"], w["status"], r["status"])
+        elif w["status"] == "not-applicable":
+            assert r["status"] in ("pass", "not-applicable"), (w["id"], r["status"])
+    assert tested >= 15, f"only {tested} requirements were testable over remoting"
+
+
+def test_unreachable_remoting_target_is_a_usage_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "conformance.cli", "conform", "--target", "remoting://127.0.0.1:9", "--report-dir",
+         str(tmp_path)], capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2 and "unreachable" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize("text", ["remoting://", "remoting://host", "remoting://:9876", "remoting://h:port"])
+def test_bad_remoting_targets_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="remoting://HOST:PORT"):
+        parse_target(text)
+
+
+def test_parse_remoting_target() -> None:
+    spec = parse_target("remoting://127.0.0.1:9876/")
+    assert (spec.kind, spec.arg) == ("remoting", "127.0.0.1:9876")
+
+
+@pytest.mark.parametrize(
+    ("code", "offset", "lo", "hi", "status"),
+    [
+        (ResponseCode.SUCCESS, 3, 0, 5, "FOUND"),
+        (ResponseCode.PULL_RETRY_IMMEDIATELY, 0, 0, 5, "NO_MATCHED_MESSAGE"),
+        (ResponseCode.PULL_NOT_FOUND, 0, 0, 0, "NO_MESSAGE_IN_QUEUE"),
+        (ResponseCode.PULL_OFFSET_MOVED, 7, 0, 0, "NO_MESSAGE_IN_QUEUE"),
+        (ResponseCode.PULL_NOT_FOUND, 5, 0, 5, "OFFSET_OVERFLOW_ONE"),
+        (ResponseCode.PULL_OFFSET_MOVED, 2, 4, 9, "OFFSET_TOO_SMALL"),
+        (ResponseCode.PULL_OFFSET_MOVED, 12, 0, 9, "OFFSET_OVERFLOW_BADLY"),
+        (ResponseCode.PULL_NOT_FOUND, 2, 0, 9, None),
+    ],
+)
+def test_status_is_derived_from_code_and_bounds(code: int, offset: int, lo: int, hi: int, status: str | None) -> None:
+    assert derive_status(code, offset, lo, hi) == status
+
+
+def test_held_pull_is_answered_by_a_send_on_another_connection(remoting_broker) -> None:  # type: ignore[no-untyped-def]
+    """The pipelined client keeps a held pull open while the same target sends on its data connection."""
+    server = remoting_broker()
+    target = RemotingTarget(server.namesrv)
+    try:
+        target.create_topic("T", 2)
+        pending = target.start_pull("G", "T", 1, 0, suspend_ms=15_000)
+        assert not pending.done()
+        receipt = target.send("T", 1, b"wake", "A")
+        reply = pending.result()
+        assert reply.code == "SUCCESS" and [m.body for m in reply.messages] == [b"wake"]
+        assert reply.messages[0].msg_id == receipt.msg_id and reply.held_ms < 15_000
+        assert target.min_max("T", 1) == (0, 1)
+    finally:
+        target.close()
+
+
+def test_client_records_notifications_and_fails_pending_requests_on_close(remoting_broker) -> None:  # type: ignore[no-untyped-def]
+    server = remoting_broker()
+    target = RemotingTarget(server.namesrv)
+    try:
+        target.create_topic("T", 1)
+        target.heartbeat("c1", "one", "G", {"T": "*"})
+        target.heartbeat("c2", "two", "G", {"T": "*"})
+        client: RemotingClient = target._conns["c1"]  # noqa: SLF001 - the connection under test
+        assert client.wait_server_request(lambda r: r.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, 5.0)
+        pending = target.start_pull("G", "T", 0, 0, suspend_ms=15_000)
+        target._main.close()  # noqa: SLF001
+        with pytest.raises(ConnectionError):
+            pending.result()
+    finally:
+        target.close()
