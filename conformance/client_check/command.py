@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import time
 from pathlib import Path
@@ -61,11 +60,7 @@ def run(args: argparse.Namespace) -> int:
     doc = report.summary(f"client: {args.client}", [], vs, results, {
         "duration_s": round(time.monotonic() - started, 3), "run": run_dir.name, "scenarios": list(scenarios),
     })
-    report.write_all(run_dir, doc, vs, Path(args.junit) if args.junit else None)
-    latest = report_dir / "latest"
-    if latest.is_symlink() or latest.exists():
-        latest.unlink()
-    os.symlink(run_dir.name, latest)
+    report.publish(report_dir, run_dir, doc, vs, Path(args.junit) if args.junit else None)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import time
 from pathlib import Path
@@ -132,11 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if mutant_names:
         extra["mutants"] = mutation.run_catalogue(mutant_names, run_dir / "mutants", args.workers, console, args.json)
     doc = report.summary(args.target, capabilities, vs, results, extra)
-    report.write_all(run_dir, doc, vs, Path(args.junit) if args.junit else None)
-    latest = report_dir / "latest"
-    if latest.is_symlink() or latest.exists():
-        latest.unlink()
-    os.symlink(run_dir.name, latest)
+    report.publish(report_dir, run_dir, doc, vs, Path(args.junit) if args.junit else None)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:

@@ -12,6 +12,7 @@ A requirement's status for a run:
 from __future__ import annotations
 
 import json
+import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -164,3 +165,14 @@ def write_all(run_dir: Path, doc: dict[str, Any], vs: list[Verdict], junit_path:
         junit_path.parent.mkdir(parents=True, exist_ok=True)
         junit_path.write_bytes(xml)
     (run_dir / "report.html").write_text(html(doc), encoding="utf-8")
+
+
+def publish(
+    report_dir: Path, run_dir: Path, doc: dict[str, Any], vs: list[Verdict], junit_path: Path | None = None
+) -> None:
+    """Write the run's three files and point ``<report_dir>/latest`` at it (a CI links to that path)."""
+    write_all(run_dir, doc, vs, junit_path)
+    latest = report_dir / "latest"
+    if latest.is_symlink() or latest.exists():
+        latest.unlink()
+    os.symlink(run_dir.name, latest)
