@@ -44,7 +44,7 @@ def derive(frames: TraceFrames) -> Derivation:
                                          long_poll.candidate(frames.params), drops.candidate()], metrics.items)
     owned = ownership.intervals(frames)
     parts = [
-        badrows.find(frames.rows, frames.params),
+        badrows.find(frames.rows, frames.params, frames.catalog.duplicate_seq),
         messages.find(frames, queue),
         commits.find(frames, queue),
         long_poll.find(frames, queue),

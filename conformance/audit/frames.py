@@ -37,6 +37,7 @@ from pyspark.sql import types as T
 
 from conformance.audit.params import AuditParams
 from conformance.audit.schema import NEVER, own_client_source, source_kind
+from conformance.audit.sequences import duplicate_keys, repeated
 from conformance.audit.validate import valid
 from reference.errors import InvalidRequest
 from reference.store.filter import SubscriptionData
@@ -77,6 +78,8 @@ class Catalog:
     #: (run, source) and (run, client_id) pairs seen: the dimensions that narrow rows refer to by key.
     sources: set[tuple[str, str]] = field(default_factory=set)
     clients: set[tuple[str, str]] = field(default_factory=set)
+    #: Row keys (:func:`conformance.audit.sequences.row_key`) of rows whose seq repeats: bad rows.
+    duplicate_seq: list[int] = field(default_factory=list)
 
 
 def _add(keys: list[str], key: str) -> None:
@@ -117,7 +120,9 @@ def build_catalog(rows: DataFrame) -> Catalog:
             cat.topic_groups.setdefault((run, topic), set()).add(group)
         if event == "SEND" and r["broker"] and run not in cat.broker_sends:
             cat.broker_sends.append(run)
-    subs = rows.filter(valid("SUBSCRIBE")).select(RUN, "group", "topic", "expression", "model").distinct().collect()
+    cat.duplicate_seq = duplicate_keys(rows)
+    subs = rows.filter(valid("SUBSCRIBE") & ~repeated(cat.duplicate_seq)).select(
+        RUN, "group", "topic", "expression", "model").distinct().collect()
     cat.subscriptions = [tuple(r) for r in subs]
     return cat
 
@@ -151,8 +156,8 @@ class TraceFrames:
         return joined.withColumn("group", F.col("_group")).drop("_group")
 
     def event(self, event: str) -> DataFrame:
-        """Good rows of one event kind."""
-        return self.rows.filter(valid(event))
+        """Good rows of one event kind (valid, and not sharing their seq with another row)."""
+        return self.rows.filter(valid(event) & ~repeated(self.catalog.duplicate_seq))
 
     def name_of(self, kind: str, key: Column) -> Column:
         """The ``source`` or ``client_id`` whose 64-bit key (:func:`key_of` of run and name) is ``key``:

@@ -9,8 +9,9 @@ wrong with the row at the format level, or null) and ``_raw`` (the row as text, 
   reported, not silently reinterpreted. Columns v1 does not have make a row bad where they are
   non-null. A ``run=`` directory partition supplies the ``run`` column.
 * **JSON Lines** is parsed with Spark's VARIANT type (no Python on the rows): each value's JSON type is
-  checked against the column's (integers must be integral and, for int32 columns, in range; strings
-  must be strings). The typed rows are staged once as Parquet under the report directory, so the
+  checked against the column's (integers must be numbers with an integral value — ``5.0`` is the
+  integer 5, as in JSON Schema, ``5.5`` is refused — and, for int32 columns, in range; strings must be
+  strings). The typed rows are staged once as Parquet under the report directory, so the
   derivations scan columnar data instead of re-parsing text for every pass.
 
 An input that cannot be read at all (no such path, no trace files, a corrupt file) raises
@@ -104,8 +105,20 @@ def _load_parquet(spark: SparkSession, paths: list[str], staged_columns: bool = 
     return df.select(*columns), notes
 
 
+#: JSON numbers as Spark's VARIANT parser types them: integers as BIGINT, or DECIMAL(p,s) beyond its range
+#: or with a fraction (``5.0`` is DECIMAL(1,0)), exponents as DOUBLE.
+_NUMBER_KINDS = ("BIGINT", "DOUBLE", "FLOAT")
+#: Wide enough for every int64 and a fraction: the exact value a JSON number is compared with.
+_EXACT = "decimal(38,18)"
+
+
 def _json_field(name: str, typ: T.DataType) -> tuple[Column, Column]:
-    """(typed value, problem) for one column of a parsed JSON row ``v``."""
+    """(typed value, problem) for one column of a parsed JSON row ``v``.
+
+    An integer column takes any JSON number whose value is an integer in the column's range, whatever
+    its spelling: JSON has one number type and JSON Schema's ``integer`` (the schema's machine-readable
+    form, fixtures/) is "a number with a zero fractional part", so ``5``, ``5.0`` and ``5e0`` are the
+    same integer while ``5.5`` is not one (rejected naming the column)."""
     kind = F.expr(f"schema_of_variant(variant_get(v, '$.{name}'))")
     sql_type = typ.simpleString()
     typed = F.expr(f"try_variant_get(v, '$.{name}', '{sql_type}')")
@@ -113,7 +126,11 @@ def _json_field(name: str, typ: T.DataType) -> tuple[Column, Column]:
     if _JSON_TYPE[typ] == "string":
         ok = kind == "STRING"
     else:
-        ok = (kind == "BIGINT") & typed.isNotNull()
+        number = kind.isin(*_NUMBER_KINDS) | kind.startswith("DECIMAL")
+        # The cast to the column type truncates a fraction (5.5 -> 5) and is null out of range: the value
+        # is an integer of the column exactly when the cast loses nothing.
+        exact = F.expr(f"try_variant_get(v, '$.{name}', '{_EXACT}')")
+        ok = number & typed.isNotNull() & F.coalesce(exact == typed.cast(_EXACT), F.lit(False))
     problem = F.when(~absent & ~ok, F.lit(f"wrong type: {name} must be {'an ' + _JSON_TYPE[typ]}"
                                           f"{' (int32)' if typ == T.IntegerType() else ''}"))
     return F.when(~absent & ok, typed).cast(typ).alias(name), problem

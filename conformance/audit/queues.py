@@ -19,6 +19,11 @@ consumer's view of one queue, answered by running aggregates:
 
 So the rows are shuffled once by (run, group, topic, broker, queue) and window scans over finer keys
 answer everything without another shuffle; the derivation modules read their rows from the result.
+Each scan sorts only the row kinds it needs (a window costs per row it sorts, whatever the row kind):
+pull pairing reads requests and answers, the drop check ownership changes, requests and commits, the
+downward scan messages, retention and paired answers, the upward scan expected messages and commits.
+They form two chains (pairing, downwards, upwards; and the drop check) so that no scan's output is read
+twice, which in Spark would run that scan twice.
 
 The consumer (``owner``) is the group for clustering and the client for broadcasting
 (:mod:`conformance.audit.consumption`). The messages a consumer *expects* are the SENDs that its
@@ -166,7 +171,10 @@ class QueuePass:
         union = parts[0]
         for part in parts[1:]:
             union = union.unionByName(part, allowMissingColumns=True)
-        rows = self._scan(union.repartition("lane_key"))
+        # One shuffle; each scan reads the row kinds it needs from it (Spark reuses the exchange), and
+        # the scans form chains so that no scan's output is read twice (that would run it twice).
+        base = union.repartition("lane_key")
+        rows = _upwards(base, _downwards(base, _pairs(base))).unionByName(_drops(base), allowMissingColumns=True)
         wanted = candidates[0]
         for c in candidates[1:]:
             wanted = wanted | c
@@ -187,14 +195,14 @@ class QueuePass:
             F.lit(None).cast("long").alias("seq"), m["name"].alias("name"), m["b"].alias("b"), m["v"].alias("v"),
             F.lit(None).cast(payload_type).alias("payload")).cast(entry))
         entries = F.filter(F.concat(F.array(as_candidate), as_metrics), lambda e: e.isNotNull())
+        # The payload is part of the key (null for metric items, unique for a candidate): the buffers are
+        # then numbers only and Spark aggregates in its generated hash map; collect_list or first() over a
+        # struct would fall back to the interpreted object aggregation, slower than the scans themselves.
         reduced = rows.select("lane_key", F.explode(entries).alias("e")).groupBy(
-            "lane_key", "e.kind", "e.src", "e.seq", "e.name", "e.b"
-        # collect_list (one payload per candidate key) keeps the aggregation hash-based; first() over a
-        # struct would make Spark sort every contribution.
-        ).agg(F.collect_list("e.payload").alias("payload"), F.count("*").alias("n"), F.sum("e.v").alias("total"),
+            "lane_key", "e.kind", "e.src", "e.seq", "e.name", "e.b", "e.payload"
+        ).agg(F.count("*").alias("n"), F.sum("e.v").alias("total"),
               F.max("e.v").alias("top")).persist(StorageLevel.MEMORY_AND_DISK)
-        self.candidates = reduced.filter(F.col("kind").isNotNull()).select(F.explode("payload").alias("p")).select(
-            "p.*")
+        self.candidates = reduced.filter(F.col("kind").isNotNull()).select("payload.*")
         self.metrics = reduced.filter(F.col("name").isNotNull()).select("lane_key", "name", "b", "n", "total", "top")
 
     def lane_runs(self) -> dict[int, str]:
@@ -215,61 +223,77 @@ class QueuePass:
     def source(self, key: Column) -> Column:
         return self.frames.name_of("source", key)
 
-    @staticmethod
-    def _scan(union: DataFrame) -> DataFrame:
-        """The window scans. Every aggregate is over scalars (a struct is compared interpreted, several
-        times slower): ``min_by`` / ``max_by`` / ``last`` pick the fields of the row behind a value (the
-        waking message, the blocking one, the REVOKE, the RETENTION), one column each."""
-        kind = F.col("kind")
-        # Pairing: each PULL_RESP with the latest PULL_REQ (broker view) before it from the same recorder,
-        # client and offset (a client has one pull of a queue in flight).
-        pair = Window.partitionBy("lane_key", "src", "client", "offset").orderBy("ts", "seq").rowsBetween(
-            Window.unboundedPreceding, -1
-        )
-        broker_req = (kind == REQ) & F.col("in_broker_view")
-        is_resp = kind == RESP
-        rows = union.withColumns({
-            f"req_{c}": F.when(is_resp, F.last(F.when(broker_req, F.col(c)), True).over(pair))
-            for c in ("ts", "seq", "suspend_ms", "max_nums")
-        })
-        # Drops: the latest ASSIGN/REVOKE of the queue by the same client before each request or commit
-        # of the client's view (ties: ASSIGN, then requests, then REVOKE).
-        rank = F.when(kind == ASSIGN, 0).when(kind == REVOKE, 2).otherwise(1)
-        before = Window.partitionBy("lane_key", "client").orderBy("ts", rank, "seq").rowsBetween(
-            Window.unboundedPreceding, -1
-        )
-        client_side = kind.isin(REQ, COMMIT) & F.col("in_client_view")
-        change = kind.isin(ASSIGN, REVOKE)
-        rows = rows.withColumns({
-            f"owned_{c}": F.when(client_side, F.last(F.when(change, F.col(c)), True).over(before))
-            for c in ("kind", "ts", "seq", "src", "epoch")
-        })
-        # Downwards: the retention that expired each message (the earliest that rose above it); the first
-        # message at or above each pull.
-        down = Window.partitionBy("lane_key").orderBy(F.col("pos").desc(), kind.asc()).rowsBetween(
-            Window.unboundedPreceding, Window.currentRow
-        )
-        is_msg, is_ret = kind == MSG, kind == RET
-        ret_ts = F.when(is_ret, F.col("ts"))
-        msg_offset = F.when(is_msg, F.col("offset"))
-        columns = {"expire_ts": F.when(is_msg, F.min(ret_ts).over(down))}
-        columns |= {f"expire_{c}": F.when(is_msg, F.min_by(F.when(is_ret, F.col(c)), ret_ts).over(down))
-                    for c in ("min_offset", "src", "seq")}
-        columns |= {f"wake_{c}": F.when(is_resp, F.min_by(F.when(is_msg, F.col(c)), msg_offset).over(down))
-                    for c in ("offset", "ts", "msg_id", "src", "seq")}
-        rows = rows.withColumns(columns)
-        # Upwards: the latest-settled expected message (consumed OK, handed over, or expired) strictly below
-        # each commit of the client's view (commits sort first at their own offset).
-        up = Window.partitionBy("lane_key").orderBy(F.col("pos").asc(), kind.asc()).rowsBetween(
-            Window.unboundedPreceding, Window.currentRow
-        )
-        settle = F.least(F.coalesce("settled_ts", F.lit(NEVER)), F.coalesce("expire_ts", F.lit(NEVER)))
-        rows = rows.withColumn("settle_ts", F.when(is_msg & F.col("expected"), settle))
-        judged = (kind == COMMIT) & F.col("in_client_view")
-        return rows.withColumns({
-            f"blocking_{c}": F.when(judged, F.max_by(F.col(c), F.col("settle_ts")).over(up))
-            for c in ("settle_ts", "offset", "msg_id", "ts", "src", "seq")
-        })
+
+def _pairs(base: DataFrame) -> DataFrame:
+    """PULL_RESP rows paired with the latest PULL_REQ (broker view) before them from the same recorder,
+    client and offset (a client has one pull of a queue in flight); only answers to requests that asked
+    to suspend go on, the rest matter to no derivation of the pass."""
+    kind = F.col("kind")
+    rows = base.filter(((kind == REQ) & F.col("in_broker_view")) | (kind == RESP))
+    pair = Window.partitionBy("lane_key", "src", "client", "offset").orderBy("ts", "seq").rowsBetween(
+        Window.unboundedPreceding, -1
+    )
+    rows = rows.withColumns({
+        f"req_{c}": F.last(F.when(kind == REQ, F.col(c)), True).over(pair)
+        for c in ("ts", "seq", "suspend_ms", "max_nums")
+    })
+    paired = (kind == RESP) & F.col("req_ts").isNotNull() & (F.col("req_suspend_ms") > 0)
+    return rows.filter(paired).drop("max_nums", "suspend_ms", "in_broker_view", "in_client_view")
+
+
+def _drops(base: DataFrame) -> DataFrame:
+    """The client's view of requests and commits, each with the latest ASSIGN/REVOKE of the queue by the
+    same client before it (ties: ASSIGN, then requests, then REVOKE); only those after a REVOKE go on."""
+    kind = F.col("kind")
+    change = kind.isin(ASSIGN, REVOKE)
+    rows = base.filter(change | (kind.isin(REQ, COMMIT) & F.col("in_client_view")))
+    rank = F.when(kind == ASSIGN, 0).when(kind == REVOKE, 2).otherwise(1)
+    before = Window.partitionBy("lane_key", "client").orderBy("ts", rank, "seq").rowsBetween(
+        Window.unboundedPreceding, -1
+    )
+    rows = rows.withColumns({
+        f"owned_{c}": F.when(~change, F.last(F.when(change, F.col(c)), True).over(before))
+        for c in ("kind", "ts", "seq", "src", "epoch")
+    })
+    return rows.filter(~change & (F.col("owned_kind") == REVOKE)).drop("epoch")
+
+
+def _downwards(base: DataFrame, paired: DataFrame) -> DataFrame:
+    """Messages, retention and paired answers scanned by queue offset downwards: the retention that expired
+    each message (the earliest that rose above it) and the first message at or above each pull."""
+    kind = F.col("kind")
+    rows = base.filter(kind.isin(MSG, RET)).unionByName(paired, allowMissingColumns=True)
+    down = Window.partitionBy("lane_key").orderBy(F.col("pos").desc(), kind.asc()).rowsBetween(
+        Window.unboundedPreceding, Window.currentRow
+    )
+    is_msg, is_ret, is_resp = kind == MSG, kind == RET, kind == RESP
+    ret_ts = F.when(is_ret, F.col("ts"))
+    msg_offset = F.when(is_msg, F.col("offset"))
+    columns = {"expire_ts": F.when(is_msg, F.min(ret_ts).over(down))}
+    columns |= {f"expire_{c}": F.when(is_msg, F.min_by(F.when(is_ret, F.col(c)), ret_ts).over(down))
+                for c in ("min_offset", "src", "seq")}
+    columns |= {f"wake_{c}": F.when(is_resp, F.min_by(F.when(is_msg, F.col(c)), msg_offset).over(down))
+                for c in ("offset", "ts", "msg_id", "src", "seq")}
+    # Retention rows and messages no consumer expects have done their part.
+    return rows.withColumns(columns).filter(is_resp | (is_msg & F.col("expected")))
+
+
+def _upwards(base: DataFrame, down: DataFrame) -> DataFrame:
+    """Expected messages and the client's view of commits scanned upwards: the latest-settled expected
+    message (consumed OK, handed over, or expired) strictly below each commit (commits sort first at
+    their own offset). Answers pass through untouched (one chain of scans reads each row once)."""
+    kind = F.col("kind")
+    commits = base.filter((kind == COMMIT) & F.col("in_client_view")).drop("max_nums", "suspend_ms", "in_broker_view")
+    rows = down.unionByName(commits, allowMissingColumns=True)
+    up = Window.partitionBy("lane_key").orderBy(F.col("pos").asc(), kind.asc()).rowsBetween(
+        Window.unboundedPreceding, Window.currentRow
+    )
+    settle = F.least(F.coalesce("settled_ts", F.lit(NEVER)), F.coalesce("expire_ts", F.lit(NEVER)))
+    rows = rows.withColumn("settle_ts", F.when(kind == MSG, settle))
+    return rows.withColumns({
+        f"blocking_{c}": F.when(kind == COMMIT, F.max_by(F.col(c), F.col("settle_ts")).over(up))
+        for c in ("settle_ts", "offset", "msg_id", "ts", "src", "seq")
+    })
 
 
 def consumed_table(frames: TraceFrames) -> tuple[DataFrame, DataFrame]:

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -83,8 +86,50 @@ def spark_session(settings: SparkSettings | None = None) -> SparkSession:
         # Not under spark-submit (which launches the JVM first and passes the gateway port): local.
         builder = builder.master(LOCAL_MASTER)
     try:
-        session = builder.getOrCreate()
+        with _quiet_jvm_start():
+            session = builder.getOrCreate()
     except Exception as exc:  # pragma: no cover - depends on the installation
         raise SparkUnavailable(f"cannot start Spark ({type(exc).__name__}: {str(exc).splitlines()[0]})") from exc
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+#: What the JVM prints on stderr at every start whatever the log configuration: the module system's
+#: notice for the vector API Spark's launcher always adds, and the log-level hint Spark prints for a
+#: shell (PySpark's gateway counts as one). Exact prefixes: anything else passes through.
+JVM_START_NOISE = (
+    b"WARNING: Using incubator modules: jdk.incubator.vector",
+    b'Setting default log level to "',
+    b"To adjust logging level use sc.setLogLevel(newLevel).",
+)
+
+
+@contextmanager
+def _quiet_jvm_start() -> Iterator[None]:
+    """Start the JVM with its stderr on a pipe that a daemon thread copies to ours, dropping the start-up
+    lines of :data:`JVM_START_NOISE` only, for the JVM's whole life (so its real errors still show).
+    The JVM inherits the pipe as its stderr; our own stderr is restored as soon as it has started."""
+    try:
+        real = os.dup(2)
+    except OSError:  # no stderr at all: nothing to filter
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        threading.Thread(target=_copy_without_noise, args=(read_end, os.dup(real)), daemon=True,
+                         name="jvm-stderr").start()
+        yield
+    finally:
+        os.dup2(real, 2)
+        os.close(real)
+
+
+def _copy_without_noise(read_end: int, out: int) -> None:
+    with os.fdopen(read_end, "rb", buffering=0) as source, os.fdopen(out, "wb", buffering=0) as sink:
+        for line in iter(source.readline, b""):
+            if not line.startswith(JVM_START_NOISE):
+                # If our stderr went away, keep draining: the JVM would block on a full pipe.
+                with suppress(OSError):
+                    sink.write(line)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import tempfile
@@ -56,6 +57,14 @@ def _jvm_memory(spark: Any) -> dict[str, float]:
     return {"jvm_heap_peak_mib": round(heap / MIB, 1), "jvm_rss_peak_mib": round(rss_kib / 1024, 1)}
 
 
+def _jvm_cpu_seconds(spark: Any) -> float:
+    """CPU time (user + system) the driver JVM has used: on a machine shared with other work, wall time
+    varies with the load while this does much less, so the two together say what an audit costs."""
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from conformance.audit.job import run_audit
     from conformance.audit.session import SparkSettings, spark_session
@@ -76,9 +85,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             synth_s = round(time.perf_counter() - started, 3)
         events = manifest["events"]
         spark = spark_session(SparkSettings(master=args.master, driver_memory=args.driver_memory))
+        cpu_started, load_before = _jvm_cpu_seconds(spark), os.getloadavg()[0]
         audit_started = time.perf_counter()
         result = run_audit(trace, root / "report", settings=None)
         audit_s = time.perf_counter() - audit_started
+        cpu_s = _jvm_cpu_seconds(spark) - cpu_started
         memory = _jvm_memory(spark)
         found = {run: {n: c["count"] for n, c in data["categories"].items() if c["count"]}
                  for run, data in result.summary["runs"].items()}
@@ -94,6 +105,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "audit_seconds": round(audit_s, 3),
             "audit_events_per_s": round(events / audit_s),
             "audit_phases_s": result.timings,
+            "audit_jvm_cpu_seconds": round(cpu_s, 1),
+            # Load average (1 min) when the audit started and ended: other work on the machine.
+            "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "memory": {**memory,
                        "python_rss_peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
             "found_exactly": found == expected,

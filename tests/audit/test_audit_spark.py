@@ -95,6 +95,67 @@ def test_hand_written_fixtures(spark, tmp_path) -> None:
     offsets = result.summary["runs"]["offsets"]["categories"]["bad-offset-correction"]
     assert offsets["by_requirement"] == {"OFFSET-2": 1, "OFFSET-3": 1, "OFFSET-5": 1}
     assert {c.name for c in CATEGORIES} == set(result.summary["totals"])
+    _check_sequence_run(result.summary)
+
+
+def _check_sequence_run(summary: dict) -> None:
+    """sequence.jsonl: rows sharing a (run, source, seq) are bad, every one of them, with the rule as
+    reason and the row as witness; a JSON integer spelled 1.0 or 3e0 is an integer (JSON Schema's
+    reading) and its row is audited, 2.5 is not one and the reason names the column."""
+    examples = summary["runs"]["sequence"]["categories"]["bad-row"]["examples"]
+    reasons = sorted(e["detail"]["reason"] for e in examples)
+    assert reasons == ["seq repeats within (run, source): seq must strictly increase"] * 2 + [
+        "wrong type: offset must be an integer"], reasons
+    twins = [e["witnesses"][0] for e in examples if "seq repeats" in e["detail"]["reason"]]
+    assert {(w["source"], w["seq"], w["msg_id"]) for w in twins} == {("client:c1", 3, "m1"), ("client:c1", 3, "m2")}
+    lost = summary["runs"]["sequence"]["categories"]["lost"]["examples"]
+    assert sorted(e["msg_id"] for e in lost) == ["m1", "m2"], "the 1.0/3e0 row is audited as offset 1"
+    assert [e["offset"] for e in lost if e["msg_id"] == "m1"] == [1]
+
+
+@pytest.mark.req("TRACE-1")
+def test_seq_and_integers_follow_the_schema_to_the_letter(spark, tmp_path) -> None:
+    """fixtures/traces/sequence.jsonl (audited with the other fixtures above; here as Parquet): rows
+    sharing a (run, source, seq) are bad rows, every one of them; Parquet has no 1.0 spelling of an
+    integer, so the row with offset 2.5 is left out and the rest must give the same findings."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from conformance.audit.job import run_audit
+    from reference.trace import COLUMNS
+
+    good = [json.loads(line) for line in (FIXTURES / "sequence.jsonl").read_text().splitlines()]
+    good = [r for r in good if r.get("offset") != 2.5]
+    schema = pa.schema([(name, typ) for name, typ, _ in COLUMNS])
+    table = pa.Table.from_pylist([{k: (int(v) if isinstance(v, float) else v) for k, v in r.items()} for r in good],
+                                 schema=schema)
+    pq.write_table(table, tmp_path / "sequence.parquet")
+    again = run_audit(tmp_path / "sequence.parquet", tmp_path / "parquet")
+    assert _counts(again.summary, "sequence") == {"bad-row": 2, "lost": 2}
+    twins = again.summary["runs"]["sequence"]["categories"]["bad-row"]["examples"]
+    assert {(e["witnesses"][0]["msg_id"], e["detail"]["reason"].split(":")[0]) for e in twins} == {
+        ("m1", "seq repeats within (run, source)"), ("m2", "seq repeats within (run, source)")}
+
+
+def test_jvm_start_noise_is_dropped_and_the_rest_passes(tmp_path) -> None:
+    """The lines every JVM start prints (the vector-module notice, Spark's shell log-level hint) are
+    dropped; anything else the JVM writes to stderr, such as a real error, still reaches ours."""
+    import os
+    import threading
+
+    from conformance.audit.session import JVM_START_NOISE, _copy_without_noise
+
+    read_end, write_end = os.pipe()
+    out = tmp_path / "stderr"
+    with out.open("wb") as sink:
+        copier = threading.Thread(target=_copy_without_noise, args=(read_end, os.dup(sink.fileno())))
+        copier.start()
+        with os.fdopen(write_end, "wb") as jvm:
+            for noise in JVM_START_NOISE:
+                jvm.write(noise + b" (details)\n")
+            jvm.write(b"ERROR SparkContext: something real\n")
+        copier.join(timeout=10)
+    assert out.read_bytes() == b"ERROR SparkContext: something real\n"
 
 
 def test_recorded_traces_audit_clean(spark, tmp_path, capsys) -> None:
