@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from conformance.targets.launch import launch_http_broker
+
 HELP = "wall time of mqtck conform on the reference (-n 2) and over HTTP (goals: 60 s and 120 s)"
 
 
@@ -44,17 +46,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out["reference"] = _conform("reference", args.workers, Path(tmp) / "ref")
         out["reference"]["goal_s"] = 60
         if not args.skip_http:
-            server = subprocess.Popen(
-                [sys.executable, "-m", "conformance.cli", "broker", "--http", "127.0.0.1:0", "--sim-clock",
-                 "--segment-bytes", "65536", "--data-dir", str(Path(tmp) / "broker")],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            )
+            server = launch_http_broker(Path(tmp) / "broker", "--sim-clock", "--segment-bytes", "65536")
             try:
-                assert server.stdout is not None
-                url = server.stdout.readline().strip().rsplit(" ", 1)[-1]
-                out["http"] = _conform(url, 1, Path(tmp) / "http")
+                out["http"] = _conform(server.url, 1, Path(tmp) / "http")
                 out["http"]["goal_s"] = 120
             finally:
-                server.terminate()
-                server.wait(timeout=30)
+                server.stop()
     return out

@@ -1,4 +1,5 @@
-"""LPOLL requirements through the Target interface (simulated time where the target has it)."""
+"""LPOLL requirements through the Target interface on simulated time (targets with clock_control; the
+real-time variants for targets without it are in test_long_poll_realtime_conformance)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from reference.allocation.message_queue import MessageQueue
 from reference.allocation.registry import strategy_class
@@ -41,31 +42,49 @@ def _reply(response: PullResponse) -> PullReply:
     )
 
 
-class _Pending:
-    def __init__(self, target: ReferenceTarget, request: PullMessageRequest, response: PullResponse | None) -> None:
+Q = TypeVar("Q")
+A = TypeVar("A")
+Reply = TypeVar("Reply")
+
+#: Simulated time moved per step while waiting for a held request, and the slack beyond its own hold
+#: time after which waiting counts as a failure.
+ADVANCE_STEP_MS = 100
+HOLD_SLACK_MS = 60_000
+
+
+class _Pending(Generic[Q, A, Reply]):
+    """A pull or a pop answered now or held: the answer is looked up among what the target's channel
+    received (one implementation for both)."""
+
+    def __init__(
+        self, target: ReferenceTarget, request: Q, response: A | None, hold_ms: int,
+        delivered: Callable[[], list[tuple[Q, A]]], convert: Callable[[A], Reply],
+    ) -> None:
         self._target = target
         self._request = request
         self._response = response
+        self._hold_ms = hold_ms
+        self._delivered = delivered
+        self._convert = convert
 
     def done(self) -> bool:
         if self._response is None:
-            for req, resp in self._target._pull_channel.pull_responses:
+            for req, resp in self._delivered():
                 if req is self._request:
                     self._response = resp
         return self._response is not None
 
-    def result(self) -> PullReply:
+    def result(self) -> Reply:
         """Advance simulated time until the broker answers (bounded: the hold time plus slack)."""
-        limit = self._request.suspend_timeout_ms + 60_000
+        limit = self._hold_ms + HOLD_SLACK_MS
         waited = 0
         while not self.done():
             if waited > limit:
-                raise AssertionError(f"held pull not answered within {limit} ms of simulated time")
-            step = 100
-            self._target.clock.advance(step)
-            waited += step
+                raise AssertionError(f"held request not answered within {limit} ms of simulated time")
+            self._target.clock.advance(ADVANCE_STEP_MS)
+            waited += ADVANCE_STEP_MS
         assert self._response is not None
-        return _reply(self._response)
+        return self._convert(self._response)
 
 
 def _pop_reply(response: PopResponse) -> PopReply:
@@ -79,31 +98,6 @@ def _pop_reply(response: PopResponse) -> PopReply:
         rest_num=response.rest_num,
         held_ms=response.held_ms,
     )
-
-
-class _PendingPop:
-    def __init__(self, target: ReferenceTarget, request: PopMessageRequest, response: PopResponse | None) -> None:
-        self._target = target
-        self._request = request
-        self._response = response
-
-    def done(self) -> bool:
-        if self._response is None:
-            for req, resp in self._target._pop_channel.pop_responses:
-                if req is self._request:
-                    self._response = resp
-        return self._response is not None
-
-    def result(self) -> PopReply:
-        """Advance simulated time until the broker answers (bounded by the poll time plus slack)."""
-        waited = 0
-        while not self.done():
-            if waited > self._request.poll_time_ms + 60_000:
-                raise AssertionError("held pop not answered within its poll time")
-            self._target.clock.advance(100)
-            waited += 100
-        assert self._response is not None
-        return _pop_reply(self._response)
 
 
 class ReferenceTarget:
@@ -165,7 +159,11 @@ class ReferenceTarget:
             client_id=client_id,
         )
         response = self._call(self.broker.pull, request, self._pull_channel)
-        return _Pending(self, request, response)
+        return self._pending_pull(request, response)
+
+    def _pending_pull(self, request: PullMessageRequest, response: PullResponse | None) -> _Pending:
+        return _Pending(self, request, response, request.suspend_timeout_ms,
+                        lambda: self._pull_channel.pull_responses, _reply)
 
     def start_pull_racing(self, group: str, topic: str, queue_id: int, offset: int, sends: list[tuple[bytes, str]],
                           *, expression: str = "*", suspend_ms: int = 15_000) -> _Pending:
@@ -178,9 +176,9 @@ class ReferenceTarget:
         for body, tags in sends:
             self.send(topic, queue_id, body, tags)
         if outcome.held is None:
-            return _Pending(self, request, outcome.response)
+            return self._pending_pull(request, outcome.response)
         self.broker.hold_service.suspend_pull_request(outcome.held)
-        return _Pending(self, request, None)
+        return self._pending_pull(request, None)
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> tuple[str, int]:
         r = self._call(self.broker.query_consumer_offset, group, topic, queue_id)
@@ -242,7 +240,7 @@ class ReferenceTarget:
             expression="*"):  # type: ignore[no-untyped-def]
         request = PopMessageRequest(group, topic, queue_id, max_nums, invisible_ms, poll_ms, expression, client_id)
         response = self._call(self.broker.pop, request, self._pop_channel)
-        return _PendingPop(self, request, response)
+        return _Pending(self, request, response, poll_ms, lambda: self._pop_channel.pop_responses, _pop_reply)
 
     def ack(self, group: str, topic: str, handle: str) -> None:
         self._call(self.broker.ack, group, topic, handle, "conformance")

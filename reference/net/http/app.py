@@ -5,51 +5,70 @@ and its timers run on the same loop (:class:`~reference.clock.RealClock`) or onl
 the simulated clock (``--sim-clock``: time moves only through ``POST /admin/clock/advance``, so a
 conformance run over HTTP is as deterministic as the in-process one).
 
-A pull that finds nothing with a suspend timeout is held by the broker; the handler awaits a future
-that the broker's ``deliver_pull`` resolves, so long polling is a long HTTP request.
+A pull that finds nothing with a suspend timeout, or a pop with a poll time, is held by the broker;
+long polling is then a long HTTP request. Its status line and headers (200) are sent at once and its
+JSON body when the broker answers (``deliver_pull`` / ``deliver_pop`` resolve the future the handler
+registered), so a client learns at once that the request was accepted and held; a client that just
+reads the whole response sees an ordinary long request. A held request dropped by a broker restart
+ends with an empty body, as a remoting client sees its connection close.
 
-Errors: a rule broken by the input is a 400 (404 for an unknown topic) with
-``{"error": {"code", "field", "rule"}}``, never a 500.
+Errors: a rule broken by the input is a 400; an unknown topic, queue, group or consumer a 404; a
+refusal caused by the broker's state (no subscription, a receipt handle that names no pending
+delivery, a busy exclusive subscription) a 409; always ``{"error": {"code", "field", "rule"}}``,
+never a 500.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
-from fastapi import FastAPI, Path, Request
+from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from reference.allocation.message_queue import MessageQueue
 from reference.allocation.registry import strategy_class
 from reference.broker.broker import Broker
 from reference.broker.consumer_manager import ConsumerData
+from reference.broker.permits.batch import encode_batch
+from reference.broker.permits.protocol import DispatchedMessage, InitialPosition, Position, RecordingPermitChannel
+from reference.broker.permits.service import CONSUMER_BUSY, CONSUMER_NOT_FOUND, INVALID_PERMITS, SUBSCRIPTION_MISMATCH
+from reference.broker.pop.ack import SUBSCRIPTION_GROUP_NOT_EXIST
+from reference.broker.pop.assignment import CONSUMER_NOT_ONLINE, DEFAULT_STRATEGY
+from reference.broker.pop.keys import retry_topic
+from reference.broker.pop.protocol import PopMessageRequest, PopResponse
+from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE
 from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag
 from reference.clock import SimClock
 from reference.errors import InvalidRequest, TopicNotFound
 from reference.net.http import models as m
 from reference.store.filter import SubscriptionData
 from reference.store.message import Message
+from reference.store.names import MAX_NAME_LENGTH
 
 TopicPath = Annotated[str, Path(pattern=m.NAME_PATTERN, examples=["TopicA"])]
 GroupPath = Annotated[str, Path(pattern=m.NAME_PATTERN, examples=["GroupA"])]
 QueuePath = Annotated[int, Path(ge=0, le=m.INT32_MAX, examples=[0])]
 ConnPath = Annotated[str, Path(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f/]+$", examples=["conn-1"])]
+ClientPath = Annotated[str, Path(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f/]+$", examples=["c1"])]
 
-#: Capabilities every instance of the front offers; ``clock_control`` only with a simulated clock.
+#: Capabilities every instance of the front offers; ``long_poll`` only with long polling on,
+#: ``clock_control`` only with a simulated clock.
 BASE_CAPABILITIES = (
-    "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control", "allocation",
+    "pull", "query_offset", "commit_offset", "consumer_registry", "retention_control", "allocation",
+    "pop", "flow_permits", "restart",
 )
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": m.ErrorResponse, "description": "a field broke a rule; the body names the field and the rule"},
-    404: {"model": m.ErrorResponse, "description": "the topic, or the queue of the topic, does not exist"},
+    404: {"model": m.ErrorResponse, "description": "the topic, queue, group or consumer named does not exist"},
     409: {"model": m.ErrorResponse, "description": "the broker's state refuses it (e.g. no subscription)"},
 }
 
@@ -62,31 +81,101 @@ class QueueNotFound(InvalidRequest):
 
 
 NOT_FOUND = (TopicNotFound, QueueNotFound)
-#: Refusals caused by the broker's state rather than the request's shape: 409 Conflict.
-CONFLICT_CODES = frozenset({"SUBSCRIPTION_NOT_EXIST", "SUBSCRIPTION_NOT_LATEST"})
+#: Refusals naming something that does not exist (a group with no POP consumption of the topic, a
+#: permit consumer that is not subscribed): 404 Not Found.
+NOT_FOUND_CODES = frozenset({SUBSCRIPTION_GROUP_NOT_EXIST, CONSUMER_NOT_FOUND})
+#: Refusals caused by the broker's state rather than the request's shape: 409 Conflict. A receipt
+#: handle whose shape the schema accepts but that names no pending delivery (acknowledged, replaced,
+#: revived) is one of them.
+CONFLICT_CODES = frozenset({
+    "SUBSCRIPTION_NOT_EXIST", "SUBSCRIPTION_NOT_LATEST", INVALID_RECEIPT_HANDLE, CONSUMER_NOT_ONLINE,
+    CONSUMER_BUSY, SUBSCRIPTION_MISMATCH, "RETRY_TOPIC_NAME_TOO_LONG",
+})
+#: Fields whose refusal by the schema carries the broker's own code, so that a client sees one code
+#: whichever layer said no (the conformance suite checks these codes).
+VALIDATION_CODES = {"messagePermits": INVALID_PERMITS, "receiptHandle": INVALID_RECEIPT_HANDLE}
 
 
 def status_for(exc: InvalidRequest) -> int:
-    if isinstance(exc, NOT_FOUND):
+    if isinstance(exc, NOT_FOUND) or exc.code in NOT_FOUND_CODES:
         return 404
     return 409 if exc.code in CONFLICT_CODES else 400
 
 
-class PullChannel:
-    """The channel all HTTP pulls share: resolves the waiting handler's future when a held pull is answered."""
+class HeldRequestDropped(Exception):
+    """The broker that held the request was shut down (restart or server exit) before answering it."""
 
-    key = "http-pull"
+
+class HeldRequests:
+    """The channel every HTTP pull and pop uses: the late answer of a held request resolves the future
+    its handler registered (keyed by the request object's identity, which lives while it is held)."""
+
+    key = "http-held"
 
     def __init__(self) -> None:
-        self.waiters: dict[int, asyncio.Future[PullResponse]] = {}
+        self.waiters: dict[int, asyncio.Future[Any]] = {}
 
-    def deliver_pull(self, request: PullMessageRequest, response: PullResponse) -> None:
+    def register(self, request: object) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.waiters[id(request)] = future
+        return future
+
+    def forget(self, request: object) -> None:
+        self.waiters.pop(id(request), None)
+
+    def _answer(self, request: object, response: object) -> None:
         future = self.waiters.pop(id(request), None)
         if future is not None and not future.done():
             future.set_result(response)
 
+    def deliver_pull(self, request: PullMessageRequest, response: PullResponse) -> None:
+        self._answer(request, response)
+
+    def deliver_pop(self, request: PopMessageRequest, response: PopResponse) -> None:
+        self._answer(request, response)
+
     def notify_consumer_ids_changed(self, group: str) -> None:  # pragma: no cover - pulls never register
         pass
+
+    def drop_all(self) -> None:
+        """End every held request (its broker is going away and will never answer it)."""
+        for future in self.waiters.values():
+            if not future.done():
+                future.set_exception(HeldRequestDropped())
+        self.waiters.clear()
+
+
+R = TypeVar("R")
+
+
+def answer_or_hold(
+    held: HeldRequests, request: object, call: Callable[[], R | None], encode: Callable[[R], BaseModel]
+) -> BaseModel | Response:
+    """Run ``call`` (a pull or a pop); its answer now, or a response whose body follows the late answer."""
+    future = held.register(request)
+    try:
+        answer = call()
+    except BaseException:
+        held.forget(request)
+        raise
+    if answer is not None:
+        held.forget(request)
+        return encode(answer)
+    if future.done():  # answered while being held (the hold service looks again after holding, #7358)
+        return encode(future.result())
+    return StreamingResponse(_when_answered(held, request, future, encode), media_type="application/json")
+
+
+async def _when_answered(
+    held: HeldRequests, request: object, future: asyncio.Future[Any], encode: Callable[[Any], BaseModel]
+) -> AsyncIterator[bytes]:
+    try:
+        answer = await future
+    except HeldRequestDropped:
+        return
+    finally:
+        held.forget(request)
+    yield encode(answer).model_dump_json().encode("utf-8")
 
 
 class ConnectionChannel:
@@ -114,25 +203,64 @@ def _validation_field(error: dict[str, Any]) -> str:
     return ".".join(loc) or "body"
 
 
+def _text(body: bytes) -> tuple[str, str]:
+    """A body as UTF-8 text (invalid bytes replaced) and as exact base64."""
+    return body.decode("utf-8", errors="replace"), base64.b64encode(body).decode("ascii")
+
+
 def _pull_result(r: PullResponse) -> m.PullResult:
     return m.PullResult(
         code=r.code.name, status=r.status.name if r.status else None, nextBeginOffset=r.next_begin_offset,
         minOffset=r.min_offset, maxOffset=r.max_offset, heldMs=r.held_ms,
         messages=[
-            m.PulledMessage(
-                queueOffset=x.queue_offset, msgId=x.unique_id, tags=x.tags,
-                body=x.body.decode("utf-8", errors="replace"), bodyBase64=base64.b64encode(x.body).decode("ascii"),
-            )
-            for x in r.messages
+            m.PulledMessage(queueOffset=x.queue_offset, msgId=x.unique_id, tags=x.tags, body=text, bodyBase64=b64)
+            for x in r.messages for text, b64 in [_text(x.body)]
         ],
     )
 
 
-def create_app(broker: Broker, name: str = "reference") -> FastAPI:
-    """The FastAPI application serving ``broker`` (started and shut down with the app's lifespan)."""
+def _pop_result(r: PopResponse) -> m.PopResult:
+    return m.PopResult(
+        code=r.code.name, status=r.status, restNum=r.rest_num, popTime=r.pop_time,  # type: ignore[arg-type]
+        invisibleTimeMs=r.invisible_time_ms, heldMs=r.held_ms,
+        messages=[
+            m.PoppedMessage(
+                topic=x.topic, queueId=x.queue_id, queueOffset=x.queue_offset, msgId=x.msg_id, tags=x.tags,
+                keys=x.keys, body=text, bodyBase64=b64, receiptHandle=x.handle, reconsumeTimes=x.reconsume_times,
+                retry=x.retry, properties=dict(x.properties), storeTimestamp=x.store_timestamp,
+                bornTimestamp=x.born_timestamp,
+            )
+            for x in r.messages for text, b64 in [_text(x.body)]
+        ],
+    )
+
+
+def _dispatched(x: DispatchedMessage) -> m.DispatchedMessage:
+    text, b64 = _text(x.body)
+    return m.DispatchedMessage(
+        msgId=x.msg_id, offset=x.position.offset, batchIndex=x.position.batch_index, batchSize=x.batch_size,
+        tags=x.tags, body=text, bodyBase64=b64, redeliveryCount=x.redelivery_count,
+    )
+
+
+def reopen_like(old: Broker) -> Broker:
+    """A broker on the data, clock, configuration and trace of ``old`` (shut down by the caller)."""
+    return Broker(
+        old.data_dir, old.clock, config=old.config, store_config=old.store.config, trace=old.trace,
+        pop_config=old.pop_service.config,
+    )
+
+
+def create_app(
+    broker: Broker, name: str = "reference", reopen: Callable[[Broker], Broker] = reopen_like
+) -> FastAPI:
+    """The FastAPI application serving ``broker`` (started and shut down with the app's lifespan).
+    ``POST /admin/restart`` shuts the broker down and serves ``reopen(broker)`` instead."""
     sim = isinstance(broker.clock, SimClock)
-    pulls = PullChannel()
+    held = HeldRequests()
     connections: dict[str, ConnectionChannel] = {}
+    #: Permit consumers' channels by (subscription, client id, topic): what was dispatched to each.
+    permit_channels: dict[tuple[str, str, str], RecordingPermitChannel] = {}
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -140,8 +268,7 @@ def create_app(broker: Broker, name: str = "reference") -> FastAPI:
         try:
             yield
         finally:
-            for future in pulls.waiters.values():
-                future.cancel()
+            held.drop_all()
             broker.shutdown()
 
     app = FastAPI(
@@ -163,11 +290,23 @@ def create_app(broker: Broker, name: str = "reference") -> FastAPI:
         if queue_id is not None and not queue_id < nums:
             raise QueueNotFound(topic, queue_id, nums)
 
+    def check_retry_topic(group: str, topic: str) -> None:
+        """Both names are valid alone, but the POP retry topic they make may be too long: a conflict
+        between two existing names rather than a bad field (so 409, not 400)."""
+        name = retry_topic(group, topic)
+        if len(name) > MAX_NAME_LENGTH:
+            raise InvalidRequest(
+                "consumerGroup", f"with topic {topic!r} makes the retry topic {name!r}, longer than "
+                f"{MAX_NAME_LENGTH} characters", "RETRY_TOPIC_NAME_TOO_LONG",
+            )
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
         rule = str(first.get("msg", "is invalid"))
-        return _error(400, InvalidRequest(_validation_field(first), rule))
+        field = _validation_field(first)
+        code = VALIDATION_CODES.get(field.rsplit(".", 1)[-1], "INVALID_ARGUMENT")
+        return _error(400, InvalidRequest(field, rule, code))
 
     @app.exception_handler(InvalidRequest)
     async def _refused(_: Request, exc: InvalidRequest) -> JSONResponse:
@@ -197,7 +336,10 @@ def create_app(broker: Broker, name: str = "reference") -> FastAPI:
 
     @app.get("/capabilities", operation_id="capabilities", response_model=m.Capabilities, tags=["admin"])
     async def capabilities() -> m.Capabilities:
-        caps = [*BASE_CAPABILITIES, *(("clock_control",) if sim else ())]
+        caps = [
+            *BASE_CAPABILITIES, *(("clock_control",) if sim else ()),
+            *(("long_poll",) if broker.config.long_polling_enable else ()),
+        ]
         return m.Capabilities(name=name, clock="sim" if sim else "real", capabilities=sorted(caps))
 
     @app.post(
@@ -208,6 +350,7 @@ def create_app(broker: Broker, name: str = "reference") -> FastAPI:
                              "parameters": {"topic": "$response.body#/topic", "queueId": 0}},
             "QueueOffsets": {"operationId": "queueOffsets",
                              "parameters": {"topic": "$response.body#/topic", "queueId": 0}},
+            "SubscribePermits": {"operationId": "subscribePermits", "parameters": {"topic": "$response.body#/topic"}},
         }}}},
     )
     async def create_topic(body: m.CreateTopic) -> m.TopicCreated:
@@ -232,6 +375,7 @@ def create_app(broker: Broker, name: str = "reference") -> FastAPI:
                        "parameters": {"topic": "$response.body#/topic", "queueId": "$response.body#/queueId"}},
             "QueueOffsets": {"operationId": "queueOffsets",
                              "parameters": {"topic": "$response.body#/topic", "queueId": "$response.body#/queueId"}},
+            "PopIt": {"operationId": "popMessages", "parameters": {"topic": "$response.body#/topic"}},
         }}}},
     )
     async def send(topic: TopicPath, queueId: QueuePath, body: m.SendBody) -> m.SendReceipt:  # noqa: N803
@@ -239,9 +383,22 @@ def create_app(broker: Broker, name: str = "reference") -> FastAPI:
         r = broker.send(Message(topic, body.body.encode("utf-8"), queueId, tags=body.tags))
         return m.SendReceipt(topic=topic, queueId=r.queue_id, queueOffset=r.queue_offset, msgId=r.unique_id)
 
+    @app.post("/topics/{topic}/queues/{queueId}/batches", operation_id="sendBatch", status_code=201,
+              response_model=m.SendReceipt, responses=ERRORS, tags=["messages"],
+              description="One batch entry holding several messages (a Pulsar producer's batch): stored as one "
+                          "entry, dispatched and counted message by message by the permit dispatchers.")
+    async def send_batch(topic: TopicPath, queueId: QueuePath, body: m.SendBatchBody) -> m.SendReceipt:  # noqa: N803
+        check_topic(topic, queueId)
+        payload, properties = encode_batch([b.encode("utf-8") for b in body.bodies])
+        r = broker.send(Message(topic, payload, queueId, properties=properties))
+        return m.SendReceipt(topic=topic, queueId=r.queue_id, queueOffset=r.queue_offset, msgId=r.unique_id)
+
     @app.post("/topics/{topic}/queues/{queueId}/pull", operation_id="pullMessages", response_model=m.PullResult,
-              responses=ERRORS, tags=["messages"])
-    async def pull(topic: TopicPath, queueId: QueuePath, body: m.PullBody) -> m.PullResult:  # noqa: N803
+              responses=ERRORS, tags=["messages"],
+              description="With `suspendTimeoutMs` and nothing to read, the broker holds the pull (long polling): "
+                          "the status line comes at once, the body when a matching message arrives or the hold "
+                          "time ends.")
+    async def pull(topic: TopicPath, queueId: QueuePath, body: m.PullBody) -> Any:  # noqa: N803
         check_topic(topic, queueId)
         flag = PullSysFlag(0)
         if body.suspendTimeoutMs > 0:
@@ -255,15 +412,7 @@ def create_app(broker: Broker, name: str = "reference") -> FastAPI:
             commit_offset=body.commitOffset or 0, suspend_timeout_ms=body.suspendTimeoutMs,
             subscription=body.subscription, client_id=body.clientId or "",
         )
-        future: asyncio.Future[PullResponse] = asyncio.get_running_loop().create_future()
-        pulls.waiters[id(request)] = future
-        try:
-            response = broker.pull(request, pulls)
-            if response is None:
-                response = await future
-        finally:
-            pulls.waiters.pop(id(request), None)
-        return _pull_result(response)
+        return answer_or_hold(held, request, lambda: broker.pull(request, held), _pull_result)
 
     @app.get("/groups/{group}/offsets/{topic}/{queueId}", operation_id="queryConsumerOffset",
              response_model=m.ConsumerOffset, responses=ERRORS, tags=["offsets"])
@@ -324,6 +473,142 @@ def create_app(broker: Broker, name: str = "reference") -> FastAPI:
         return m.Allocation(result=[m.QueueRef(topic=q.topic, brokerName=q.broker_name, queueId=q.queue_id)
                                     for q in share])
 
+    # -- POP ---------------------------------------------------------------------------------------
+    handle_links = {
+        "AckFirst": {"operationId": "ackMessage",
+                     "parameters": {"group": "$request.path.group", "topic": "$request.path.topic"},
+                     "requestBody": {"receiptHandle": "$response.body#/messages/0/receiptHandle"}},
+        "ChangeInvisibleTimeOfFirst": {
+            "operationId": "changeInvisibleTime",
+            "parameters": {"group": "$request.path.group", "topic": "$request.path.topic"},
+            "requestBody": {"receiptHandle": "$response.body#/messages/0/receiptHandle", "invisibleTimeMs": 1_000}},
+    }
+
+    @app.post(
+        "/groups/{group}/topics/{topic}/pop", operation_id="popMessages", response_model=m.PopResult,
+        responses=ERRORS, tags=["pop"], openapi_extra={"responses": {"200": {"links": handle_links}}},
+        description="Pop a batch: each message becomes invisible to the group for `invisibleTimeMs` unless "
+                    "acknowledged. With `pollTimeMs` and nothing to pop the broker holds the pop: the status line "
+                    "comes at once, the body when a matching message arrives or the poll time ends.",
+    )
+    async def pop(group: GroupPath, topic: TopicPath, body: m.PopBody) -> Any:
+        check_topic(topic, body.queueId if body.queueId >= 0 else None)
+        check_retry_topic(group, topic)
+        request = PopMessageRequest(
+            group, topic, body.queueId, body.maxMsgNums, body.invisibleTimeMs, body.pollTimeMs, body.expression,
+            body.clientId or "",
+        )
+        return answer_or_hold(held, request, lambda: broker.pop(request, held), _pop_result)
+
+    @app.post("/groups/{group}/topics/{topic}/ack", operation_id="ackMessage", response_model=m.Acked,
+              responses=ERRORS, tags=["pop"])
+    async def ack(group: GroupPath, topic: TopicPath, body: m.AckBody) -> m.Acked:
+        check_topic(topic)
+        return m.Acked(msgId=broker.ack(group, topic, body.receiptHandle, body.clientId or "").msg_id)
+
+    @app.post(
+        "/groups/{group}/topics/{topic}/invisible-time", operation_id="changeInvisibleTime",
+        response_model=m.InvisibleTimeChanged, responses=ERRORS, tags=["pop"],
+        openapi_extra={"responses": {"200": {"links": {
+            "AckWithNewHandle": {"operationId": "ackMessage",
+                                 "parameters": {"group": "$request.path.group", "topic": "$request.path.topic"},
+                                 "requestBody": {"receiptHandle": "$response.body#/receiptHandle"}},
+        }}}},
+    )
+    async def change_invisible_time(group: GroupPath, topic: TopicPath,
+                                    body: m.ChangeInvisibleBody) -> m.InvisibleTimeChanged:
+        check_topic(topic)
+        r = broker.change_invisible_time(group, topic, body.receiptHandle, body.invisibleTimeMs, body.clientId or "")
+        return m.InvisibleTimeChanged(msgId=r.msg_id, receiptHandle=r.handle, popTime=r.pop_time,
+                                      invisibleTimeMs=r.invisible_time_ms)
+
+    @app.get("/groups/{group}/topics/{topic}/assignment", operation_id="queryAssignment",
+             response_model=m.Assignment, responses=ERRORS, tags=["pop"],
+             description="The queues a POP consumer of the group should pop (the broker runs the allocation).")
+    async def query_assignment(
+        group: GroupPath, topic: TopicPath,
+        clientId: Annotated[str, Query(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f]+$")],  # noqa: N803
+        strategy: Annotated[m.PopStrategy, Query()] = DEFAULT_STRATEGY,
+        popShareQueueNum: Annotated[int, Query(ge=-1, le=m.INT32_MAX)] = -1,  # noqa: N803
+        messageModel: Annotated[m.MessageModel, Query()] = "CLUSTERING",  # noqa: N803
+    ) -> m.Assignment:
+        check_topic(topic)
+        queues = broker.query_assignment(topic, group, clientId, strategy, messageModel, popShareQueueNum)
+        return m.Assignment(consumerGroup=group, clientId=clientId, queues=[
+            m.AssignedQueue(topic=q.topic, brokerName=q.broker_name, queueId=q.queue_id) for q in queues
+        ])
+
+    # -- permits -----------------------------------------------------------------------------------
+    consumer_path = "/groups/{group}/topics/{topic}/permit-consumers/{clientId}"
+    consumer_params = {"group": "$request.path.group", "topic": "$request.path.topic",
+                       "clientId": "$response.body#/clientId"}
+
+    @app.post(
+        "/groups/{group}/topics/{topic}/permit-consumers", operation_id="subscribePermits", status_code=201,
+        response_model=m.PermitConsumer, responses=ERRORS, tags=["permits"],
+        description="Attach a consumer to the subscription `group` (created on first use) with 0 permits.",
+        openapi_extra={"responses": {"201": {"links": {
+            "Flow": {"operationId": "flowPermits", "parameters": consumer_params,
+                     "requestBody": {"messagePermits": 10}},
+            "Permits": {"operationId": "permitConsumer", "parameters": consumer_params},
+            "Dispatched": {"operationId": "dispatchedMessages", "parameters": consumer_params},
+            "Ack": {"operationId": "ackPermitMessages", "parameters": consumer_params},
+            "Redeliver": {"operationId": "redeliverUnacknowledged", "parameters": consumer_params},
+            "Close": {"operationId": "closePermitConsumer", "parameters": consumer_params},
+        }}}},
+    )
+    async def subscribe_permits(group: GroupPath, topic: TopicPath, body: m.PermitSubscribe) -> m.PermitConsumer:
+        check_topic(topic, body.queueId)
+        channel = RecordingPermitChannel(f"permits-{body.clientId}")
+        broker.subscribe_permits(group, topic, body.clientId, channel, body.subType, body.queueId,
+                                 InitialPosition(body.initialPosition))
+        permit_channels[(group, body.clientId, topic)] = channel
+        return permit_consumer(group, topic, body.clientId)
+
+    def permit_consumer(group: str, topic: str, client_id: str) -> m.PermitConsumer:
+        permits = broker.permits.consumer(group, client_id, topic).permits
+        return m.PermitConsumer(subscription=group, topic=topic, clientId=client_id, permits=permits)
+
+    @app.get(consumer_path, operation_id="permitConsumer", response_model=m.PermitConsumer, responses=ERRORS,
+             tags=["permits"])
+    async def get_permit_consumer(group: GroupPath, topic: TopicPath, clientId: ClientPath) -> m.PermitConsumer:  # noqa: N803
+        return permit_consumer(group, topic, clientId)
+
+    @app.post(f"{consumer_path}/flow", operation_id="flowPermits", response_model=m.PermitConsumer,
+              responses=ERRORS, tags=["permits"], description="FLOW: add `messagePermits` to the consumer's credit.")
+    async def flow(group: GroupPath, topic: TopicPath, clientId: ClientPath, body: m.Flow) -> m.PermitConsumer:  # noqa: N803
+        broker.flow(group, clientId, topic, body.messagePermits)
+        return permit_consumer(group, topic, clientId)
+
+    @app.get(f"{consumer_path}/messages", operation_id="dispatchedMessages", response_model=m.Dispatched,
+             responses=ERRORS, tags=["permits"])
+    async def dispatched(group: GroupPath, topic: TopicPath, clientId: ClientPath) -> m.Dispatched:  # noqa: N803
+        channel = permit_channels.get((group, clientId, topic))
+        if channel is None:  # never subscribed here (or not since a restart)
+            broker.permits.consumer(group, clientId, topic)  # raises CONSUMER_NOT_FOUND
+        return m.Dispatched(clientId=clientId, messages=[_dispatched(x) for x in (channel.messages if channel else [])])
+
+    @app.post(f"{consumer_path}/ack", operation_id="ackPermitMessages", response_model=m.PermitAcked,
+              responses=ERRORS, tags=["permits"])
+    async def ack_permits(group: GroupPath, topic: TopicPath, clientId: ClientPath,  # noqa: N803
+                          body: m.PermitAck) -> m.PermitAcked:
+        positions = [Position(x.offset, x.batchIndex) for x in body.positions]
+        return m.PermitAcked(acknowledged=broker.ack_permits(group, clientId, topic, positions))
+
+    @app.post(f"{consumer_path}/redeliver", operation_id="redeliverUnacknowledged", response_model=m.Done,
+              responses=ERRORS, tags=["permits"])
+    async def redeliver(group: GroupPath, topic: TopicPath, clientId: ClientPath,  # noqa: N803
+                        body: m.Redeliver) -> m.Done:
+        positions = None if body.positions is None else [Position(x.offset, x.batchIndex) for x in body.positions]
+        broker.redeliver_unacknowledged(group, clientId, topic, positions)
+        return m.Done()
+
+    @app.delete(consumer_path, operation_id="closePermitConsumer", response_model=m.Done, responses=ERRORS,
+                tags=["permits"], description="The consumer leaves; its unacknowledged messages are redelivered.")
+    async def close_permit_consumer(group: GroupPath, topic: TopicPath, clientId: ClientPath) -> m.Done:  # noqa: N803
+        broker.close_permit_consumer(group, clientId, topic)
+        return m.Done()
+
     @app.post("/admin/retention", operation_id="runRetention", response_model=m.Done, tags=["admin"])
     async def run_retention() -> m.Done:
         broker.run_retention(manual=True)
@@ -342,6 +627,20 @@ def create_app(broker: Broker, name: str = "reference") -> FastAPI:
                                               "CLOCK_NOT_CONTROLLABLE"))
         broker.clock.advance(body.ms)
         return m.ClockState(clock="sim", nowMs=broker.clock.now_ms())
+
+    @app.post("/admin/restart", operation_id="restartBroker", response_model=m.Done, tags=["admin"],
+              description="Shut the broker down cleanly and open it again on the same data directory. Held "
+                          "requests end with an empty body and consumers must register and subscribe again.")
+    async def restart() -> m.Done:
+        nonlocal broker
+        held.drop_all()
+        permit_channels.clear()
+        broker.rec.record("CRASH", detail={"clean": True})
+        broker.shutdown()
+        broker = reopen(broker)
+        broker.start()
+        broker.rec.record("RESTART")
+        return m.Done()
 
     def openapi() -> dict[str, Any]:
         """FastAPI's document without its 422 answers: this front reports every refusal as 400."""

@@ -13,6 +13,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from reference.broker.config import MAX_PULL_BATCH, MAX_SUSPEND_TIMEOUT_MS
+from reference.broker.permits.batch import MAX_BATCH_MESSAGES
+from reference.broker.permits.service import MAX_PERMITS
+from reference.broker.pop.config import PopConfig
 
 INT32_MAX = 2**31 - 1
 #: Offsets and versions are int64 in the broker, but JSON numbers above 2**53 are not exact in many
@@ -141,8 +144,11 @@ class Subscription(Strict):
     subVersion: Annotated[int, Field(ge=0, le=JSON_SAFE_MAX)] = 0
 
 
+MessageModel = Literal["CLUSTERING", "BROADCASTING"]
+
+
 class ConsumerGroupData(Strict):
-    messageModel: Literal["CLUSTERING", "BROADCASTING"] = "CLUSTERING"
+    messageModel: MessageModel = "CLUSTERING"
     #: Keyed by topic: a group subscribes to a topic once (a map makes that a property of the schema).
     subscriptions: Annotated[
         dict[Name, Subscription],
@@ -226,3 +232,161 @@ class Capabilities(BaseModel):
 
 class Done(BaseModel):
     ok: bool = True
+
+
+# -- POP -------------------------------------------------------------------------------------------
+#: A receipt handle as the reference writes it (seed 004 extraInfo): start offset, pop time, invisible
+#: time, revive queue id, retry flag, broker name, queue id, offset, blank-separated. The schema holds
+#: the shape so that a well-shaped handle that names no pending delivery is a conflict (409), not bad input.
+RECEIPT_HANDLE_PATTERN = r"^[0-9]{1,19} [0-9]{1,19} [0-9]{1,19} [0-9]{1,9} [01] [!-~]{1,127} [0-9]{1,9} [0-9]{1,19}$"
+ReceiptHandle = Annotated[
+    str, Field(pattern=RECEIPT_HANDLE_PATTERN, examples=["0 1700000000000 60000 0 0 broker-a 0 0"])
+]
+InvisibleTimeMs = Annotated[
+    int, Field(ge=PopConfig.min_invisible_time_ms, le=PopConfig.max_invisible_time_ms, examples=[60_000])
+]
+#: Strategies a POP client may name in a query of its assignment (those that need no configuration).
+PopStrategy = Literal[
+    "AllocateMessageQueueAveragely", "AllocateMessageQueueAveragelyByCircle", "averagely", "by_circle"
+]
+
+
+class PopBody(Strict):
+    """PopMessageRequestHeader: queue -1 reads every queue of the topic."""
+
+    queueId: Annotated[int, Field(ge=-1, le=INT32_MAX, examples=[-1])] = -1
+    maxMsgNums: Annotated[int, Field(ge=1, le=PopConfig.max_msg_nums, examples=[32])] = 32
+    invisibleTimeMs: InvisibleTimeMs = 60_000
+    pollTimeMs: Annotated[int, Field(ge=0, le=PopConfig.max_poll_time_ms, examples=[0, 15_000])] = 0
+    expression: Expression = "*"
+    clientId: ClientId | None = None
+
+
+class PoppedMessage(BaseModel):
+    topic: str = Field(description="the topic the consumer named (also for a retried message)")
+    queueId: int = Field(description="where it was read (the retry topic's queue when retry is true)")
+    queueOffset: int
+    msgId: str
+    tags: str | None
+    keys: str | None
+    body: str = Field(description="the body as UTF-8 (invalid bytes replaced); bodyBase64 is exact")
+    bodyBase64: str
+    receiptHandle: str = Field(description="names this delivery in ack and changeInvisibleTime")
+    reconsumeTimes: int
+    retry: bool
+    properties: dict[str, str]
+    storeTimestamp: int
+    bornTimestamp: int
+
+
+class PopResult(BaseModel):
+    code: Literal["SUCCESS", "POLLING_FULL", "POLLING_TIMEOUT"] = Field(examples=["SUCCESS"])
+    status: str = Field(examples=["FOUND"], description="FOUND, or NO_MESSAGE (the code says why)")
+    messages: list[PoppedMessage]
+    restNum: int = Field(description="messages left behind in the queues the pop visited")
+    popTime: int
+    invisibleTimeMs: int
+    heldMs: int = Field(description="how long the broker held the pop (long polling)")
+
+
+class AckBody(Strict):
+    receiptHandle: ReceiptHandle
+    clientId: ClientId | None = None
+
+
+class Acked(BaseModel):
+    msgId: str
+
+
+class ChangeInvisibleBody(Strict):
+    receiptHandle: ReceiptHandle
+    invisibleTimeMs: InvisibleTimeMs
+    clientId: ClientId | None = None
+
+
+class InvisibleTimeChanged(BaseModel):
+    msgId: str
+    receiptHandle: str = Field(description="replaces the handle given, which is no longer valid")
+    popTime: int
+    invisibleTimeMs: int
+
+
+class AssignedQueue(BaseModel):
+    topic: str
+    brokerName: str
+    queueId: int = Field(description="-1: every queue of the topic (popShareQueueNum <= 0)")
+
+
+class Assignment(BaseModel):
+    consumerGroup: str
+    clientId: str
+    queues: list[AssignedQueue]
+
+
+# -- permits (Pulsar-style flow control) ---------------------------------------------------------------
+class PermitSubscribe(Strict):
+    clientId: ClientId = Field(description="the consumer's name (Pulsar consumerName)")
+    subType: Literal["Exclusive", "Failover", "Shared"] = "Exclusive"
+    queueId: QueueId = 0
+    initialPosition: Literal["Latest", "Earliest"] = Field(
+        "Latest", description="where a new subscription starts (an existing one resumes after its acks)"
+    )
+
+
+class PermitConsumer(BaseModel):
+    subscription: str
+    topic: str
+    clientId: str
+    permits: int = Field(description="permits not yet used by a dispatch")
+
+
+class Flow(Strict):
+    messagePermits: Annotated[int, Field(ge=1, le=MAX_PERMITS, examples=[1_000])]
+
+
+class PositionRef(Strict):
+    offset: Offset
+    batchIndex: Annotated[int, Field(ge=0, lt=MAX_BATCH_MESSAGES)] = 0
+
+
+class PermitAck(Strict):
+    positions: Annotated[list[PositionRef], Field(max_length=10_000)]
+
+
+class PermitAcked(BaseModel):
+    acknowledged: int = Field(description="positions newly acknowledged (unknown or repeated ones are ignored)")
+
+
+class Redeliver(Strict):
+    positions: Annotated[list[PositionRef], Field(max_length=10_000)] | None = Field(
+        None, description="the messages to send again; absent: every unacknowledged message of this consumer"
+    )
+
+
+class DispatchedMessage(BaseModel):
+    msgId: str
+    offset: int
+    batchIndex: int
+    batchSize: int
+    tags: str | None
+    body: str = Field(description="the body as UTF-8 (invalid bytes replaced); bodyBase64 is exact")
+    bodyBase64: str
+    redeliveryCount: int
+
+
+class Dispatched(BaseModel):
+    clientId: str
+    messages: list[DispatchedMessage] = Field(description="every message dispatched to this consumer since it "
+                                                          "subscribed, in dispatch order")
+
+
+#: A batch's bodies: at most MAX_BATCH_MESSAGES, together at most MAX_BODY_CHARS (so each at most
+#: its share: the schema then bounds the whole entry).
+BATCH_BODY_CHARS = MAX_BODY_CHARS // MAX_BATCH_MESSAGES
+
+
+class SendBatchBody(Strict):
+    bodies: Annotated[
+        list[Annotated[str, Field(max_length=BATCH_BODY_CHARS)]],
+        Field(min_length=1, max_length=MAX_BATCH_MESSAGES, examples=[["a", "b", "c"]]),
+    ]
