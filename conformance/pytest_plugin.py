@@ -29,6 +29,8 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--mqtck-results", default=None)
     if path:
         worker = getattr(config, "workerinput", {}).get("workerid")
+        if worker is None and config.getoption("numprocesses", default=None):
+            return  # an xdist controller: its workers write (it would repeat every test of theirs, without IDs)
         target = Path(f"{path}.{worker}") if worker else Path(path)
         config.pluginmanager.register(_ResultsWriter(target), "mqtck-results")
 

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -28,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.cli import UsageError
+from conformance.targets.launch import launch_broker
 
 HELP = "real C++ client over loopback: end-to-end throughput and long-poll wake latency (needs rocketmq==0.4.4)"
 
@@ -40,11 +39,8 @@ WAKE_P99_GOAL_MS = 10.0
 SEND_ATTEMPTS = 5
 #: Pause before retrying such a send (lets the contending thread release the client's lock).
 RETRY_PAUSE_S = 0.01
-#: How long the broker may take to print its address.
-START_TIMEOUT_S = 30.0
 #: Generous bound on any wait for the consumer (its timers are real: rebalance 10 s, pull timeout 30 s).
 WAIT_S = 120.0
-_ADDRESS = re.compile(r"serving remoting://(\S+?:\d+)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,31 +54,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
-class _Broker:
-    def __init__(self, workdir: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "conformance.cli", "broker", "--remoting", "127.0.0.1:0", "--data-dir",
-             str(workdir / "data")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        )
-        line: list[str] = []
-        reader = threading.Thread(target=lambda: line.append(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-        reader.start()
-        reader.join(START_TIMEOUT_S)
-        match = _ADDRESS.search(line[0]) if line else None
-        if match is None:
-            self.stop()
-            raise UsageError(f"mqtck broker --remoting did not start: {line!r}")
-        self.namesrv = match.group(1)
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 class _Listener:
@@ -217,12 +188,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="mqtck-bench-remoting-"))
     old_home = os.environ.get("HOME")
     os.environ["HOME"] = str(workdir)  # the C++ client writes its logs and offsets under $HOME
-    broker = _Broker(workdir)
+    broker = None
     try:
-        throughput = _throughput(client, broker.namesrv, args)
-        wake = _wake_latency(client, broker.namesrv, args)
+        try:
+            broker = launch_broker("remoting", workdir / "data", stderr=subprocess.DEVNULL)
+        except RuntimeError as exc:
+            raise UsageError(str(exc)) from None
+        throughput = _throughput(client, broker.address, args)
+        wake = _wake_latency(client, broker.address, args)
     finally:
-        broker.stop()
+        if broker is not None:
+            broker.stop()
         if old_home is not None:
             os.environ["HOME"] = old_home
         shutil.rmtree(workdir, ignore_errors=True)

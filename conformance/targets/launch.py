@@ -1,30 +1,44 @@
-"""Start ``mqtck broker --http 127.0.0.1:0`` as a child process and learn its address.
+"""Start ``mqtck broker --http|--remoting 127.0.0.1:0`` as a child process and learn its address.
 
-The server prints one line, ``mqtck broker: serving http://HOST:PORT``, once its socket listens; port
-0 lets the OS pick a free port, so parallel runs never collide. Used by the project's HTTP tests and
-by ``mqtck bench conform``, so the start-up contract lives in one place.
+The server prints one line, ``mqtck broker: serving SCHEME://HOST:PORT``, once its sockets listen; port
+0 lets the OS pick a free port, so parallel runs never collide. Used by the project's HTTP, remoting and
+interop tests and by ``mqtck bench conform`` / ``mqtck bench remoting``, so the start-up contract lives
+in one place.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import IO, Literal
 
 #: The line the server prints once it listens, before the URL.
 SERVING = "mqtck broker: serving "
 #: How long to wait for a server to stop after SIGTERM (it shuts its broker down cleanly) before SIGKILL.
 STOP_TIMEOUT_S = 15
+#: How long a server may take to print its address (the JVM-free start is about a second; CI machines are slow).
+START_TIMEOUT_S = 30.0
+
+Transport = Literal["http", "remoting"]
 
 
 class LaunchedBroker:
-    """A running ``mqtck broker --http`` child process; ``stop()`` ends it and returns its stderr."""
+    """A running ``mqtck broker`` child process; ``stop()`` ends it and returns its stderr (if piped)."""
 
     def __init__(self, proc: subprocess.Popen[str], url: str) -> None:
         self.proc = proc
         self.url = url
 
+    @property
+    def address(self) -> str:
+        """``HOST:PORT`` (for remoting, the name server's)."""
+        return self.url.split("://", 1)[1]
+
     def stop(self) -> str:
+        if self.proc.poll() is not None:
+            return ""
         self.proc.terminate()
         try:
             _, err = self.proc.communicate(timeout=STOP_TIMEOUT_S)
@@ -34,18 +48,30 @@ class LaunchedBroker:
         return err or ""
 
 
-def launch_http_broker(data_dir: Path, *flags: str) -> LaunchedBroker:
-    """Start a server on a free loopback port with its store in ``data_dir`` (extra CLI ``flags``, e.g.
-    ``--sim-clock``); RuntimeError with the server's stderr if it does not say where it serves."""
+def launch_broker(
+    transport: Transport, data_dir: Path, *flags: str, stderr: int | IO[str] = subprocess.PIPE,
+    cwd: Path | None = None,
+) -> LaunchedBroker:
+    """Start a server of ``transport`` on a free loopback port with its store in ``data_dir`` (extra CLI
+    ``flags``, e.g. ``--sim-clock`` or ``--trace F``); RuntimeError with what it said if it does not tell
+    where it serves within START_TIMEOUT_S."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "conformance.cli", "broker", "--http", "127.0.0.1:0", "--data-dir", str(data_dir),
-         *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "conformance.cli", "broker", f"--{transport}", "127.0.0.1:0", "--data-dir",
+         str(data_dir), *flags],
+        stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=cwd,
     )
     assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith(SERVING):
+    first: list[str] = []
+    reader = threading.Thread(target=lambda: first.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(START_TIMEOUT_S)
+    line = first[0] if first else ""
+    if not line.startswith(f"{SERVING}{transport}://"):
         proc.kill()
         _, err = proc.communicate()
-        raise RuntimeError(f"mqtck broker --http did not start: {line!r} {err}")
+        raise RuntimeError(f"mqtck broker --{transport} did not start: {line!r} {err or ''}")
     return LaunchedBroker(proc, line.strip().removeprefix(SERVING))
+
+
+def launch_http_broker(data_dir: Path, *flags: str) -> LaunchedBroker:
+    return launch_broker("http", data_dir, *flags)

@@ -5,22 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from conformance.targets.launch import launch_broker
 from reference.net.remoting.command import RemotingCommand
 from reference.net.remoting.frame import FrameDecoder, encode_frame
 
-START_TIMEOUT_S = 30.0
-ADDRESS_LINE = re.compile(r"mqtck broker: serving remoting://([\d.]+):(\d+)")
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -40,20 +34,14 @@ class BrokerProcess:
         self.name = name
         self.trace = traces / f"{name}.jsonl"
         self._stderr = (workdir / f"{name}.stderr").open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "conformance.cli", "broker", "--remoting", "127.0.0.1:0",
-             "--data-dir", str(workdir / name), "--trace", str(self.trace), *extra],
-            stdout=subprocess.PIPE, stderr=self._stderr, text=True, cwd=ROOT,
-        )
-        line: list[str] = []
-        reader = threading.Thread(target=lambda: line.append(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-        reader.start()
-        reader.join(START_TIMEOUT_S)
-        match = ADDRESS_LINE.search(line[0]) if line else None
-        if match is None:
-            self.stop()
-            raise RuntimeError(f"broker {name} did not start: {line!r}")
-        self.namesrv = f"{match.group(1)}:{match.group(2)}"
+        try:
+            self.launched = launch_broker("remoting", workdir / name, "--trace", str(self.trace), *extra,
+                                          stderr=self._stderr, cwd=ROOT)
+        except RuntimeError:
+            self._stderr.close()
+            raise
+        self.proc = self.launched.proc
+        self.namesrv = self.launched.address
         route = self.request(self.namesrv, 105, {"topic": "TBW102"})
         host, port = json.loads(route.body)["brokerDatas"][0]["brokerAddrs"]["0"].split(":")
         self.broker_addr = (host, int(port))
@@ -86,13 +74,7 @@ class BrokerProcess:
 
     def stop(self) -> None:
         """SIGTERM (the trace is closed on the way out), then kill if it hangs."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        self.launched.stop()
         self._stderr.close()
 
     def rows(self) -> list[dict[str, Any]]:

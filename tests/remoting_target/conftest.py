@@ -2,49 +2,30 @@
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-_ADDRESS = re.compile(r"serving remoting://(\S+?:\d+)")
+from conformance.targets.launch import LaunchedBroker, launch_broker
 
 
 class RemotingBroker:
-    def __init__(self, proc: subprocess.Popen[str], namesrv: str) -> None:
-        self.proc = proc
-        self.namesrv = namesrv
+    def __init__(self, launched: LaunchedBroker) -> None:
+        self.launched = launched
+        self.proc = launched.proc
+        self.namesrv = launched.address
 
     @property
     def target(self) -> str:
         return f"remoting://{self.namesrv}"
 
     def stop(self) -> str:
-        self.proc.terminate()
-        try:
-            _, err = self.proc.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            _, err = self.proc.communicate()
-        return err
+        return self.launched.stop()
 
 
 def start_remoting_broker(data_dir: Path, *flags: str) -> RemotingBroker:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "conformance.cli", "broker", "--remoting", "127.0.0.1:0", "--data-dir",
-         str(data_dir), *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    m = _ADDRESS.search(line)
-    if m is None:
-        proc.kill()
-        raise AssertionError(f"broker did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
-    return RemotingBroker(proc, m.group(1))
+    return RemotingBroker(launch_broker("remoting", data_dir, *flags))
 
 
 @pytest.fixture
