@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.targets.launch import launch_http_broker
+from conformance.targets.launch import launch_broker
 
 HELP = "wall time of mqtck conform on the reference (-n 2) and over HTTP (goals: 60 s and 120 s)"
 
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out["reference"] = _conform("reference", args.workers, Path(tmp) / "ref")
         out["reference"]["goal_s"] = 60
         if not args.skip_http:
-            server = launch_http_broker(Path(tmp) / "broker", "--sim-clock", "--segment-bytes", "65536")
+            server = launch_broker("http", Path(tmp) / "broker", "--sim-clock", "--segment-bytes", "65536")
             try:
                 out["http"] = _conform(server.url, 1, Path(tmp) / "http")
                 out["http"]["goal_s"] = 120

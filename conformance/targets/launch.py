@@ -72,6 +72,3 @@ def launch_broker(
         raise RuntimeError(f"mqtck broker --{transport} did not start: {line!r} {err or ''}")
     return LaunchedBroker(proc, line.strip().removeprefix(SERVING))
 
-
-def launch_http_broker(data_dir: Path, *flags: str) -> LaunchedBroker:
-    return launch_broker("http", data_dir, *flags)

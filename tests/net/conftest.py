@@ -8,7 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conformance.targets.launch import LaunchedBroker, launch_http_broker
+from conformance.targets.launch import LaunchedBroker
+from tests.servers import launched_servers
 
 
 class HttpBroker:
@@ -27,14 +28,4 @@ class HttpBroker:
 @pytest.fixture
 def http_broker(tmp_path: Path) -> Iterator[Callable[..., HttpBroker]]:
     """A factory: ``http_broker(*flags)`` starts a server; every one started is stopped afterwards."""
-    started: list[HttpBroker] = []
-
-    def start(*flags: str) -> HttpBroker:
-        broker = HttpBroker(launch_http_broker(tmp_path / f"broker{len(started)}", *flags))
-        started.append(broker)
-        return broker
-
-    yield start
-    for broker in started:
-        err = broker.stop()
-        assert "Traceback" not in err, err
+    yield from launched_servers(tmp_path, "http", HttpBroker)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.targets.launch import LaunchedBroker, launch_broker
+from conformance.targets.launch import LaunchedBroker
+from tests.servers import launched_servers
 
 
 class RemotingBroker:
@@ -24,21 +25,7 @@ class RemotingBroker:
         return self.launched.stop()
 
 
-def start_remoting_broker(data_dir: Path, *flags: str) -> RemotingBroker:
-    return RemotingBroker(launch_broker("remoting", data_dir, *flags))
-
-
 @pytest.fixture
 def remoting_broker(tmp_path: Path) -> Iterator[Callable[..., RemotingBroker]]:
     """A factory: ``remoting_broker(*flags)`` starts a server; every one started is stopped afterwards."""
-    started: list[RemotingBroker] = []
-
-    def start(*flags: str) -> RemotingBroker:
-        broker = start_remoting_broker(tmp_path / f"broker{len(started)}", *flags)
-        started.append(broker)
-        return broker
-
-    yield start
-    for broker in started:
-        err = broker.stop()
-        assert "Traceback" not in err, err
+    yield from launched_servers(tmp_path, "remoting", RemotingBroker)
