@@ -28,7 +28,8 @@ def candidate() -> Column:
 
 def find(frames: TraceFrames, queue: QueuePass) -> DataFrame:
     p = frames.params
-    rows = queue.named(queue.candidates.filter(candidate()))
+    rows = queue.with_msg_id(queue.named(queue.candidates.filter(candidate())), "blocking_src", "blocking_seq",
+                             "blocking_msg_id")
     blocked = F.to_json(F.struct(
         F.lit("SEND").alias("event"), queue.source(F.col("blocking_src")).alias("source"),
         F.col("blocking_seq").alias("seq"), F.col("blocking_ts").alias("ts"), F.col("topic"), F.col("broker"),

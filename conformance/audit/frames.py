@@ -35,9 +35,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from conformance.audit import seqcert
+from conformance.audit.batch import collect_together
+from conformance.audit.inputs import UnreadableTrace
 from conformance.audit.params import AuditParams
 from conformance.audit.schema import NEVER, own_client_source, source_kind
-from conformance.audit.sequences import duplicate_keys, repeated
+from conformance.audit.sequences import checked_keys, duplicate_keys, repeated, row_key
 from conformance.audit.validate import valid
 from reference.errors import InvalidRequest
 from reference.store.filter import SubscriptionData
@@ -80,6 +83,10 @@ class Catalog:
     clients: set[tuple[str, str]] = field(default_factory=set)
     #: Row keys (:func:`conformance.audit.sequences.row_key`) of rows whose seq repeats: bad rows.
     duplicate_seq: list[int] = field(default_factory=list)
+    #: "source" / "client_id" -> {64-bit key (:func:`key_of` of run and name): name}, for findings.
+    names: dict[str, dict[int, str]] = field(default_factory=lambda: {"source": {}, "client_id": {}})
+    #: Rows read, bad ones included (0: the trace is empty).
+    total_rows: int = 0
 
 
 def _add(keys: list[str], key: str) -> None:
@@ -88,20 +95,47 @@ def _add(keys: list[str], key: str) -> None:
 
 
 def build_catalog(rows: DataFrame) -> Catalog:
-    base = rows.filter(F.col(RUN).isNotNull() & F.col("event").isNotNull() & F.col("ts").isNotNull()
-                       & F.col("source").isNotNull())
-    own = own_client_source().cast("int")
-    broker = (source_kind() == "broker").cast("int")
-    stats = base.groupBy(RUN, "event", "client_id", "group", "topic", "source").agg(
-        F.count("*").alias("n"), F.min("ts").alias("first"), F.max("ts").alias("last"),
-        F.max(own).alias("own"), F.max(broker).alias("broker"),
-    ).collect()
+    """Everything the driver needs to know before the derivations, in one Spark job (each small action
+    costs a scheduling round trip and a plan of its own, the larger part of an audit's fixed cost on a
+    small trace): the per-recorder statistics, with the certificates that their seqs do not repeat
+    (:mod:`conformance.audit.seqcert`), and the subscriptions. Only recorders without a certificate cost a
+    second job, the exact check of :mod:`conformance.audit.sequences`."""
+    ts_known = F.col("ts").isNotNull()
+    own = F.when(ts_known, own_client_source().cast("int"))
+    broker = F.when(ts_known, (source_kind() == "broker").cast("int"))
+    # Rows with a null run, event or source are bad rows; they still count towards "the trace has rows".
+    stats = rows.groupBy(RUN, "event", "client_id", "group", "topic", "source").agg(
+        F.count("*").alias("all"), F.count("ts").alias("n"), F.min("ts").alias("first"),
+        F.max("ts").alias("last"), F.max(own).alias("own"), F.max(broker).alias("broker"), *seqcert.aggregates(),
+    ).select("*", key_of(RUN, "source").alias("source_key"), key_of(RUN, "client_id").alias("client_key"))
+    # Subscriptions with their row keys: those of repeated rows are dropped on the driver.
+    subs = rows.filter(valid("SUBSCRIBE")).select(RUN, "group", "topic", "expression", "model",
+                                                  row_key().alias("key")).distinct()
+    collected = collect_together({"stats": stats, "sub": subs})
     cat = Catalog()
-    for r in stats:
+    recorders: dict[tuple[str, str], seqcert.SeqSummary] = {}
+    for r in collected["stats"]:
+        if r[RUN] is not None and r["source"] is not None:
+            recorders.setdefault((r[RUN], r["source"]), seqcert.SeqSummary()).add(
+                r["seq_n"], r["seq_min"], r["seq_max"], r["seq_hash"])
+    uncertified = sorted(k for k, summary in recorders.items() if not summary.certified())
+    if uncertified:  # the exact check, on those recorders' rows only
+        suspects = rows.filter(F.concat_ws(_SEP, RUN, "source").isin(*[f"{r}{_SEP}{s}" for r, s in uncertified]))
+        cat.duplicate_seq = checked_keys([r["key"] for r in duplicate_keys(suspects).collect()])
+    dup = set(cat.duplicate_seq)
+    cat.subscriptions = sorted({(r[RUN], r["group"], r["topic"], r["expression"], r["model"])
+                                for r in collected["sub"] if r["key"] not in dup})
+    owners: dict[str, dict[int, tuple[str, str]]] = {"source": {}, "client_id": {}}
+    for r in collected["stats"]:
+        cat.total_rows += r["all"]
         run, event, client, group, topic = r[RUN], r["event"], r["client_id"], r["group"], r["topic"]
+        if run is None or event is None or r["source"] is None or not r["n"]:
+            continue
         cat.sources.add((run, r["source"]))
+        _name(owners["source"], cat.names["source"], r["source_key"], run, r["source"])
         if client is not None:
             cat.clients.add((run, client))
+            _name(owners["client_id"], cat.names["client_id"], r["client_key"], run, client)
         facts = cat.runs.setdefault(run, RunFacts(0, None, None, None))
         facts.rows += r["n"]
         facts.first_ts = r["first"] if facts.first_ts is None else min(facts.first_ts, r["first"])
@@ -120,11 +154,18 @@ def build_catalog(rows: DataFrame) -> Catalog:
             cat.topic_groups.setdefault((run, topic), set()).add(group)
         if event == "SEND" and r["broker"] and run not in cat.broker_sends:
             cat.broker_sends.append(run)
-    cat.duplicate_seq = duplicate_keys(rows)
-    subs = rows.filter(valid("SUBSCRIBE") & ~repeated(cat.duplicate_seq)).select(
-        RUN, "group", "topic", "expression", "model").distinct().collect()
-    cat.subscriptions = [tuple(r) for r in subs]
     return cat
+
+
+def _name(owners: dict[int, tuple[str, str]], names: dict[int, str], key: int, run: str, name: str) -> None:
+    """Record ``key`` -> ``name``. Two (run, name) pairs with one key (a 64-bit collision, about 10^-12 for a
+    trace's few thousand names) would merge two recorders or clients in the scans: refused (exit 2) rather
+    than audited inexactly."""
+    owner = owners.setdefault(key, (run, name))
+    if owner != (run, name):
+        raise UnreadableTrace(f"64-bit key collision between {owner} and {(run, name)}: this trace cannot be "
+                              "audited exactly")
+    names[key] = name
 
 
 def key_of(*columns: str | Column) -> Column:
@@ -146,7 +187,6 @@ class TraceFrames:
         self.params = params
         self.catalog = catalog
         self._broadcasting = sorted({f"{r}{_SEP}{g}" for r, g, _, _, m in catalog.subscriptions if m == "BROADCASTING"})
-        self._names: dict[str, dict[int, str]] = {}
 
     def per_group(self, rows: DataFrame) -> DataFrame:
         """``rows`` (SEND or RETENTION) copied once per group that touched their topic, with ``group`` set."""
@@ -161,15 +201,12 @@ class TraceFrames:
 
     def name_of(self, kind: str, key: Column) -> Column:
         """The ``source`` or ``client_id`` whose 64-bit key (:func:`key_of` of run and name) is ``key``:
-        narrow rows carry keys, findings get the names back from this small literal map."""
-        if kind not in self._names:
-            pairs = sorted(self.catalog.sources if kind == "source" else self.catalog.clients)
-            rows = _local(self.spark, pairs, (RUN, kind)).select(key_of(RUN, kind).alias("k"), kind).collect()
-            self._names[kind] = {r["k"]: r[kind] for r in rows}
-        names = self._names[kind]
+        narrow rows carry keys, findings get the names back from this small literal map (computed with the
+        catalog)."""
+        names = self.catalog.names[kind]
         if not names:
             return F.lit(None).cast("string")
-        return F.create_map(*[x for k, v in names.items() for x in (F.lit(k), F.lit(v))])[key]
+        return F.create_map(*[x for k, v in sorted(names.items()) for x in (F.lit(k), F.lit(v))])[key]
 
     def in_view(self, event: str, prefer: str) -> Column:
         """True for a row of ``event`` in the ``prefer`` (``client`` or ``broker``) view: recorded by the

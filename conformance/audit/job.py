@@ -24,15 +24,16 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from conformance.audit import options
+from conformance.audit.batch import collect_together
 from conformance.audit.derive import derive
 from conformance.audit.frames import TraceFrames, build_catalog
 from conformance.audit.inputs import UnreadableTrace, detect
 from conformance.audit.load import load_trace
 from conformance.audit.metrics import PREFIX as METRIC_PREFIX
-from conformance.audit.metrics import metric_rows, read_metrics
+from conformance.audit.metrics import metric_queries, metric_rows, read_metrics
 from conformance.audit.params import AuditParams
 from conformance.audit.progress import SparkProgress
-from conformance.audit.report import build_summary, collect_findings, write_outputs
+from conformance.audit.report import build_summary, findings_queries, overlap_queues, write_outputs
 from conformance.audit.session import SparkSettings, SparkUnavailable, spark_session
 
 FINDINGS_DIR = "findings"
@@ -94,10 +95,10 @@ def run_audit(
         loaded = load_trace(spark, trace, report_dir)
         try:
             try:
-                if loaded.rows.limit(1).count() == 0:
-                    raise UnreadableTrace(f"{trace}: the trace has no rows")
                 progress.phase("cataloguing runs, clients and subscriptions")
                 catalog = build_catalog(loaded.rows)
+                if catalog.total_rows == 0:
+                    raise UnreadableTrace(f"{trace}: the trace has no rows")
             except UnreadableTrace:
                 raise
             except Exception as exc:  # corrupt files surface when first read
@@ -117,12 +118,10 @@ def run_audit(
             derived = spark.read.parquet(str(derived_dir))
             findings = derived.filter(~F.col("category").startswith(METRIC_PREFIX))
             findings.repartition(1).write.mode("overwrite").parquet(str(report_dir / FINDINGS_DIR))
-            counts, examples = collect_findings(findings, params.max_witnesses)
-            overlaps: dict[str, list[tuple]] = {}
-            for r in findings.filter("category = 'ownership-overlap'").select(
-                    "run", "group", "topic", "broker", "queue_id").distinct().collect():
-                overlaps.setdefault(r["run"], []).append((r["group"], r["topic"], r["broker"], r["queue_id"]))
-            metrics = read_metrics(frames, derived, overlaps)
+            collected = collect_together({**findings_queries(findings, params.max_witnesses),
+                                          **metric_queries(derived)})
+            counts, examples = collected["count"], collected["example"]
+            metrics = read_metrics(frames, derived, collected, overlap_queues(collected["overlap"]))
             lap("summary")
             runs = {
                 run: {"rows": f.rows, "first_ts": f.first_ts, "horizon": f.horizon}

@@ -74,7 +74,8 @@ def candidate(p: AuditParams) -> Column:
 def find(frames: TraceFrames, queue: QueuePass) -> DataFrame:
     p = frames.params
     early, late, slow = _conditions(p)
-    rows = queue.named(queue.candidates.filter(candidate(p))).withColumns(
+    rows = queue.with_msg_id(queue.named(queue.candidates.filter(candidate(p))), "wake_src", "wake_seq",
+                             "wake_msg_id").withColumns(
         {"elapsed_us": _elapsed_us(), "latency_us": _latency_us()})
     category = F.when(early, "early-poll-return").when(late, "late-poll-return").otherwise("slow-wake")
     requirement = F.when(early, "LPOLL-2").when(late, "LPOLL-3").otherwise("LPOLL-4")

@@ -24,7 +24,7 @@ def candidate() -> Column:
 
 def find(frames: TraceFrames, queue: QueuePass) -> DataFrame:
     p = frames.params
-    unseen = queue.named(queue.candidates.filter(candidate()))
+    unseen = queue.with_msg_id(queue.named(queue.candidates.filter(candidate())), "src", "seq", "msg_id")
     unseen = frames.with_horizon(unseen)
     expired = F.col("expire_ts").isNotNull()
     pending = ~expired & (F.col("ts") >= F.col("horizon") - ms(p.settle_ms))

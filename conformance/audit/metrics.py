@@ -29,6 +29,7 @@ PREFIX = "metric:"
 #: Queues shown in a run's ownership timeline, and spans kept per queue.
 TIMELINE_QUEUES = 8
 TIMELINE_SPANS = 60
+_QUEUE_KEYS = ("group", "topic", "broker", "queue_id")
 
 
 def _rows(df: DataFrame, name: str | Column, **columns: Column) -> DataFrame:
@@ -94,13 +95,27 @@ def metric_rows(queue: QueuePass, intervals: DataFrame) -> DataFrame:
     return series.unionByName(own)
 
 
-def read_metrics(frames: TraceFrames, derived: DataFrame, overlap_queues: dict[str, list[tuple]]) -> dict[str, Any]:
-    """Collect the (small) metric rows: message series, wake latency, ownership timeline."""
-    rows = derived.filter(F.col("category").isin(*[PREFIX + n for n in ("sent", "consumed", "wake")]))
+def metric_queries(derived: DataFrame) -> dict[str, DataFrame]:
+    """The small queries over the derived rows the plots need, for one job with the findings' own
+    (:mod:`conformance.audit.batch`): the message and wake series, and the first queues of the ownership
+    timeline (the queues with overlaps come from the findings)."""
+    series = derived.filter(F.col("category").isin(*[PREFIX + n for n in ("sent", "consumed", "wake")]))
+    queues = _own(derived).select(RUN, *_QUEUE_KEYS).distinct().orderBy(RUN, *_QUEUE_KEYS).limit(200)
+    return {"series": series, "queues": queues}
+
+
+def _own(derived: DataFrame) -> DataFrame:
+    return derived.filter(F.col("category") == PREFIX + "own")
+
+
+def read_metrics(frames: TraceFrames, derived: DataFrame, collected: dict[str, list[Any]],
+                 overlap_queues: dict[str, list[tuple]]) -> dict[str, Any]:
+    """The metrics from the collected rows of :func:`metric_queries` (and the spans of the timeline's
+    queues, one more small job): message series, wake latency, ownership timeline."""
     series: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0.0]))
     wake: dict[str, dict[str, Any]] = {}
     bounds = (*long_poll.LATENCY_BUCKETS_MS, None)
-    for r in rows.collect():
+    for r in collected["series"]:
         name = r["category"][len(PREFIX):]
         if name in ("sent", "consumed"):
             cell = series[(r[RUN], r["group"])][int(r["ts"])]
@@ -131,15 +146,15 @@ def read_metrics(frames: TraceFrames, derived: DataFrame, overlap_queues: dict[s
                            "lag_ms": round(lag_ms / consumed, 3) if consumed else None})
         messages[run][group] = points
     return {"messages": dict(messages), "wake_latency": wake,
-            "ownership": _timeline(derived.filter(F.col("category") == PREFIX + "own"), overlap_queues)}
+            "ownership": _timeline(_own(derived), collected["queues"], overlap_queues)}
 
 
-def _timeline(own: DataFrame, overlap_queues: dict[str, list[tuple]]) -> dict[str, list[dict]]:
-    keys = ("group", "topic", "broker", "queue_id")
+def _timeline(own: DataFrame, first_queues: list[Any], overlap_queues: dict[str, list[tuple]]) -> dict[str, list[dict]]:
+    keys = _QUEUE_KEYS
     wanted: dict[str, list[tuple]] = defaultdict(list)
     for run, queues in overlap_queues.items():
         wanted[run] = list(dict.fromkeys(queues))[:TIMELINE_QUEUES]
-    for r in own.select(RUN, *keys).distinct().orderBy(RUN, *keys).limit(200).collect():
+    for r in first_queues:
         q = tuple(r[k] for k in keys)
         if q not in wanted[r[RUN]] and len(wanted[r[RUN]]) < TIMELINE_QUEUES:
             wanted[r[RUN]].append(q)

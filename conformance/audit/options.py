@@ -9,7 +9,7 @@ import argparse
 from conformance.audit.params import AuditParams
 
 #: Driver heap for local mode (the job never collects trace-sized data).
-DRIVER_MEMORY = "1536m"
+DRIVER_MEMORY = "1280m"
 _MS_OPTIONS = ("settle_ms", "overlap_window_ms", "hold_check_interval_ms", "poll_tolerance_ms", "wake_bound_ms",
                "freeze_window_ms")
 

@@ -108,7 +108,7 @@ def _messages(frames: TraceFrames, lanes: DataFrame, consumed: DataFrame) -> Dat
     )
     expected = F.col("subscribed") & F.col("alive") & F.col("start").isNotNull() & (
         F.col("offset") >= F.col("start.offset"))
-    narrow = matched.select(*_common(MSG, F.col("offset")), "offset", "msg_id", expected.alias("expected"),
+    narrow = matched.select(*_common(MSG, F.col("offset")), "offset", expected.alias("expected"),
                             consumption.message_key().alias("msg_key"))
     return narrow.join(consumed, "msg_key", "left").drop("msg_key")
 
@@ -203,6 +203,7 @@ class QueuePass:
         ).agg(F.count("*").alias("n"), F.sum("e.v").alias("total"),
               F.max("e.v").alias("top")).persist(StorageLevel.MEMORY_AND_DISK)
         self.candidates = reduced.filter(F.col("kind").isNotNull()).select("payload.*")
+        self._msg_ids = _message_ids(frames, self.candidates)
         self.metrics = reduced.filter(F.col("name").isNotNull()).select("lane_key", "name", "b", "n", "total", "top")
 
     def lane_runs(self) -> dict[int, str]:
@@ -222,6 +223,33 @@ class QueuePass:
 
     def source(self, key: Column) -> Column:
         return self.frames.name_of("source", key)
+
+    def with_msg_id(self, rows: DataFrame, src: str, seq: str, out: str) -> DataFrame:
+        """``rows`` (a few named candidates) with ``out``: the msg_id of the SEND that recorder key ``src``
+        wrote as ``seq`` in the row's run (null when ``src`` is)."""
+        # The same broadcast for every caller: Spark then builds it once for the whole job.
+        match = (F.col(RUN) == F.col("k_run")) & (F.col(src) == F.col("k_src")) & (F.col(seq) == F.col("k_seq"))
+        return rows.join(F.broadcast(self._msg_ids), match, "left").drop("k_run", "k_src", "k_seq").withColumnRenamed(
+            "k_msg_id", out)
+
+
+def _message_ids(frames: TraceFrames, candidates: DataFrame) -> DataFrame:
+    """(k_run, k_src, k_seq, k_msg_id) of the SENDs the candidates refer to: a message (its own src and seq),
+    the message that woke a pull (wake_), the message blocking a commit (blocking_). The scans carry
+    these (recorder key, seq) pairs instead of the message ids, strings that would widen every sorted
+    row; the few candidates get them back here by one broadcast join with the SEND rows (one recorder
+    per run, so each (run, source, seq) names one SEND; docs/audit.md on hash keys)."""
+    kind = F.col("kind")
+    keys = candidates.select(
+        F.explode(F.array(
+            F.when(kind == MSG, F.struct(F.col("src").alias("k_src"), F.col("seq").alias("k_seq"))),
+            F.when(kind == RESP, F.struct(F.col("wake_src").alias("k_src"), F.col("wake_seq").alias("k_seq"))),
+            F.when(kind == COMMIT, F.struct(F.col("blocking_src").alias("k_src"),
+                                            F.col("blocking_seq").alias("k_seq"))),
+        )).alias("k")).select("k.*").filter(F.col("k_src").isNotNull()).distinct()
+    sends = frames.sends().select(F.col(RUN).alias("k_run"), key_of(RUN, "source").alias("k_src"),
+                                  F.col("seq").alias("k_seq"), F.col("msg_id").alias("k_msg_id"))
+    return sends.join(F.broadcast(keys), ["k_src", "k_seq"])
 
 
 def _pairs(base: DataFrame) -> DataFrame:
@@ -273,7 +301,7 @@ def _downwards(base: DataFrame, paired: DataFrame) -> DataFrame:
     columns |= {f"expire_{c}": F.when(is_msg, F.min_by(F.when(is_ret, F.col(c)), ret_ts).over(down))
                 for c in ("min_offset", "src", "seq")}
     columns |= {f"wake_{c}": F.when(is_resp, F.min_by(F.when(is_msg, F.col(c)), msg_offset).over(down))
-                for c in ("offset", "ts", "msg_id", "src", "seq")}
+                for c in ("offset", "ts", "src", "seq")}
     # Retention rows and messages no consumer expects have done their part.
     return rows.withColumns(columns).filter(is_resp | (is_msg & F.col("expected")))
 
@@ -292,7 +320,7 @@ def _upwards(base: DataFrame, down: DataFrame) -> DataFrame:
     rows = rows.withColumn("settle_ts", F.when(kind == MSG, settle))
     return rows.withColumns({
         f"blocking_{c}": F.when(kind == COMMIT, F.max_by(F.col(c), F.col("settle_ts")).over(up))
-        for c in ("settle_ts", "offset", "msg_id", "ts", "src", "seq")
+        for c in ("settle_ts", "offset", "ts", "src", "seq")
     })
 
 

@@ -26,16 +26,29 @@ SUMMARY_VERSION = 1
 PLOTTED_RUNS = 6
 
 
-def collect_findings(findings: DataFrame, examples: int) -> tuple[list[Any], list[Any]]:
-    """(counts per run/category/requirement, the first ``examples`` findings per run/category)."""
-    counts = findings.groupBy("run", "category", "requirement").count().collect()
+def findings_queries(findings: DataFrame, examples: int) -> dict[str, DataFrame]:
+    """The small queries over the findings the summary needs, for one job (:mod:`conformance.audit.batch`):
+    counts per run/category/requirement, the first ``examples`` findings per run/category, and the queues
+    with an ownership overlap (drawn first in the report's timeline)."""
+    counts = findings.groupBy("run", "category", "requirement").count()
     order = Window.partitionBy("run", "category").orderBy("ts", "group", "client_id", "msg_id", "offset")
     first = findings.withColumn("_n", F.row_number().over(order)).filter(F.col("_n") <= examples).drop("_n")
-    return counts, first.collect()
+    overlaps = findings.filter("category = 'ownership-overlap'").select(
+        "run", "group", "topic", "broker", "queue_id").distinct()
+    return {"count": counts, "example": first, "overlap": overlaps}
+
+
+def overlap_queues(rows: list[Any]) -> dict[str, list[tuple]]:
+    """run -> (group, topic, broker, queue_id) of the ``overlap`` rows of :func:`findings_queries`."""
+    out: dict[str, list[tuple]] = {}
+    for r in rows:
+        out.setdefault(r["run"], []).append((r["group"], r["topic"], r["broker"], r["queue_id"]))
+    return out
 
 
 def _example(row: Any) -> dict[str, Any]:
-    out = {k: v for k, v in row.asDict().items() if v is not None and k not in ("witnesses", "detail", "category")}
+    out = {k: v for k, v in row.asDict().items()
+           if v is not None and k not in ("witnesses", "detail", "category") and not k.startswith("_")}
     if row["detail"]:
         out["detail"] = json.loads(row["detail"])
     out["witnesses"] = [_parse(w) for w in row["witnesses"] or []]

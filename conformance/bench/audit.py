@@ -65,6 +65,12 @@ def _jvm_cpu_seconds(spark: Any) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _spark_jobs(spark: Any) -> set[int]:
+    """Ids of the Spark jobs (actions) the driver has run so far: each one is a scheduling round trip and
+    a plan to build, so their number is most of an audit's fixed cost."""
+    return set(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from conformance.audit.job import run_audit
     from conformance.audit.session import SparkSettings, spark_session
@@ -86,10 +92,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         events = manifest["events"]
         spark = spark_session(SparkSettings(master=args.master, driver_memory=args.driver_memory))
         cpu_started, load_before = _jvm_cpu_seconds(spark), os.getloadavg()[0]
+        jobs_before = _spark_jobs(spark)
         audit_started = time.perf_counter()
         result = run_audit(trace, root / "report", settings=None)
         audit_s = time.perf_counter() - audit_started
         cpu_s = _jvm_cpu_seconds(spark) - cpu_started
+        jobs = len(_spark_jobs(spark) - jobs_before)
         memory = _jvm_memory(spark)
         found = {run: {n: c["count"] for n, c in data["categories"].items() if c["count"]}
                  for run, data in result.summary["runs"].items()}
@@ -106,6 +114,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "audit_events_per_s": round(events / audit_s),
             "audit_phases_s": result.timings,
             "audit_jvm_cpu_seconds": round(cpu_s, 1),
+            "audit_spark_jobs": jobs,
             # Load average (1 min) when the audit started and ended: other work on the machine.
             "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "memory": {**memory,
