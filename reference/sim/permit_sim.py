@@ -38,7 +38,7 @@ from reference.broker.permits.batch import encode_batch
 from reference.broker.permits.protocol import InitialPosition, SubType
 from reference.client.permits.consumer import PermitConsumerClient, PermitConsumerConfig
 from reference.clock import SimClock
-from reference.sim.pop_sim import SIM_STORE, SimHost, scratch_dir
+from reference.sim.pop_sim import SIM_STORE, BrokerRestart, Crash, SimHost, scratch_dir
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import MemorySink, Trace
@@ -58,13 +58,6 @@ class Produce:
 
 
 @dataclass(frozen=True)
-class Crash:
-    at_ms: int
-    consumer: int
-    down_ms: int
-
-
-@dataclass(frozen=True)
 class SlowApp:
     at_ms: int
     consumer: int
@@ -77,12 +70,6 @@ class NackNext:
     at_ms: int
     consumer: int
     count: int
-
-
-@dataclass(frozen=True)
-class BrokerRestart:
-    at_ms: int
-    down_ms: int
 
 
 Event = Produce | Crash | SlowApp | NackNext | BrokerRestart
