@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import pstats
 import time
-from pathlib import Path
 from typing import Any
 
+from conformance.bench.profiling import top_functions
 from reference.sim.network import NetworkConfig
 from reference.sim.scenario import Crash, Join, Leave, Produce, Scenario, SimConfig, Step, Wait
 from reference.sim.simulation import Simulation
@@ -87,18 +86,6 @@ def _sink(spec: str) -> TraceSink:
     raise SystemExit(f"--sink: expected 'count' or 'jsonl:PATH', got {spec!r}")
 
 
-def _top(profile: cProfile.Profile) -> list[dict[str, object]]:
-    stats = pstats.Stats(profile)
-    rows = []
-    for (filename, line, name), (_cc, calls, tottime, cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
-        rows.append((tottime, f"{Path(filename).name}:{line}({name})", calls, cumtime))
-    rows.sort(reverse=True)
-    return [
-        {"function": fn, "calls": calls, "own_s": round(own, 4), "cumulative_s": round(cum, 4)}
-        for own, fn, calls, cum in rows[:PROFILE_TOP]
-    ]
-
-
 def run(args: argparse.Namespace) -> dict[str, object]:
     sink = _sink(args.sink)
     sim = Simulation(scenario(args, args.events), sink=sink)
@@ -127,5 +114,5 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         profile = cProfile.Profile()
         profiled = Simulation(scenario(args, PROFILE_EVENTS), sink=CountingSink())
         profile.runcall(profiled.run)
-        out["profile"] = {"events": PROFILE_EVENTS, "top": _top(profile)}
+        out["profile"] = {"events": PROFILE_EVENTS, "top": top_functions(profile, PROFILE_TOP)}
     return out

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import pstats
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
+from conformance.bench.profiling import top_functions
 from reference.clock import RealClock
 from reference.store.config import MessageStoreConfig
 from reference.store.filter import SubscriptionData
@@ -72,18 +72,6 @@ def _pull(store: MessageStore, queues: int, batch: int) -> tuple[float, int]:
     return time.perf_counter() - started, pulled
 
 
-def _top(profile: cProfile.Profile) -> list[dict[str, object]]:
-    stats = pstats.Stats(profile)
-    rows = []
-    for (filename, line, name), (_cc, calls, tottime, cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
-        rows.append((tottime, f"{Path(filename).name}:{line}({name})", calls, cumtime))
-    rows.sort(reverse=True)
-    return [
-        {"function": fn, "calls": calls, "own_s": round(own, 4), "cumulative_s": round(cum, 4)}
-        for own, fn, calls, cum in rows[:PROFILE_TOP]
-    ]
-
-
 def _profile(config: MessageStoreConfig, root: Path, body: bytes, queues: int, batch: int) -> dict[str, object]:
     store = MessageStore(root / "profile", config, RealClock())
     store.create_topic(TOPIC, queues)
@@ -94,7 +82,11 @@ def _profile(config: MessageStoreConfig, root: Path, body: bytes, queues: int, b
         pull_profile.runcall(_pull, store, queues, batch)
     finally:
         store.close()
-    return {"messages": PROFILE_MESSAGES, "append_top": _top(append_profile), "pull_top": _top(pull_profile)}
+    return {
+        "messages": PROFILE_MESSAGES,
+        "append_top": top_functions(append_profile, PROFILE_TOP),
+        "pull_top": top_functions(pull_profile, PROFILE_TOP),
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, object]:
