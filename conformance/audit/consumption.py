@@ -43,8 +43,10 @@ def message_key() -> Column:
 
 
 def consumed(outcome_rows: DataFrame, retry_settles: bool) -> DataFrame:
-    """Per message key: when it was first done with (OK, or a final failure) and when it was first settled
-    for commit purposes (also a retry hand-off when ``retry_settles``)."""
+    """Per message key: when it was first done with (OK, or a final failure), when it was first settled
+    for commit purposes (also a retry hand-off when ``retry_settles``), and how many OK outcomes it has
+    (``ok_n``: two or more make it a duplicate, :mod:`conformance.audit.duplicates`, which so needs no
+    shuffle of its own over all the outcomes)."""
     ok = F.col("status") == "OK"
     final = ok
     for name in FINAL_DETAIL_KEYS:
@@ -55,4 +57,5 @@ def consumed(outcome_rows: DataFrame, retry_settles: bool) -> DataFrame:
     return outcome_rows.groupBy(message_key().alias("msg_key")).agg(
         F.min(F.when(final, F.col("ts"))).alias("done_ts"),
         F.min(F.when(settles, F.col("ts"))).alias("settled_ts"),
+        F.count(F.when(ok, 1)).alias("ok_n"),
     )

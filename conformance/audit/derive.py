@@ -53,7 +53,7 @@ def derive(frames: TraceFrames) -> Derivation:
         ownership.find(frames, owned),
         pop.find(frames),
         permits.find(frames),
-        duplicates.find(frames, outcome_rows),
+        duplicates.find(frames, outcome_rows, consumed),
     ]
     out = parts[0]
     for part in parts[1:]:

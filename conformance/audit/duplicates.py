@@ -17,8 +17,10 @@ cause, first that holds, in this order:
    without a REVOKE in between (both owned it for a moment, a shutdown, an offset move);
 6. *unknown*: the only duplicates ALO-3 forbids.
 
-Duplicates are rare next to the trace, so the candidates are found with one window over the
-consumption outcomes and each cause is a join of the (small) candidate set with its evidence.
+Duplicates are rare next to the trace: the consumption table (:func:`conformance.audit.consumption.consumed`,
+one aggregation the queue pass needs anyway) counts each message's OK outcomes, the outcome rows of the
+messages counted twice or more are picked by a broadcast semi-join (no shuffle of all the outcomes), one
+window orders them, and each cause is a join of the (small) candidate set with its evidence.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from conformance.audit.consumption import RETRY_STATUSES
+from conformance.audit.consumption import RETRY_STATUSES, message_key
 from conformance.audit.frames import RUN, TraceFrames
 from conformance.audit.schema import findings
 
@@ -34,8 +36,10 @@ KEY = (RUN, "group", "owner", "msg_id", "n")
 CAUSES = ("rebalance", "crash", "retry", "pop-redelivery")
 
 
-def _candidates(outcome_rows: DataFrame) -> DataFrame:
-    ok = outcome_rows.filter(F.col("status") == "OK")
+def _candidates(outcome_rows: DataFrame, consumed: DataFrame) -> DataFrame:
+    twice = consumed.filter(F.col("ok_n") >= 2).select("msg_key")
+    ok = outcome_rows.filter(F.col("status") == "OK").withColumn("msg_key", message_key()).join(
+        F.broadcast(twice), "msg_key", "left_semi").drop("msg_key")
     order = Window.partitionBy(RUN, "group", "owner", "msg_id").orderBy("ts", "seq")
     first = F.struct("ts", "seq", "source", "client_id", "event", "topic", "broker", "queue_id", "offset")
     rows = ok.withColumn("n", F.row_number().over(order)).withColumn("prev", F.lag(first).over(order))
@@ -47,9 +51,9 @@ def _hits(cands: DataFrame, evidence: DataFrame, condition, name: str) -> DataFr
     return joined.select(*[F.col(f"c.{k}").alias(k) for k in KEY]).distinct().withColumn(name, F.lit(True))
 
 
-def find(frames: TraceFrames, outcome_rows: DataFrame) -> DataFrame:
+def find(frames: TraceFrames, outcome_rows: DataFrame, consumed: DataFrame) -> DataFrame:
     p = frames.params
-    cands = _candidates(outcome_rows).cache()
+    cands = _candidates(outcome_rows, consumed).cache()
     between = lambda col: (col("e.ts") > col("c.prev.ts")) & (col("e.ts") <= col("c.ts"))  # noqa: E731
     revoke = frames.view("REVOKE", "client").select(RUN, "group", "topic", "broker", "queue_id", "ts")
     crash = frames.event("CRASH").unionByName(frames.event("RESTART")).select(RUN, "source", "ts")

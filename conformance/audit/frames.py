@@ -29,6 +29,7 @@ Everything is keyed by ``run``: one dataset may hold many runs, and each is audi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -186,6 +187,7 @@ class TraceFrames:
         self.rows = rows
         self.params = params
         self.catalog = catalog
+        self._events: dict[str, DataFrame] = {}
         self._broadcasting = sorted({f"{r}{_SEP}{g}" for r, g, _, _, m in catalog.subscriptions if m == "BROADCASTING"})
 
     def per_group(self, rows: DataFrame) -> DataFrame:
@@ -196,8 +198,11 @@ class TraceFrames:
         return joined.withColumn("group", F.col("_group")).drop("_group")
 
     def event(self, event: str) -> DataFrame:
-        """Good rows of one event kind (valid, and not sharing their seq with another row)."""
-        return self.rows.filter(valid(event) & ~repeated(self.catalog.duplicate_seq))
+        """Good rows of one event kind (valid, and not sharing their seq with another row). Built once per
+        event: the derivations share the frame (fewer plan-building round trips to the JVM)."""
+        if event not in self._events:
+            self._events[event] = self.rows.filter(valid(event) & ~repeated(self.catalog.duplicate_seq))
+        return self._events[event]
 
     def name_of(self, kind: str, key: Column) -> Column:
         """The ``source`` or ``client_id`` whose 64-bit key (:func:`key_of` of run and name) is ``key``:
@@ -269,11 +274,15 @@ class TraceFrames:
 
     def horizon(self) -> Column:
         """The run's horizon (latest END, else latest event) in microseconds."""
-        known = {r: f.horizon for r, f in self.catalog.runs.items() if f.horizon is not None}
+        return self.run_fact(lambda f: f.horizon, NEVER)
+
+    def run_fact(self, fact: Callable[[RunFacts], int | None], default: int) -> Column:
+        """A per-run fact (first event time, horizon) of the row's run, ``default`` where it is unknown."""
+        known = {r: fact(f) for r, f in self.catalog.runs.items() if fact(f) is not None}
         if not known:
-            return F.lit(NEVER)
-        pairs = [x for r, h in known.items() for x in (F.lit(r), F.lit(h))]
-        return F.coalesce(F.create_map(*pairs)[F.col(RUN)], F.lit(NEVER))
+            return F.lit(default)
+        pairs = [x for r, v in known.items() for x in (F.lit(r), F.lit(v))]
+        return F.coalesce(F.create_map(*pairs)[F.col(RUN)], F.lit(default))
 
     def with_horizon(self, df: DataFrame) -> DataFrame:
         return df.withColumn("horizon", self.horizon())

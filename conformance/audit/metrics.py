@@ -60,26 +60,22 @@ def items(queue: QueuePass) -> Column:
     item = "struct<name:string,b:bigint,v:double>"
     return F.filter(F.array(
         F.when((kind == MSG) & expected, F.struct(
-            F.lit("sent").alias("name"), _lane_bucket(queue, F.col("ts")).alias("b"),
+            F.lit("sent").alias("name"), _lane_bucket(F.col("ts")).alias("b"),
             F.lit(0.0).alias("v"))).cast(item),
         F.when((kind == MSG) & expected & F.col("done_ts").isNotNull(), F.struct(
-            F.lit("consumed").alias("name"), _lane_bucket(queue, F.col("done_ts")).alias("b"),
+            F.lit("consumed").alias("name"), _lane_bucket(F.col("done_ts")).alias("b"),
             ((F.col("done_ts") - F.col("ts")) / 1000.0).alias("v"))).cast(item),
         F.when(latency.isNotNull(), F.struct(F.lit("wake").alias("name"), long_poll.latency_bucket(latency).alias("b"),
                                              latency.alias("v"))).cast(item),
     ), lambda x: x.isNotNull())
 
 
-def _lane_bucket(queue: QueuePass, ts: Column) -> Column:
-    """The time bucket of ``ts`` in its lane's run (first event to horizon in BUCKETS steps)."""
-    runs = queue.frames.catalog.runs
-    lanes = queue.lane_runs()
-    if not lanes:
-        return F.lit(0)
-    first = F.create_map(*[x for k, r in lanes.items() for x in (F.lit(k), F.lit(runs[r].first_ts or 0))])
-    width = F.create_map(*[x for k, r in lanes.items()
-                           for x in (F.lit(k), F.lit(_width(runs[r].first_ts, runs[r].horizon)))])
-    bucket = F.floor((ts - first[F.col("lane_key")]) / width[F.col("lane_key")])
+def _lane_bucket(ts: Column) -> Column:
+    """The time bucket of ``ts`` in its lane's run (first event to horizon in BUCKETS steps); the queue pass
+    gives each row its run's ``run_first_ts`` and ``run_horizon``."""
+    first = F.col("run_first_ts")
+    width = F.greatest(F.floor((F.col("run_horizon") - first) / F.lit(BUCKETS)) + 1, F.lit(1))  # as _width
+    bucket = F.floor((ts - first) / width)
     return F.least(F.greatest(bucket, F.lit(0)), F.lit(BUCKETS - 1))
 
 

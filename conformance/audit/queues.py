@@ -90,7 +90,9 @@ def _lanes(frames: TraceFrames) -> DataFrame:
     lanes = lanes.join(F.broadcast(accepted), [RUN, "group", "topic"], "left")
     return lanes.select(*LANE, lane_key().alias("lane_key"), "start",
                         F.coalesce("subscribed", F.lit(False)).alias("subscribed"), F.col("tags").alias("accepts"),
-                        F.coalesce("alive", F.lit(True)).alias("alive"))
+                        F.coalesce("alive", F.lit(True)).alias("alive"),
+                        frames.run_fact(lambda f: f.first_ts, 0).alias("run_first_ts"),
+                        frames.run_fact(lambda f: f.horizon, 0).alias("run_horizon"))
 
 
 def _common(kind: int | Column, pos: Column) -> list[Column]:
@@ -110,7 +112,9 @@ def _messages(frames: TraceFrames, lanes: DataFrame, consumed: DataFrame) -> Dat
         F.col("offset") >= F.col("start.offset"))
     narrow = matched.select(*_common(MSG, F.col("offset")), "offset", expected.alias("expected"),
                             consumption.message_key().alias("msg_key"))
-    return narrow.join(consumed, "msg_key", "left").drop("msg_key")
+    # A hash join: the consumption table is built into a hash map per partition instead of both sides
+    # being sorted by message key (the lane shuffle re-orders the rows anyway).
+    return narrow.join(consumed.hint("shuffle_hash"), "msg_key", "left").drop("msg_key")
 
 
 def _retention(frames: TraceFrames, lanes: DataFrame) -> DataFrame:
@@ -165,7 +169,6 @@ class QueuePass:
                  metric_items: Callable[[QueuePass], Column]) -> None:
         self.frames = frames
         self.lanes = _lanes(frames).cache()
-        self._lane_runs: dict[int, str] | None = None
         parts = [_messages(frames, self.lanes, consumed), _retention(frames, self.lanes),
                  _requests_and_commits(frames), _responses(frames), _ownership(frames)]
         union = parts[0]
@@ -178,6 +181,7 @@ class QueuePass:
         wanted = candidates[0]
         for c in candidates[1:]:
             wanted = wanted | c
+        payload_columns = rows.columns
         payload_type = T.StructType(rows.schema.fields)
         entry = T.StructType([
             T.StructField("kind", T.IntegerType()), T.StructField("src", T.LongType()),
@@ -188,8 +192,11 @@ class QueuePass:
         as_candidate = F.when(wanted, F.struct(
             F.col("kind").alias("kind"), F.col("src").alias("src"), F.col("seq").alias("seq"),
             F.lit(None).cast("string").alias("name"), F.lit(None).cast("long").alias("b"),
-            F.lit(None).cast("double").alias("v"), F.struct(*[F.col(c) for c in rows.columns]).alias("payload"),
+            F.lit(None).cast("double").alias("v"), F.struct(*[F.col(c) for c in payload_columns]).alias("payload"),
         )).cast(entry)
+        # The run's first event and horizon for the metric items' time buckets, from the (small) lane table:
+        # a broadcast join keeps the scan's partitioning and costs a hash lookup per row.
+        rows = rows.join(F.broadcast(self.lanes.select("lane_key", "run_first_ts", "run_horizon")), "lane_key", "left")
         as_metrics = F.transform(metric_items(self), lambda m: F.struct(
             F.lit(None).cast("int").alias("kind"), F.lit(None).cast("long").alias("src"),
             F.lit(None).cast("long").alias("seq"), m["name"].alias("name"), m["b"].alias("b"), m["v"].alias("v"),
@@ -205,12 +212,6 @@ class QueuePass:
         self.candidates = reduced.filter(F.col("kind").isNotNull()).select("payload.*")
         self._msg_ids = _message_ids(frames, self.candidates)
         self.metrics = reduced.filter(F.col("name").isNotNull()).select("lane_key", "name", "b", "n", "total", "top")
-
-    def lane_runs(self) -> dict[int, str]:
-        """lane_key -> run, for every consumer queue (a small collect, once)."""
-        if self._lane_runs is None:
-            self._lane_runs = {r["lane_key"]: r[RUN] for r in self.lanes.select("lane_key", RUN).collect()}
-        return self._lane_runs
 
     def named(self, rows: DataFrame) -> DataFrame:
         """``rows`` (a few findings) with their consumer's queue, start, client and recorder named."""

@@ -37,8 +37,11 @@ LOG_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 #:   concurrent threads cost native memory (about 180 MiB of resident set at a 1.5 GiB heap) and CPU
 #:   (about 10 % of the audit's at 1M events) on a two-core machine;
 #: * compile huge methods: Spark's generated code for the wide scans of the queue pass has methods over
-#:   HotSpot's 8 000-byte limit, which it would otherwise leave interpreted.
-JVM_OPTIONS: tuple[str, ...] = ("-XX:+UseParallelGC", "-XX:-DontCompileHugeMethods")
+#:   HotSpot's 8 000-byte limit, which it would otherwise leave interpreted;
+#: * 16 MiB thread stacks: serialising a task of the one-action plan (every derivation unioned) recurses
+#:   through the whole lineage; a test run once failed with the serialiser hundreds of frames deep on
+#:   the default 1 MiB stack (only touched stack pages are committed: address space, not memory).
+JVM_OPTIONS: tuple[str, ...] = ("-XX:+UseParallelGC", "-XX:-DontCompileHugeMethods", "-Xss16m")
 
 
 class SparkUnavailable(Exception):
