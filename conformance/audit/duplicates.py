@@ -56,7 +56,7 @@ def find(frames: TraceFrames, outcome_rows: DataFrame, consumed: DataFrame) -> D
     cands = _candidates(outcome_rows, consumed).cache()
     between = lambda col: (col("e.ts") > col("c.prev.ts")) & (col("e.ts") <= col("c.ts"))  # noqa: E731
     revoke = frames.view("REVOKE", "client").select(RUN, "group", "topic", "broker", "queue_id", "ts")
-    crash = frames.event("CRASH").unionByName(frames.event("RESTART")).select(RUN, "source", "ts")
+    crash = frames.events("CRASH", "RESTART").select(RUN, "source", "ts")
     later = frames.view("CONSUME", "client").filter(F.col("status").isin(*RETRY_STATUSES)).select(
         RUN, "group", "msg_id", "ts")
     pops = frames.event("POP").select(RUN, "group", "msg_id", "ts")

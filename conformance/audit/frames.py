@@ -20,9 +20,9 @@ extra Spark jobs, which matters for the small traces of tests as much as for lar
 
 Group copies
 ------------
-SEND and RETENTION name no group. The derivations that need them per group (the messages a group must
-see; a subscription's backlog) take :meth:`TraceFrames.per_group` copies: one per group that touched
-the topic, made by a broadcast join with a tiny local table, so no shuffle is spent on it.
+SEND and RETENTION name no group. The derivations that need them per group (the messages a consumer must
+see; a subscription's backlog) join them with their small table of consumers (the queue pass's lanes, the
+permit subscriptions) by broadcast: one copy per consumer of the queue or topic, and no shuffle.
 
 Everything is keyed by ``run``: one dataset may hold many runs, and each is audited on its own.
 """
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -75,8 +76,6 @@ class Catalog:
     broker_sends: list[str] = field(default_factory=list)
     #: event -> keys "run\0group" of the groups with rows of that event (GROUP_EVENTS).
     groups_with: dict[str, list[str]] = field(default_factory=dict)
-    #: (run, topic) -> groups that touched the topic.
-    topic_groups: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     #: (run, group, topic, expression, model) rows of valid SUBSCRIBE events.
     subscriptions: list[tuple[str, str, str, str, str]] = field(default_factory=list)
     #: (run, source) and (run, client_id) pairs seen: the dimensions that narrow rows refer to by key.
@@ -105,7 +104,7 @@ def build_catalog(rows: DataFrame) -> Catalog:
     own = F.when(ts_known, own_client_source().cast("int"))
     broker = F.when(ts_known, (source_kind() == "broker").cast("int"))
     # Rows with a null run, event or source are bad rows; they still count towards "the trace has rows".
-    stats = rows.groupBy(RUN, "event", "client_id", "group", "topic", "source").agg(
+    stats = rows.groupBy(RUN, "event", "client_id", "group", "source").agg(
         F.count("*").alias("all"), F.count("ts").alias("n"), F.min("ts").alias("first"),
         F.max("ts").alias("last"), F.max(own).alias("own"), F.max(broker).alias("broker"), *seqcert.aggregates(),
     ).select("*", key_of(RUN, "source").alias("source_key"), key_of(RUN, "client_id").alias("client_key"))
@@ -129,7 +128,7 @@ def build_catalog(rows: DataFrame) -> Catalog:
     owners: dict[str, dict[int, tuple[str, str]]] = {"source": {}, "client_id": {}}
     for r in collected["stats"]:
         cat.total_rows += r["all"]
-        run, event, client, group, topic = r[RUN], r["event"], r["client_id"], r["group"], r["topic"]
+        run, event, client, group = r[RUN], r["event"], r["client_id"], r["group"]
         if run is None or event is None or r["source"] is None or not r["n"]:
             continue
         cat.sources.add((run, r["source"]))
@@ -151,8 +150,6 @@ def build_catalog(rows: DataFrame) -> Catalog:
                 _add(cat.preferred.setdefault((event, "broker"), []), key)
         if event in GROUP_EVENTS and group is not None:
             _add(cat.groups_with.setdefault(event, []), f"{run}{_SEP}{group}")
-        if group is not None and topic is not None:
-            cat.topic_groups.setdefault((run, topic), set()).add(group)
         if event == "SEND" and r["broker"] and run not in cat.broker_sends:
             cat.broker_sends.append(run)
     return cat
@@ -176,33 +173,28 @@ def key_of(*columns: str | Column) -> Column:
     return F.xxhash64(*[F.col(c) if isinstance(c, str) else c for c in columns])
 
 
-def _local(spark: SparkSession, rows: list[tuple], names: tuple[str, ...]) -> DataFrame:
-    schema = T.StructType([T.StructField(n, T.StringType()) for n in names])
-    return spark.createDataFrame(rows, schema)
-
-
 class TraceFrames:
     def __init__(self, spark: SparkSession, rows: DataFrame, params: AuditParams, catalog: Catalog) -> None:
         self.spark = spark
         self.rows = rows
         self.params = params
         self.catalog = catalog
-        self._events: dict[str, DataFrame] = {}
+        self._events: dict[tuple[str, ...], DataFrame] = {}
         self._broadcasting = sorted({f"{r}{_SEP}{g}" for r, g, _, _, m in catalog.subscriptions if m == "BROADCASTING"})
 
-    def per_group(self, rows: DataFrame) -> DataFrame:
-        """``rows`` (SEND or RETENTION) copied once per group that touched their topic, with ``group`` set."""
-        pairs = [(r, t, g) for (r, t), gs in sorted(self.catalog.topic_groups.items()) for g in sorted(gs)]
-        groups = _local(self.spark, pairs, (RUN, "topic", "_group"))
-        joined = rows.join(F.broadcast(groups), [RUN, "topic"])
-        return joined.withColumn("group", F.col("_group")).drop("_group")
-
     def event(self, event: str) -> DataFrame:
-        """Good rows of one event kind (valid, and not sharing their seq with another row). Built once per
-        event: the derivations share the frame (fewer plan-building round trips to the JVM)."""
-        if event not in self._events:
-            self._events[event] = self.rows.filter(valid(event) & ~repeated(self.catalog.duplicate_seq))
-        return self._events[event]
+        """Good rows of one event kind (valid, and not sharing their seq with another row)."""
+        return self.events(event)
+
+    def events(self, *events: str) -> DataFrame:
+        """Good rows of any of ``events``, read by one scan of the trace (a scan costs about a second of
+        CPU per 10M rows whatever it keeps: a derivation that unions several event kinds reads them with
+        one). Built once per set of events, so derivations share the frame."""
+        key = tuple(sorted(events))
+        if key not in self._events:
+            good = reduce(lambda a, b: a | b, [valid(e) for e in key])
+            self._events[key] = self.rows.filter(good & ~repeated(self.catalog.duplicate_seq))
+        return self._events[key]
 
     def name_of(self, kind: str, key: Column) -> Column:
         """The ``source`` or ``client_id`` whose 64-bit key (:func:`key_of` of run and name) is ``key``:
@@ -223,7 +215,16 @@ class TraceFrames:
 
     def view(self, event: str, prefer: str) -> DataFrame:
         """Good rows of ``event`` with one recorder per (run, client): ``prefer`` is ``client`` or ``broker``."""
-        return self.event(event).filter(self.in_view(event, prefer))
+        return self.views(prefer, event)
+
+    def views(self, prefer: str, *events: str) -> DataFrame:
+        """Good rows of any of ``events`` (one scan), each in its event's ``prefer`` view."""
+        if len(events) == 1:
+            return self.events(*events).filter(self.in_view(events[0], prefer))
+        chosen = F.lit(False)
+        for event in events:
+            chosen = F.when(F.col("event") == event, self.in_view(event, prefer)).otherwise(chosen)
+        return self.events(*events).filter(chosen)
 
     def accepted_tags(self) -> DataFrame:
         """(run, group, topic, tags): the tags a group's subscription to a topic accepts, null for all

@@ -24,10 +24,10 @@ KEYS = (*QUEUE_KEYS, "client_id")
 def intervals(frames: TraceFrames) -> DataFrame:
     """(run, group, queue, client_id, start, end, assign witness, end witness) for pulling clustering groups."""
     cols = (*KEYS, "event", "ts", "seq", "source", "epoch")
-    changes = frames.view("ASSIGN", "client").unionByName(frames.view("REVOKE", "client")).select(*cols)
+    changes = frames.views("client", "ASSIGN", "REVOKE").select(*cols)
     changes = changes.filter(frames.group_has("PULL_REQ") & ~frames.broadcasting())
     clients = changes.select(*KEYS).distinct().withColumn("source", F.concat(F.lit("client:"), F.col("client_id")))
-    stops = frames.event("CRASH").unionByName(frames.event("END")).select(RUN, "source", "event", "ts", "seq")
+    stops = frames.events("CRASH", "END").select(RUN, "source", "event", "ts", "seq")
     stops = stops.join(clients, [RUN, "source"]).withColumn("epoch", F.lit(None).cast("long"))
     rows = changes.unionByName(stops.select(*cols))
     order = Window.partitionBy(*KEYS).orderBy("ts", "seq")

@@ -24,9 +24,9 @@ from conformance.audit.schema import findings, ms, witness
 _COLS = (RUN, "group", "client_id", "topic", "event", "ts", "seq", "source", "count", "msg_id", "offset")
 
 
-def _overruns(frames: TraceFrames, flow: DataFrame, dispatch: DataFrame) -> DataFrame:
+def _overruns(frames: TraceFrames, rows: DataFrame) -> DataFrame:
+    """``rows``: the FLOW and DISPATCH rows."""
     p = frames.params
-    rows = flow.unionByName(dispatch)
     order = Window.partitionBy(RUN, "group", "client_id", "topic").orderBy("ts", "seq")
     upto = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     delta = F.when(F.col("event") == "FLOW", F.col("count").cast("long")).otherwise(F.lit(-1))
@@ -48,7 +48,9 @@ def _overruns(frames: TraceFrames, flow: DataFrame, dispatch: DataFrame) -> Data
 def _freezes(frames: TraceFrames, flow: DataFrame, dispatch: DataFrame) -> DataFrame:
     p = frames.params
     subscribed = flow.groupBy(RUN, "group", "topic").agg(F.min("ts").alias("since"))
-    sends = frames.per_group(frames.sends()).join(F.broadcast(subscribed), [RUN, "group", "topic"])
+    # One copy of each SEND per permit subscription of its topic (a broadcast join with the few
+    # subscriptions: the SENDs of topics no permit consumer reads go no further).
+    sends = frames.sends().drop("group").join(F.broadcast(subscribed), [RUN, "topic"])
     sends = sends.filter(F.col("ts") >= F.col("since"))
     sends = sends.select(*[F.lit(None).cast("string").alias(c) if c == "client_id" else F.col(c) for c in _COLS])
     first = Window.partitionBy(RUN, "group", "topic", "msg_id").orderBy("ts", "seq")
@@ -85,6 +87,6 @@ def _freezes(frames: TraceFrames, flow: DataFrame, dispatch: DataFrame) -> DataF
 
 
 def find(frames: TraceFrames) -> DataFrame:
-    flow = frames.event("FLOW").select(*_COLS)
-    dispatch = frames.event("DISPATCH").select(*_COLS)
-    return _overruns(frames, flow, dispatch).unionByName(_freezes(frames, flow, dispatch))
+    rows = frames.events("FLOW", "DISPATCH").select(*_COLS)
+    flow, dispatch = rows.filter(F.col("event") == "FLOW"), rows.filter(F.col("event") == "DISPATCH")
+    return _overruns(frames, rows).unionByName(_freezes(frames, flow, dispatch))

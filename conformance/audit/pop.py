@@ -30,11 +30,7 @@ _COLS = (*KEYS, "event", "ts", "seq", "source", "client_id", "handle", "invisibl
 
 
 def _rows(frames: TraceFrames) -> DataFrame:
-    parts = [frames.event(e) for e in ("POP", "ACK", "CHANGE_INVISIBLE", "REVIVE")]
-    rows = parts[0].select(*_COLS)
-    for part in parts[1:]:
-        rows = rows.unionByName(part.select(*_COLS))
-    return rows
+    return frames.events("POP", "ACK", "CHANGE_INVISIBLE", "REVIVE").select(*_COLS)
 
 
 def _event(prefix: str, *columns: str):

@@ -70,7 +70,7 @@ def lane_key() -> Column:
 def _lanes(frames: TraceFrames) -> DataFrame:
     """Every (consumer, queue) with a start or with pulls, the tags it accepts, whether it subscribed,
     and (broadcasting) whether the client still owns the queue at the end."""
-    changes = frames.with_owner(frames.view("ASSIGN", "client").unionByName(frames.view("REVOKE", "client")))
+    changes = frames.with_owner(frames.views("client", "ASSIGN", "REVOKE"))
     first = F.min_by(F.struct("offset", "ts", "seq", "source", "client_id", "epoch"),
                      F.when(F.col("event") == "ASSIGN", F.struct("ts", "seq")))
     last = F.max_by(F.struct("event", "ts"), F.struct("ts", "seq"))
@@ -103,9 +103,9 @@ def _common(kind: int | Column, pos: Column) -> list[Column]:
 
 def _messages(frames: TraceFrames, lanes: DataFrame, consumed: DataFrame) -> DataFrame:
     """Accepted SENDs per consumer, with when the consumer consumed (or settled) them."""
-    sends = frames.per_group(frames.sends()).select(RUN, "group", *QUEUE, "offset", "msg_id", "tags", "ts", "seq",
-                                                    "source")
-    matched = sends.join(F.broadcast(lanes.drop("lane_key")), [RUN, "group", *QUEUE]).filter(
+    sends = frames.sends().select(RUN, *QUEUE, "offset", "msg_id", "tags", "ts", "seq", "source")
+    # A SEND names no group: one copy per consumer of its queue (a broadcast join with the small lane table).
+    matched = sends.join(F.broadcast(lanes.drop("lane_key")), [RUN, *QUEUE]).filter(
         F.col("accepts").isNull() | F.array_contains(F.col("accepts"), F.col("tags"))
     )
     expected = F.col("subscribed") & F.col("alive") & F.col("start").isNotNull() & (
@@ -118,8 +118,7 @@ def _messages(frames: TraceFrames, lanes: DataFrame, consumed: DataFrame) -> Dat
 
 
 def _retention(frames: TraceFrames, lanes: DataFrame) -> DataFrame:
-    ret = frames.per_group(frames.event("RETENTION")).join(
-        F.broadcast(lanes.select(*LANE)), [RUN, "group", *QUEUE])
+    ret = frames.event("RETENTION").drop("group").join(F.broadcast(lanes.select(*LANE)), [RUN, *QUEUE])
     return ret.select(*_common(RET, F.col("min_offset") - 1), "min_offset")
 
 
@@ -127,13 +126,12 @@ def _requests_and_commits(frames: TraceFrames) -> DataFrame:
     """PULL_REQ and COMMIT rows in either view, flagged: the broker's view of requests feeds the long-poll
     pairing, the client's view of requests and commits the drop checks, the client's view of commits the
     unsafe-commit check."""
-    req = frames.event("PULL_REQ").withColumn("in_broker_view", frames.in_view("PULL_REQ", "broker")).withColumn(
-        "in_client_view", frames.in_view("PULL_REQ", "client"))
-    commit = frames.event("COMMIT").withColumn("in_broker_view", F.lit(False)).withColumn(
-        "in_client_view", frames.in_view("COMMIT", "client"))
-    cols = (RUN, "group", "client_id", *QUEUE, "offset", "max_nums", "suspend_ms", "in_broker_view",
-            "in_client_view", "event", "ts", "seq", "source")
-    rows = req.select(*cols).unionByName(commit.select(*cols))
+    is_req = F.col("event") == "PULL_REQ"
+    rows = frames.events("PULL_REQ", "COMMIT").withColumns({
+        "in_broker_view": is_req & frames.in_view("PULL_REQ", "broker"),
+        "in_client_view": F.when(is_req, frames.in_view("PULL_REQ", "client")).otherwise(
+            frames.in_view("COMMIT", "client")),
+    })
     rows = frames.with_owner(rows.filter(F.col("in_broker_view") | F.col("in_client_view")))
     kind = F.when(F.col("event") == "COMMIT", COMMIT).otherwise(REQ)
     return rows.select(*_common(kind, F.col("offset")), key_of(RUN, "client_id").alias("client"), "offset",
@@ -147,7 +145,7 @@ def _responses(frames: TraceFrames) -> DataFrame:
 
 
 def _ownership(frames: TraceFrames) -> DataFrame:
-    rows = frames.with_owner(frames.view("ASSIGN", "client").unionByName(frames.view("REVOKE", "client")))
+    rows = frames.with_owner(frames.views("client", "ASSIGN", "REVOKE"))
     kind = F.when(F.col("event") == "ASSIGN", ASSIGN).otherwise(REVOKE)
     return rows.select(*_common(kind, F.col("offset")), key_of(RUN, "client_id").alias("client"), "offset", "epoch")
 

@@ -32,6 +32,8 @@ DRIVER_MEMORY = "1280m"
 #: Shuffle partitions until the job sizes them from the input.
 SHUFFLE_PARTITIONS = 8
 LOG_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
+#: How long a broadcast table may take to compute (Spark's default: 300 s), seconds.
+BROADCAST_TIMEOUT_S = 24 * 3600
 #: JVM flags for the driver, chosen by measurement (docs/audit.md, Performance):
 #: * the parallel collector: a batch job wants throughput, not short pauses, and G1's remembered sets and
 #:   concurrent threads cost native memory (about 180 MiB of resident set at a 1.5 GiB heap) and CPU
@@ -86,6 +88,10 @@ def spark_session(settings: SparkSettings | None = None) -> SparkSession:
         # The queue pass reduces its rows with a collect_list aggregation over thousands of keys per task;
         # keep it hash-based instead of falling back to sorting (Spark's default switches at 128 keys).
         .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "1000000")
+        # Some broadcast tables are computed from the trace (the keys of duplicated messages, of the queue
+        # pass's candidates): at 100M events that takes longer than Spark's default 300 s limit, which is
+        # meant for interactive queries, not for a batch job that has nothing else to do.
+        .config("spark.sql.broadcastTimeout", str(BROADCAST_TIMEOUT_S))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
         .config("spark.sql.parquet.filterPushdown", "true")
