@@ -42,7 +42,7 @@ def message_key() -> Column:
     return key_of(RUN, "group", "owner", "msg_id")
 
 
-def consumed(outcome_rows: DataFrame, retry_settles: bool) -> DataFrame:
+def consumed(outcome_rows: DataFrame, retry_settles: bool, partitions: int) -> DataFrame:
     """Per message key: when it was first done with (OK, or a final failure), when it was first settled
     for commit purposes (also a retry hand-off when ``retry_settles``), and how many OK outcomes it has
     (``ok_n``: two or more make it a duplicate, :mod:`conformance.audit.duplicates`, which so needs no
@@ -54,7 +54,9 @@ def consumed(outcome_rows: DataFrame, retry_settles: bool) -> DataFrame:
     handed_over = F.col("status").isin(*RETRY_STATUSES) & (
         F.coalesce(F.get_json_object("detail", "$.retry"), F.lit("")) != "local")
     settles = final | handed_over if retry_settles else final
-    return outcome_rows.groupBy(message_key().alias("msg_key")).agg(
+    # Partitioned like the queue pass's messages (``partitions`` by message key), which it is joined with.
+    keyed = outcome_rows.withColumn("msg_key", message_key()).repartition(partitions, "msg_key")
+    return keyed.groupBy("msg_key").agg(
         F.min(F.when(final, F.col("ts"))).alias("done_ts"),
         F.min(F.when(settles, F.col("ts"))).alias("settled_ts"),
         F.count(F.when(ok, 1)).alias("ok_n"),

@@ -174,8 +174,12 @@ def key_of(*columns: str | Column) -> Column:
 
 
 class TraceFrames:
-    def __init__(self, spark: SparkSession, rows: DataFrame, params: AuditParams, catalog: Catalog) -> None:
+    def __init__(self, spark: SparkSession, rows: DataFrame, params: AuditParams, catalog: Catalog,
+                 wide_partitions: int = 8) -> None:
         self.spark = spark
+        #: Partitions for the shuffles of trace-sized data (sized from the input by the job); the rest use
+        #: Spark's default, set small.
+        self.wide_partitions = wide_partitions
         self.rows = rows
         self.params = params
         self.catalog = catalog

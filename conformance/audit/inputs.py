@@ -12,6 +12,20 @@ class UnreadableTrace(Exception):
     """The input is not a trace at all; the message is one line."""
 
 
+class AuditFailed(Exception):
+    """The input was read but the Spark job could not finish (out of disk, a lost executor, ...); the
+    message is one line (the CLI exits 2, as when nothing could be audited)."""
+
+
+def one_line(exc: Exception) -> str:
+    """The first line of an exception, the JVM's own when it comes from Spark (py4j's text starts with
+    the Python call that failed, which says nothing to a user)."""
+    java = getattr(exc, "java_exception", None)
+    text = (java.toString() if java is not None else str(exc)).strip().splitlines()
+    first = next((line for line in text if line.strip()), type(exc).__name__)
+    return first.strip()[:300]
+
+
 def _files(path: Path, suffixes: tuple[str, ...]) -> list[Path]:
     return sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(suffixes))
 

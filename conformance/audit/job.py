@@ -17,18 +17,20 @@ import math
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from conformance.audit import options
 from conformance.audit.batch import collect_together
 from conformance.audit.derive import derive
-from conformance.audit.frames import TraceFrames, build_catalog
-from conformance.audit.inputs import UnreadableTrace, detect
-from conformance.audit.load import load_trace
+from conformance.audit.frames import Catalog, TraceFrames, build_catalog
+from conformance.audit.inputs import AuditFailed, UnreadableTrace, detect, one_line
+from conformance.audit.load import LoadedTrace, load_trace
 from conformance.audit.metrics import PREFIX as METRIC_PREFIX
 from conformance.audit.metrics import metric_queries, metric_rows, read_metrics
 from conformance.audit.params import AuditParams
@@ -42,7 +44,11 @@ DERIVED_DIR = "_derived"
 #: Input bytes per shuffle partition: the queue pass expands the input several-fold (messages per
 #: consumer, wide scan rows), and a partition must sort in memory without spilling.
 BYTES_PER_PARTITION = 4 * 1024 * 1024
-MAX_PARTITIONS = 256
+#: Enough that a partition of the queue pass still sorts in the execution memory of a 1280m driver at
+#: 100M events (with 256, a chained window sort ran out of it).
+MAX_PARTITIONS = 1024
+#: Partitions of the shuffles of small data (at least the cores Spark has).
+SMALL_SHUFFLE_PARTITIONS = 4
 SMALL_INPUT_BYTES = 2 * 1024 * 1024
 
 
@@ -85,8 +91,12 @@ def run_audit(
     spark = spark_session(settings)
     lap("session")
     size = _input_bytes(Path(trace))
-    partitions = min(MAX_PARTITIONS, max(1, math.ceil(size / BYTES_PER_PARTITION)))
-    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    # The few shuffles of trace-sized data (the queue pass, the consumption table, POP) are sized from the
+    # input; every other shuffle moves a few thousand rows (catalog, lanes, ownership, candidates, the
+    # findings), and a task per partition costs milliseconds of scheduling whatever it holds.
+    wide = min(MAX_PARTITIONS, max(1, math.ceil(size / BYTES_PER_PARTITION)))
+    spark.conf.set("spark.sql.shuffle.partitions",
+                   str(min(wide, max(SMALL_SHUFFLE_PARTITIONS, spark.sparkContext.defaultParallelism))))
     # Small traces (tests, hand-written fixtures): compiling whole-stage code for the many short stages
     # costs more than it saves.
     spark.conf.set("spark.sql.codegen.wholeStage", "true" if size > SMALL_INPUT_BYTES else "false")
@@ -102,39 +112,48 @@ def run_audit(
             except UnreadableTrace:
                 raise
             except Exception as exc:  # corrupt files surface when first read
-                raise UnreadableTrace(f"{trace}: {str(exc).strip().splitlines()[0][:300]}") from exc
+                raise UnreadableTrace(f"{trace}: {one_line(exc)}") from exc
             lap("load")
-            frames = TraceFrames(spark, loaded.rows, params, catalog)
-            derivation = derive(frames)
-            progress.phase("deriving findings")
-            # One action computes findings and plot metrics together (they share the shuffles); they are
-            # separated when read back.
-            derived_dir = report_dir / DERIVED_DIR
-            everything = derivation.findings.unionByName(
-                metric_rows(derivation.queue, derivation.intervals))
-            everything.write.mode("overwrite").parquet(str(derived_dir))
-            lap("derive")
-            progress.phase("summarising findings")
-            derived = spark.read.parquet(str(derived_dir))
-            findings = derived.filter(~F.col("category").startswith(METRIC_PREFIX))
-            findings.repartition(1).write.mode("overwrite").parquet(str(report_dir / FINDINGS_DIR))
-            collected = collect_together({**findings_queries(findings, params.max_witnesses),
-                                          **metric_queries(derived)})
-            counts, examples = collected["count"], collected["example"]
-            metrics = read_metrics(frames, derived, collected, overlap_queues(collected["overlap"]))
-            lap("summary")
-            runs = {
-                run: {"rows": f.rows, "first_ts": f.first_ts, "horizon": f.horizon}
-                for run, f in sorted(catalog.runs.items())
-            }
-            summary = build_summary(str(trace), loaded.format, params, runs, counts, examples, loaded.notes, metrics)
-            write_outputs(report_dir, summary, metrics)
-            lap("report")
+            try:
+                summary = _derive_and_summarise(spark, trace, report_dir, params, loaded, catalog, wide, progress, lap)
+            except (UnreadableTrace, AuditFailed):
+                raise
+            except Exception as exc:  # the JVM's failures (disk full, out of memory, ...): one line, exit 2
+                raise AuditFailed(f"the Spark job failed: {one_line(exc)}") from exc
         finally:
             spark.catalog.clearCache()
             shutil.rmtree(report_dir / DERIVED_DIR, ignore_errors=True)
             loaded.cleanup()
     return AuditResult(summary["exit_code"], summary, report_dir, timings)
+
+
+def _derive_and_summarise(spark: SparkSession, trace: str | Path, report_dir: Path, params: AuditParams,
+                          loaded: LoadedTrace, catalog: Catalog, wide_partitions: int, progress: SparkProgress,
+                          lap: Callable[[str], None]) -> dict[str, Any]:
+    """Every finding in one Spark action, then the summary, findings/ and report.html."""
+    frames = TraceFrames(spark, loaded.rows, params, catalog, wide_partitions)
+    derivation = derive(frames)
+    progress.phase("deriving findings")
+    # One action computes findings and plot metrics together (they share the shuffles); they are
+    # separated when read back.
+    derived_dir = report_dir / DERIVED_DIR
+    everything = derivation.findings.unionByName(metric_rows(derivation.queue, derivation.intervals))
+    everything.write.mode("overwrite").parquet(str(derived_dir))
+    lap("derive")
+    progress.phase("summarising findings")
+    derived = spark.read.parquet(str(derived_dir))
+    findings = derived.filter(~F.col("category").startswith(METRIC_PREFIX))
+    findings.repartition(1).write.mode("overwrite").parquet(str(report_dir / FINDINGS_DIR))
+    collected = collect_together({**findings_queries(findings, params.max_witnesses), **metric_queries(derived)})
+    counts, examples = collected["count"], collected["example"]
+    metrics = read_metrics(frames, derived, collected, overlap_queues(collected["overlap"]))
+    lap("summary")
+    runs = {run: {"rows": f.rows, "first_ts": f.first_ts, "horizon": f.horizon}
+            for run, f in sorted(catalog.runs.items())}
+    summary = build_summary(str(trace), loaded.format, params, runs, counts, examples, loaded.notes, metrics)
+    write_outputs(report_dir, summary, metrics)
+    lap("report")
+    return summary
 
 
 def main(argv: list[str] | None = None, show_progress: bool = True) -> int:
@@ -146,7 +165,7 @@ def main(argv: list[str] | None = None, show_progress: bool = True) -> int:
         params = options.params_from(args)
         settings = SparkSettings(master=args.master, driver_memory=args.driver_memory)
         result = run_audit(args.trace, args.report_dir, params, settings, show_progress=show_progress)
-    except (ValueError, UnreadableTrace, SparkUnavailable) as exc:
+    except (ValueError, UnreadableTrace, AuditFailed, SparkUnavailable) as exc:
         print(f"mqtck audit: error: {exc}", file=sys.stderr)
         return 2
     print_summary(result)

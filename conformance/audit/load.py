@@ -28,7 +28,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from conformance.audit.inputs import UnreadableTrace, detect
+from conformance.audit.inputs import UnreadableTrace, detect, one_line
 from conformance.audit.schema import TRACE_SCHEMA, TRACE_TYPES
 from conformance.audit.validate import BAD_REASON, RAW, problem
 
@@ -64,14 +64,7 @@ def load_trace(spark: SparkSession, path: str | Path, staging_dir: Path) -> Load
     except UnreadableTrace:
         raise
     except Exception as exc:  # Spark's analysis and execution errors: corrupt or incompatible files
-        raise UnreadableTrace(f"{path}: {_one_line(exc)}") from exc
-
-
-def _one_line(exc: Exception) -> str:
-    java = getattr(exc, "java_exception", None)
-    text = (java.toString() if java is not None else str(exc)).strip().splitlines()
-    first = next((line for line in text if line.strip()), type(exc).__name__)
-    return first.strip()[:300]
+        raise UnreadableTrace(f"{path}: {one_line(exc)}") from exc
 
 
 def _load_parquet(spark: SparkSession, paths: list[str], staged_columns: bool = False) -> tuple[DataFrame, list[str]]:

@@ -30,7 +30,9 @@ _COLS = (*KEYS, "event", "ts", "seq", "source", "client_id", "handle", "invisibl
 
 
 def _rows(frames: TraceFrames) -> DataFrame:
-    return frames.events("POP", "ACK", "CHANGE_INVISIBLE", "REVIVE").select(*_COLS)
+    # Trace-sized for a POP workload: as many partitions as the queue pass (the windows below need no other).
+    return frames.events("POP", "ACK", "CHANGE_INVISIBLE", "REVIVE").select(*_COLS).repartition(
+        frames.wide_partitions, *KEYS)
 
 
 def _event(prefix: str, *columns: str):

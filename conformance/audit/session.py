@@ -1,8 +1,9 @@
 """The SparkSession the auditor runs in, with settings fit for a small machine by default.
 
 Local mode (``local[*]``) is the default: the whole job runs in the driver JVM, so the driver's
-memory bounds everything; shuffles use few partitions (the job sizes them from the input) and
-the UI, console progress bars and INFO logs are off, because the CLI shows its own progress. A
+memory bounds everything; shuffles use few partitions (the job sizes those of trace-sized data from
+the input and keeps the rest small) and the UI, console progress bars and INFO logs are off, because
+the CLI shows its own progress. A
 ``--master`` URL (or ``spark-submit``) runs the same job on a cluster; then these settings are only
 defaults that the submitter's configuration overrides. ``MQTCK_SPARK_UI=true`` turns the Spark UI on (to
 see where a long audit spends its time); ``MQTCK_SPARK_MASTER`` sets the master;

@@ -29,13 +29,14 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, UnreadableTrace) as exc:
         raise UsageError(str(exc)) from exc
     # Spark is imported only now: the other commands (and a refused input) never start a JVM.
+    from conformance.audit.inputs import AuditFailed
     from conformance.audit.job import print_summary, run_audit
     from conformance.audit.session import SparkSettings, SparkUnavailable
 
     settings = SparkSettings(master=args.master, driver_memory=args.driver_memory)
     try:
         result = run_audit(args.trace, args.report_dir, params, settings, show_progress=True)
-    except (UnreadableTrace, SparkUnavailable) as exc:
+    except (UnreadableTrace, AuditFailed, SparkUnavailable) as exc:
         raise UsageError(str(exc)) from exc
     print_summary(result)
     return result.exit_code

@@ -175,3 +175,22 @@ def test_recorded_traces_audit_clean(spark, tmp_path, capsys) -> None:
         found = _counts(summary, run)
         assert set(found) <= allowed, (name, found)
     assert _counts(summary, runs["broker"]) == {}
+
+
+def test_a_spark_failure_after_reading_is_one_line_not_a_traceback(spark, tmp_path, capsys) -> None:
+    """A column that is corrupt on disk but not read until the derivations (``detail``: the catalog reads
+    run, event, client and seq only) fails the Spark job half-way: exit 2 with one line naming the cause."""
+    import pyarrow.parquet as pq
+
+    synthesize(tmp_path / "t", 3000, 1, {})
+    files = sorted((tmp_path / "t").rglob("*.parquet"))
+    meta = pq.ParquetFile(files[0]).metadata
+    detail = meta.schema.names.index("detail")
+    chunk = meta.row_group(0).column(detail)
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    with files[0].open("r+b") as fh:  # the page header of the detail column becomes garbage
+        fh.seek(start)
+        fh.write(b"\xff" * 16)
+    assert main(["audit", str(tmp_path / "t"), "--report-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mqtck audit: error: the Spark job failed: ") and err.count("\n") == 1, err

@@ -35,7 +35,10 @@ __all__ = ["synthesize", "parse_inject"]
 #: Rows per chunk: bounds the generator's memory (about 1 KB per row of the chunk being built, sorted and
 #: converted) and is also the size of each Parquet file.
 CHUNK_ROWS = 500_000
-ROW_GROUP_ROWS = 128 * 1024
+#: Rows per Parquet row group. Each file is sorted by event, so a reader that filters on one event kind
+#: skips the row groups whose min/max event excludes it; small groups make that precise (a 10M-row
+#: audit read with 16K-row groups: 8 % less CPU than with 128K, docs/audit.md).
+ROW_GROUP_ROWS = 16 * 1024
 MANIFEST = "manifest.json"
 #: The last seconds before the horizon: injected pending messages arrive here.
 PENDING_BEFORE_END_MS = 10_000
