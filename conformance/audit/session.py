@@ -96,9 +96,10 @@ def spark_session(settings: SparkSettings | None = None) -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
         .config("spark.sql.parquet.filterPushdown", "true")
-        # Small input splits: a trace file is scanned by several tasks (both cores), and Parquet row
-        # groups of one event kind are skipped by the scans that filter on event.
-        .config("spark.sql.files.maxPartitionBytes", str(16 * 1024 * 1024))
+        # Input splits: Spark divides the input by the cores (so both work on every scan) up to this size.
+        # Smaller splits (16 MiB) only multiplied the tasks, each deserialising its stage's large plan:
+        # 8 % of the CPU at 10M events in a JFR profile; with 128 MiB the 10M audit took 10 % less CPU.
+        .config("spark.sql.files.maxPartitionBytes", str(128 * 1024 * 1024))
         .config("spark.local.dir", str(local_dir))
     )
     master = settings.master or os.environ.get("MQTCK_SPARK_MASTER")
