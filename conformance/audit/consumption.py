@@ -29,12 +29,13 @@ FINAL_DETAIL_KEYS = ("dead_letter", "discarded")
 
 
 def outcomes(frames: TraceFrames) -> DataFrame:
-    """CONSUME rows (the client's view) plus the OK ACKs of groups without CONSUME rows, with ``owner``."""
+    """CONSUME rows (the client's view) plus the OK ACKs of groups without CONSUME rows, with ``owner`` and
+    ``msg_key`` (:func:`message_key`, what both the consumption table and the duplicates key on)."""
     consume = frames.view("CONSUME", "client").select(*OUTCOME_COLUMNS)
     acks = frames.event("ACK").filter((F.col("status") == "OK") & ~frames.group_has("CONSUME"))
     acks = acks.select(*[F.col(c) if c in acks.columns and c not in ("topic", "broker", "queue_id", "offset", "detail")
                          else F.lit(None).alias(c) for c in OUTCOME_COLUMNS])
-    return frames.with_owner(consume.unionByName(acks))
+    return frames.with_owner(consume.unionByName(acks)).withColumn("msg_key", message_key())
 
 
 def message_key() -> Column:
@@ -55,8 +56,7 @@ def consumed(outcome_rows: DataFrame, retry_settles: bool, partitions: int) -> D
         F.coalesce(F.get_json_object("detail", "$.retry"), F.lit("")) != "local")
     settles = final | handed_over if retry_settles else final
     # Partitioned like the queue pass's messages (``partitions`` by message key), which it is joined with.
-    keyed = outcome_rows.withColumn("msg_key", message_key()).repartition(partitions, "msg_key")
-    return keyed.groupBy("msg_key").agg(
+    return outcome_rows.repartition(partitions, "msg_key").groupBy("msg_key").agg(
         F.min(F.when(final, F.col("ts"))).alias("done_ts"),
         F.min(F.when(settles, F.col("ts"))).alias("settled_ts"),
         F.count(F.when(ok, 1)).alias("ok_n"),

@@ -28,7 +28,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from conformance.audit.consumption import RETRY_STATUSES, message_key
+from conformance.audit.consumption import RETRY_STATUSES
 from conformance.audit.frames import RUN, TraceFrames
 from conformance.audit.schema import findings
 
@@ -38,8 +38,7 @@ CAUSES = ("rebalance", "crash", "retry", "pop-redelivery")
 
 def _candidates(outcome_rows: DataFrame, consumed: DataFrame) -> DataFrame:
     twice = consumed.filter(F.col("ok_n") >= 2).select("msg_key")
-    ok = outcome_rows.filter(F.col("status") == "OK").withColumn("msg_key", message_key()).join(
-        F.broadcast(twice), "msg_key", "left_semi").drop("msg_key")
+    ok = outcome_rows.filter(F.col("status") == "OK").join(F.broadcast(twice), "msg_key", "left_semi")
     order = Window.partitionBy(RUN, "group", "owner", "msg_id").orderBy("ts", "seq")
     first = F.struct("ts", "seq", "source", "client_id", "event", "topic", "broker", "queue_id", "offset")
     rows = ok.withColumn("n", F.row_number().over(order)).withColumn("prev", F.lag(first).over(order))

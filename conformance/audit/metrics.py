@@ -60,21 +60,21 @@ def items(queue: QueuePass) -> Column:
     item = "struct<name:string,b:bigint,v:double>"
     return F.filter(F.array(
         F.when((kind == MSG) & expected, F.struct(
-            F.lit("sent").alias("name"), _lane_bucket(F.col("ts")).alias("b"),
+            F.lit("sent").alias("name"), _lane_bucket(queue.frames, F.col("ts")).alias("b"),
             F.lit(0.0).alias("v"))).cast(item),
         F.when((kind == MSG) & expected & F.col("done_ts").isNotNull(), F.struct(
-            F.lit("consumed").alias("name"), _lane_bucket(F.col("done_ts")).alias("b"),
+            F.lit("consumed").alias("name"), _lane_bucket(queue.frames, F.col("done_ts")).alias("b"),
             ((F.col("done_ts") - F.col("ts")) / 1000.0).alias("v"))).cast(item),
         F.when(latency.isNotNull(), F.struct(F.lit("wake").alias("name"), long_poll.latency_bucket(latency).alias("b"),
                                              latency.alias("v"))).cast(item),
     ), lambda x: x.isNotNull())
 
 
-def _lane_bucket(ts: Column) -> Column:
-    """The time bucket of ``ts`` in its lane's run (first event to horizon in BUCKETS steps); the queue pass
-    gives each row its run's ``run_first_ts`` and ``run_horizon``."""
-    first = F.col("run_first_ts")
-    width = F.greatest(F.floor((F.col("run_horizon") - first) / F.lit(BUCKETS)) + 1, F.lit(1))  # as _width
+def _lane_bucket(frames: TraceFrames, ts: Column) -> Column:
+    """The time bucket of ``ts`` in its run (first event to horizon in BUCKETS steps of :func:`_width`, the
+    one the plots read the buckets back with); the queue pass gives each row its lane's ``run``."""
+    first = frames.run_fact(lambda f: f.first_ts, 0)
+    width = frames.run_fact(lambda f: _width(f.first_ts, f.horizon), 1)
     bucket = F.floor((ts - first) / width)
     return F.least(F.greatest(bucket, F.lit(0)), F.lit(BUCKETS - 1))
 

@@ -90,9 +90,7 @@ def _lanes(frames: TraceFrames) -> DataFrame:
     lanes = lanes.join(F.broadcast(accepted), [RUN, "group", "topic"], "left")
     return lanes.select(*LANE, lane_key().alias("lane_key"), "start",
                         F.coalesce("subscribed", F.lit(False)).alias("subscribed"), F.col("tags").alias("accepts"),
-                        F.coalesce("alive", F.lit(True)).alias("alive"),
-                        frames.run_fact(lambda f: f.first_ts, 0).alias("run_first_ts"),
-                        frames.run_fact(lambda f: f.horizon, 0).alias("run_horizon"))
+                        F.coalesce("alive", F.lit(True)).alias("alive"))
 
 
 def _common(kind: int | Column, pos: Column) -> list[Column]:
@@ -180,7 +178,6 @@ class QueuePass:
         wanted = candidates[0]
         for c in candidates[1:]:
             wanted = wanted | c
-        payload_columns = rows.columns
         payload_type = T.StructType(rows.schema.fields)
         entry = T.StructType([
             T.StructField("kind", T.IntegerType()), T.StructField("src", T.LongType()),
@@ -191,11 +188,11 @@ class QueuePass:
         as_candidate = F.when(wanted, F.struct(
             F.col("kind").alias("kind"), F.col("src").alias("src"), F.col("seq").alias("seq"),
             F.lit(None).cast("string").alias("name"), F.lit(None).cast("long").alias("b"),
-            F.lit(None).cast("double").alias("v"), F.struct(*[F.col(c) for c in payload_columns]).alias("payload"),
+            F.lit(None).cast("double").alias("v"), F.struct(*[F.col(c) for c in rows.columns]).alias("payload"),
         )).cast(entry)
-        # The run's first event and horizon for the metric items' time buckets, from the (small) lane table:
-        # a broadcast join keeps the scan's partitioning and costs a hash lookup per row.
-        rows = rows.join(F.broadcast(self.lanes.select("lane_key", "run_first_ts", "run_horizon")), "lane_key", "left")
+        # The lane's run, for the metric items' time buckets (the run's span), from the small lane table: a
+        # broadcast join keeps the scan's partitioning and costs a hash lookup per row.
+        rows = rows.join(F.broadcast(self.lanes.select("lane_key", RUN)), "lane_key", "left")
         as_metrics = F.transform(metric_items(self), lambda m: F.struct(
             F.lit(None).cast("int").alias("kind"), F.lit(None).cast("long").alias("src"),
             F.lit(None).cast("long").alias("seq"), m["name"].alias("name"), m["b"].alias("b"), m["v"].alias("v"),

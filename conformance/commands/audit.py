@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from conformance.audit import options
-from conformance.audit.inputs import UnreadableTrace, detect
+from conformance.audit.inputs import AuditFailed, UnreadableTrace, detect
 from conformance.cli import UsageError
 
 
@@ -29,7 +29,6 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, UnreadableTrace) as exc:
         raise UsageError(str(exc)) from exc
     # Spark is imported only now: the other commands (and a refused input) never start a JVM.
-    from conformance.audit.inputs import AuditFailed
     from conformance.audit.job import print_summary, run_audit
     from conformance.audit.session import SparkSettings, SparkUnavailable
 

@@ -52,8 +52,8 @@ class PermitGroup:
         active = int(self.clients[0])
         # The re-grant is recorded right after its fifth dispatch, at the same time (``order`` places it
         # between that dispatch and the next): the two queues' bursts sometimes land in the same
-        # millisecond, eight dispatches at once, and a re-grant a millisecond later would come too late
-        # (about once in 40M rows, an overrun the workload did not mean).
+        # millisecond, eight dispatches at once, and a re-grant a millisecond later came too late: 8 overruns
+        # the workload did not mean in a 100M-row trace.
         step = np.arange(len(lane), dtype=np.int64)
         rows.add("DISPATCH", at * 1000, src, order=2 * step, group=self.group, client_id=active, topic=self.topic,
                  offset=offset, msg_lane=lane, msg_off=offset)
