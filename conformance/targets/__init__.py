@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+#: With clock control, how much simulated time beyond a held request's own hold time (suspend or poll)
+#: a target waits for its answer before that counts as a failure.
+HOLD_SLACK_MS = 60_000
 #: Every capability a target may declare (the spec's ``capability`` field uses these names).
 CAPABILITIES = frozenset(
     {

@@ -37,7 +37,16 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
-from . import DispatchedRecord, PoppedRecord, PopReply, PulledMessage, PullReply, SendReceipt, TargetError
+from . import (
+    HOLD_SLACK_MS,
+    DispatchedRecord,
+    PoppedRecord,
+    PopReply,
+    PulledMessage,
+    PullReply,
+    SendReceipt,
+    TargetError,
+)
 
 #: How long an answer the server already sent may take to cross loopback (and a held request's
 #: status line to come back).
@@ -50,8 +59,6 @@ MAX_HELD_CONNECTIONS = 2_048
 #: each step waits for the answer before the next.
 ADVANCE_STEP_MS = 500
 STEP_WAIT_S = 0.05
-#: Slack beyond a held request's own hold time before waiting for it counts as a failure.
-HOLD_SLACK_MS = 60_000
 #: Code of a held request whose broker went away (restart) before answering: the body ended empty.
 HELD_REQUEST_DROPPED = "HELD_REQUEST_DROPPED"
 #: HTTP front field names -> the neutral names the suite and the reference's errors use.
@@ -386,11 +393,10 @@ class HttpTarget:
                 for x in r["messages"]]
 
     def ack_dispatched(self, group: str, client_id: str, topic: str, records: list[DispatchedRecord]) -> None:
-        positions = [{"offset": r.offset, "batchIndex": r.batch_index} for r in records]
-        self._request("POST", f"{self._consumer(group, client_id, topic)}/ack", {"positions": positions})
+        self._request("POST", f"{self._consumer(group, client_id, topic)}/ack", {"positions": _positions(records)})
 
     def redeliver(self, group, client_id, topic, records=None):  # type: ignore[no-untyped-def]
-        positions = None if records is None else [{"offset": r.offset, "batchIndex": r.batch_index} for r in records]
+        positions = None if records is None else _positions(records)
         self._request("POST", f"{self._consumer(group, client_id, topic)}/redeliver", {"positions": positions})
 
     def close_consumer(self, group: str, client_id: str, topic: str) -> None:
@@ -403,3 +409,8 @@ def _pull_reply(r: dict[str, Any]) -> PullReply:
         max_offset=r["maxOffset"], held_ms=r["heldMs"],
         messages=tuple(PulledMessage(x["queueOffset"], _bytes(x), x["tags"], x["msgId"]) for x in r["messages"]),
     )
+
+
+def _positions(records: list[DispatchedRecord]) -> list[dict[str, int]]:
+    """Dispatched records as the front's message positions (ack, redeliver)."""
+    return [{"offset": r.offset, "batchIndex": r.batch_index} for r in records]

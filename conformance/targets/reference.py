@@ -21,7 +21,16 @@ from reference.store.config import MessageStoreConfig
 from reference.store.filter import SubscriptionData
 from reference.store.message import Message
 
-from . import DispatchedRecord, PoppedRecord, PopReply, PulledMessage, PullReply, SendReceipt, TargetError
+from . import (
+    HOLD_SLACK_MS,
+    DispatchedRecord,
+    PoppedRecord,
+    PopReply,
+    PulledMessage,
+    PullReply,
+    SendReceipt,
+    TargetError,
+)
 
 if TYPE_CHECKING:
     from conformance.mutants import Mutant
@@ -46,10 +55,8 @@ Q = TypeVar("Q")
 A = TypeVar("A")
 Reply = TypeVar("Reply")
 
-#: Simulated time moved per step while waiting for a held request, and the slack beyond its own hold
-#: time after which waiting counts as a failure.
+#: Simulated time moved per step while waiting for a held request.
 ADVANCE_STEP_MS = 100
-HOLD_SLACK_MS = 60_000
 
 
 class _Pending(Generic[Q, A, Reply]):

@@ -243,6 +243,11 @@ def _dispatched(x: DispatchedMessage) -> m.DispatchedMessage:
     )
 
 
+def _positions(positions: list[m.PositionRef]) -> list[Position]:
+    """The request's message positions (ack, redeliver) as the permit service's."""
+    return [Position(x.offset, x.batchIndex) for x in positions]
+
+
 def reopen_like(old: Broker) -> Broker:
     """A broker on the data, clock, configuration and trace of ``old`` (shut down by the caller)."""
     return Broker(
@@ -592,14 +597,13 @@ def create_app(
               responses=ERRORS, tags=["permits"])
     async def ack_permits(group: GroupPath, topic: TopicPath, clientId: ClientPath,  # noqa: N803
                           body: m.PermitAck) -> m.PermitAcked:
-        positions = [Position(x.offset, x.batchIndex) for x in body.positions]
-        return m.PermitAcked(acknowledged=broker.ack_permits(group, clientId, topic, positions))
+        return m.PermitAcked(acknowledged=broker.ack_permits(group, clientId, topic, _positions(body.positions)))
 
     @app.post(f"{consumer_path}/redeliver", operation_id="redeliverUnacknowledged", response_model=m.Done,
               responses=ERRORS, tags=["permits"])
     async def redeliver(group: GroupPath, topic: TopicPath, clientId: ClientPath,  # noqa: N803
                         body: m.Redeliver) -> m.Done:
-        positions = None if body.positions is None else [Position(x.offset, x.batchIndex) for x in body.positions]
+        positions = None if body.positions is None else _positions(body.positions)
         broker.redeliver_unacknowledged(group, clientId, topic, positions)
         return m.Done()
 
