@@ -57,5 +57,5 @@ def derive(frames: TraceFrames) -> Derivation:
     ]
     out = parts[0]
     for part in parts[1:]:
-        out = out.unionByName(part)
+        out = out.union(part)
     return Derivation(out, queue, owned)

@@ -50,6 +50,8 @@ MAX_PARTITIONS = 1024
 #: Partitions of the shuffles of small data (at least the cores Spark has).
 SMALL_SHUFFLE_PARTITIONS = 4
 SMALL_INPUT_BYTES = 2 * 1024 * 1024
+#: Tasks of the final write (a few per core: the parts differ in size).
+WRITE_TASKS = 8
 
 
 @dataclass
@@ -138,7 +140,10 @@ def _derive_and_summarise(spark: SparkSession, trace: str | Path, report_dir: Pa
     # separated when read back.
     derived_dir = report_dir / DERIVED_DIR
     everything = derivation.findings.unionByName(metric_rows(derivation.queue, derivation.intervals))
-    everything.write.mode("overwrite").parquet(str(derived_dir))
+    # The union's last stage has one task per partition of every part (about 300 at 10M events), and each
+    # task deserialises the whole plan (9 s of that stage's 28 s at 10M): a few tasks, each running
+    # several parents' partitions in turn, keep both cores busy without it.
+    everything.coalesce(WRITE_TASKS).write.mode("overwrite").parquet(str(derived_dir))
     lap("derive")
     progress.phase("summarising findings")
     derived = spark.read.parquet(str(derived_dir))
