@@ -43,8 +43,21 @@ BROADCAST_TIMEOUT_S = 24 * 3600
 #:   HotSpot's 8 000-byte limit, which it would otherwise leave interpreted;
 #: * 16 MiB thread stacks: serialising a task of the one-action plan (every derivation unioned) recurses
 #:   through the whole lineage; a test run once failed with the serialiser hundreds of frames deep on
-#:   the default 1 MiB stack (only touched stack pages are committed: address space, not memory).
+#:   the default 1 MiB stack (only touched stack pages are committed: address space, not memory);
+#: * less C2 compilation (:data:`JIT_OPTIONS`).
 JVM_OPTIONS: tuple[str, ...] = ("-XX:+UseParallelGC", "-XX:-DontCompileHugeMethods", "-Xss16m")
+#: An audit is a short life for a JVM: it runs tens of thousands of distinct methods (Spark's engine,
+#: Catalyst, Parquet, Janino and the code generated for each stage) a few times each. With HotSpot's
+#: defaults the C2 compiler threads spent 58 s of CPU on the 10M-event audit, more than half of what the
+#: tasks themselves spent (85 s), on a machine with two cores (per-thread CPU from /proc, docs/audit.md).
+#: Raising the invocation counts at which C2 takes a method over from C1 (x4) and inlining less deeply
+#: keeps C2 for the loops that run millions of times: C2 24 s, tasks 81 s, wall 98 s -> 79 s at 10M.
+#: (C1 alone, or C2 alone, or whole-stage code generation off were each slower: 111-130 s.)
+JIT_OPTIONS: tuple[str, ...] = (
+    "-XX:Tier4InvocationThreshold=20000", "-XX:Tier4MinInvocationThreshold=2400",
+    "-XX:Tier4CompileThreshold=60000", "-XX:Tier4BackEdgeThreshold=160000",
+    "-XX:MaxInlineLevel=4", "-XX:InlineSmallCode=500",
+)
 
 
 class SparkUnavailable(Exception):
@@ -73,7 +86,7 @@ def spark_session(settings: SparkSettings | None = None) -> SparkSession:
     local_dir = Path(tempfile.gettempdir()) / "mqtck-spark"
     local_dir.mkdir(parents=True, exist_ok=True)
     java_opts = " ".join((f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
-                          "-Dio.netty.tryReflectionSetAccessible=true", *JVM_OPTIONS,
+                          "-Dio.netty.tryReflectionSetAccessible=true", *JVM_OPTIONS, *JIT_OPTIONS,
                           os.environ.get("MQTCK_SPARK_JAVA_OPTS", "")))
     builder = (
         SparkSession.builder.appName(settings.app_name)
