@@ -8,6 +8,7 @@ Spark action computes every finding and shuffles shared by several derivations r
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -40,22 +41,31 @@ class Derivation:
 
 def derive(frames: TraceFrames) -> Derivation:
     outcome_rows, consumed = consumed_table(frames)
-    queue = QueuePass(frames, consumed, [messages.candidate(), commits.candidate(),
-                                         long_poll.candidate(frames.params), drops.candidate()], metrics.items)
+    # Building the plan is a few thousand JVM calls, most of them Catalyst analysing a node of a large
+    # plan, on one thread while the executors wait (about 10 s of a small trace's audit). The derivations
+    # that do not read the queue pass are built on a second thread meanwhile.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mqtck-plan") as pool:
+        independent = pool.submit(_independent, frames, outcome_rows, consumed)
+        queue = QueuePass(frames, consumed, [messages.candidate(), commits.candidate(),
+                                             long_poll.candidate(frames.params), drops.candidate()], metrics.items)
+        on_queue = [messages.find(frames, queue), commits.find(frames, queue), long_poll.find(frames, queue),
+                    drops.find(frames, queue)]
+        owned, others = independent.result()
+    out = on_queue[0]
+    for part in [*on_queue[1:], *others]:
+        out = out.union(part)  # every part has the findings schema's columns, in order
+    return Derivation(out, queue, owned)
+
+
+def _independent(frames: TraceFrames, outcome_rows: DataFrame,
+                 consumed: DataFrame) -> tuple[DataFrame, list[DataFrame]]:
+    """The ownership intervals and the derivations that do not read the queue pass."""
     owned = ownership.intervals(frames)
-    parts = [
+    return owned, [
         badrows.find(frames.rows, frames.params, frames.catalog.duplicate_seq),
-        messages.find(frames, queue),
-        commits.find(frames, queue),
-        long_poll.find(frames, queue),
         offsets.find(frames),
-        drops.find(frames, queue),
         ownership.find(frames, owned),
         pop.find(frames),
         permits.find(frames),
         duplicates.find(frames, outcome_rows, consumed),
     ]
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.union(part)
-    return Derivation(out, queue, owned)

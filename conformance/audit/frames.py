@@ -29,6 +29,7 @@ Everything is keyed by ``run``: one dataset may hold many runs, and each is audi
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import reduce
@@ -184,6 +185,8 @@ class TraceFrames:
         self.params = params
         self.catalog = catalog
         self._events: dict[tuple[str, ...], DataFrame] = {}
+        #: The plan is built on two threads (:func:`conformance.audit.derive.derive`); each frame once.
+        self._lock = threading.Lock()
         self._broadcasting = sorted({f"{r}{_SEP}{g}" for r, g, _, _, m in catalog.subscriptions if m == "BROADCASTING"})
 
     def event(self, event: str) -> DataFrame:
@@ -195,10 +198,11 @@ class TraceFrames:
         CPU per 10M rows whatever it keeps: a derivation that unions several event kinds reads them with
         one). Built once per set of events, so derivations share the frame."""
         key = tuple(sorted(events))
-        if key not in self._events:
-            good = reduce(lambda a, b: a | b, [valid(e) for e in key])
-            self._events[key] = self.rows.filter(good & ~repeated(self.catalog.duplicate_seq))
-        return self._events[key]
+        with self._lock:
+            if key not in self._events:
+                good = reduce(lambda a, b: a | b, [valid(e) for e in key])
+                self._events[key] = self.rows.filter(good & ~repeated(self.catalog.duplicate_seq))
+            return self._events[key]
 
     def name_of(self, kind: str, key: Column) -> Column:
         """The ``source`` or ``client_id`` whose 64-bit key (:func:`key_of` of run and name) is ``key``:

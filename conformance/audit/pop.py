@@ -21,18 +21,22 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from conformance.audit.frames import RUN, TraceFrames
+from conformance.audit.frames import RUN, TraceFrames, key_of
 from conformance.audit.schema import findings, ms
 
 KEYS = (RUN, "group", "msg_id")
+#: The windows' partition: a 64-bit hash of KEYS first, then KEYS themselves (exact whatever the hash).
+#: Sorting compares an 8-byte prefix of the first key before anything else; with ``run`` first (the same
+#: string on every row) every comparison of the five window sorts fell through to the strings.
+PARTITION = ("message", *KEYS)
 _COLS = (*KEYS, "event", "ts", "seq", "source", "client_id", "handle", "invisible_ms", "status", "topic",
          "broker", "queue_id", "offset", "reconsume_times")
 
 
 def _rows(frames: TraceFrames) -> DataFrame:
     # Trace-sized for a POP workload: as many partitions as the queue pass (the windows below need no other).
-    return frames.events("POP", "ACK", "CHANGE_INVISIBLE", "REVIVE").select(*_COLS).repartition(
-        frames.wide_partitions, *KEYS)
+    rows = frames.events("POP", "ACK", "CHANGE_INVISIBLE", "REVIVE").select(*_COLS, key_of(*KEYS).alias("message"))
+    return rows.repartition(frames.wide_partitions, "message")
 
 
 def _event(prefix: str, *columns: str):
@@ -43,11 +47,11 @@ def find(frames: TraceFrames) -> DataFrame:
     p = frames.params
     rows = _rows(frames)
     is_pop = F.col("event") == "POP"
-    order = Window.partitionBy(*KEYS).orderBy("ts", "seq")
+    order = Window.partitionBy(*PARTITION).orderBy("ts", "seq")
     upto = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     before = order.rowsBetween(Window.unboundedPreceding, -1)
     rows = rows.withColumn("delivery", F.sum(is_pop.cast("int")).over(upto))
-    by_handle = Window.partitionBy(*KEYS, "handle")
+    by_handle = Window.partitionBy(*PARTITION, "handle")
     rows = rows.withColumn("handle_delivery", F.min(F.when(is_pop, F.col("delivery"))).over(by_handle))
     rows = rows.withColumn("owner", F.coalesce(F.col("handle_delivery"), F.col("delivery")))
     ack_ok = (F.col("event") == "ACK") & (F.col("status") == "OK")
@@ -61,12 +65,12 @@ def find(frames: TraceFrames) -> DataFrame:
     prev_pop = F.struct("event", "source", "seq", "ts", "handle", "client_id", "invisible_ms")
     rows = rows.withColumn("prev_pop", F.last(F.when(is_pop, prev_pop), True).over(before))
     # Per delivery: acked at all, and its final invisibility end.
-    per_delivery = Window.partitionBy(*KEYS, "owner")
+    per_delivery = Window.partitionBy(*PARTITION, "owner")
     final_end = F.max_by(F.when(sets_end | is_pop, F.col("ts") + ms(F.col("invisible_ms"))),
                          F.when(sets_end | is_pop, F.struct("ts", "seq")))
     rows = rows.withColumn("acked", F.max(ack_ok.cast("int")).over(per_delivery))
     rows = rows.withColumn("final_end", final_end.over(per_delivery))
-    after = Window.partitionBy(*KEYS).orderBy(F.col("ts").desc(), F.col("seq").desc()).rowsBetween(
+    after = Window.partitionBy(*PARTITION).orderBy(F.col("ts").desc(), F.col("seq").desc()).rowsBetween(
         Window.unboundedPreceding, -1)  # later rows, nearest last (see ownership.intervals)
     later = F.struct("event", "source", "seq", "ts")
     rows = rows.withColumn("followed", F.last(F.when(F.col("event").isin("POP", "REVIVE"), later), True).over(after))
