@@ -258,7 +258,7 @@ def _pairs(base: DataFrame) -> DataFrame:
     pair = Window.partitionBy("lane_key", "src", "client", "offset").orderBy("ts", "seq").rowsBetween(
         Window.unboundedPreceding, -1
     )
-    rows = _spread(rows, "req", F.last(F.when(kind == REQ, _fields("ts", "seq", "suspend_ms", "max_nums")), True)
+    rows = _spread(rows, "req", F.last(F.when(kind == REQ, F.struct("ts", "seq", "suspend_ms", "max_nums")), True)
                    .over(pair))
     paired = (kind == RESP) & F.col("req_ts").isNotNull() & (F.col("req_suspend_ms") > 0)
     return rows.filter(paired).drop("max_nums", "suspend_ms", "in_broker_view", "in_client_view")
@@ -274,7 +274,7 @@ def _drops(base: DataFrame) -> DataFrame:
     before = Window.partitionBy("lane_key", "client").orderBy("ts", rank, "seq").rowsBetween(
         Window.unboundedPreceding, -1
     )
-    rows = _spread(rows, "owned", F.when(~change, F.last(F.when(change, _fields("kind", "ts", "seq", "src", "epoch")),
+    rows = _spread(rows, "owned", F.when(~change, F.last(F.when(change, F.struct("kind", "ts", "seq", "src", "epoch")),
                                                           True).over(before)))
     return rows.filter(~change & (F.col("owned_kind") == REVOKE)).drop("epoch")
 
@@ -288,8 +288,8 @@ def _downwards(base: DataFrame, paired: DataFrame) -> DataFrame:
         Window.unboundedPreceding, Window.currentRow
     )
     is_msg, is_ret, is_resp = kind == MSG, kind == RET, kind == RESP
-    expire = F.min_by(F.when(is_ret, _fields("ts", "min_offset", "src", "seq")), F.when(is_ret, F.col("ts")))
-    wake = F.min_by(F.when(is_msg, _fields("offset", "ts", "src", "seq")), F.when(is_msg, F.col("offset")))
+    expire = F.min_by(F.when(is_ret, F.struct("ts", "min_offset", "src", "seq")), F.when(is_ret, F.col("ts")))
+    wake = F.min_by(F.when(is_msg, F.struct("offset", "ts", "src", "seq")), F.when(is_msg, F.col("offset")))
     rows = _spread(rows, "expire", F.when(is_msg, expire.over(down)))
     rows = _spread(rows, "wake", F.when(is_resp, wake.over(down)))
     # Retention rows and messages no consumer expects have done their part.
@@ -308,12 +308,8 @@ def _upwards(base: DataFrame, down: DataFrame) -> DataFrame:
     )
     settle = F.least(F.coalesce("settled_ts", F.lit(NEVER)), F.coalesce("expire_ts", F.lit(NEVER)))
     rows = rows.withColumn("settle_ts", F.when(kind == MSG, settle))
-    blocking = F.max_by(_fields("settle_ts", "offset", "ts", "src", "seq"), F.col("settle_ts"))
+    blocking = F.max_by(F.struct("settle_ts", "offset", "ts", "src", "seq"), F.col("settle_ts"))
     return _spread(rows, "blocking", F.when(kind == COMMIT, blocking.over(up)))
-
-
-def _fields(*columns: str) -> Column:
-    return F.struct(*[F.col(c).alias(c) for c in columns])
 
 
 def _spread(rows: DataFrame, prefix: str, row: Column) -> DataFrame:
