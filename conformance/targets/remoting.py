@@ -41,7 +41,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from reference.net.remoting.client import RemotingClient, split_address
-from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode
+from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode, loads_body
 from reference.net.remoting.message_codec import CodecError, decode_records, encode_properties
 
 from . import PulledMessage, PullReply, SendReceipt, TargetError
@@ -295,7 +295,7 @@ class RemotingTarget:
                               timeout_s=REQUEST_TIMEOUT_S)
         if r.code != ResponseCode.SUCCESS or not r.body:
             return []  # Java answers an error ("no consumer") for a group without members
-        ids = json.loads(r.body.decode("utf-8")).get("consumerIdList") or []
+        ids = loads_body(r.body).get("consumerIdList") or []
         return sorted(self._strip(str(c)) for c in ids)
 
     def notifications(self, conn: str) -> list[str]:
@@ -344,7 +344,7 @@ def discover_broker(namesrv: str) -> str:
     if r.code != ResponseCode.SUCCESS:
         raise UnreachableTarget(f"name server {namesrv} has no route for {DEFAULT_TOPIC} (code {r.code}: {r.remark})")
     try:
-        route = json.loads(r.body.decode("utf-8"))
+        route = loads_body(r.body)
         for broker in route["brokerDatas"]:
             addr = broker["brokerAddrs"].get(MASTER_ID)
             if addr:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,3 +157,19 @@ class RemotingCommand:
             remark=remark if isinstance(remark, str) else None,
             ext_fields={str(k): _ext_value(v) for k, v in ext.items() if v is not None}, body=body,
         )
+
+
+#: A JSON string literal, or an object key written as a bare integer (what fastjson does with Map<Long, …>).
+_STRING_OR_BARE_KEY = re.compile(r'("(?:\\.|[^"\\])*")|([{,]\s*)(-?\d+)(\s*:)')
+
+
+def loads_body(body: bytes) -> Any:
+    """A JSON body as a Java broker writes it: fastjson writes integer map keys unquoted (a route's
+    ``brokerAddrs`` is ``{0:"127.0.0.1:10911"}``), which is not JSON; such keys become strings ("0").
+    ValueError if it is not JSON even then."""
+    text = body.decode("utf-8")
+
+    def quote(m: re.Match[str]) -> str:
+        return m[1] if m[1] is not None else f'{m[2]}"{m[3]}"{m[4]}'
+
+    return json.loads(_STRING_OR_BARE_KEY.sub(quote, text))
