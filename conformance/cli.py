@@ -22,6 +22,8 @@ COMMAND_MODULES = (
     "conformance.commands.strategy",
     "conformance.commands.audit",
     "conformance.commands.trace",
+    "conformance.commands.peer",
+    "conformance.commands.gate",
 )
 
 

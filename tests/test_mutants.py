@@ -31,7 +31,7 @@ KILLERS = {
     "registry-channels-never-expire": lambda m: registry_property(m.components.consumer_manager),
     "offset-empty-queue-keeps-offset": lambda m: correction_property(m.components.message_store),
     "offset-too-small-keeps-offset": lambda m: correction_property(m.components.message_store),
-    "offset-overflow-badly-always-max": lambda m: correction_property(m.components.message_store),
+    "offset-overflow-badly-keeps-offset": lambda m: correction_property(m.components.message_store),
     "retention-ignores-reserved-time": lambda m: correction_property(m.components.message_store),
     "retention-never-raises-min": lambda m: correction_property(m.components.message_store),
     "query-offset-min-fallback": lambda m: query_offset_property(m.components.consumer_manage_processor),

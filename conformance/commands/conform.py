@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from conformance import mutation, report, spec
+from conformance import expectations, mutation, report, spec
 from conformance.cli import UsageError
 from conformance.targets import parse_target, target_capabilities
 
@@ -35,6 +35,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--only", nargs="+", default=None, metavar="ID", help="run only tests of these requirement IDs")
     p.add_argument("-n", "--workers", type=int, default=1, help="parallel pytest-xdist workers (default 1)")
     p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of a table")
+    p.add_argument("--expect", default=None, metavar="NAME|FILE",
+                   help="reviewed deviations of the implementation (conformance/expectations/NAME.toml or a file): "
+                        "their failures are reported as expected-fail and do not gate")
+    p.add_argument("--profile", action="append", default=[], choices=spec.PROFILES,
+                   help="opt into a named profile: its SHOULDs (the reference's stricter rules) gate like MUSTs")
+    p.add_argument("--implementation", default=None, metavar="LABEL",
+                   help="what the target is, for reports and the results matrix (default: the target)")
     p.add_argument("--mutants", nargs="*", default=None, metavar="NAME",
                    help="also run the suite against seeded faults (all when no NAME) and report the kill rate; "
                         "reference target only")
@@ -94,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise UsageError("-n/--workers must be >= 1")
     mutant_names = _mutant_names(args)
+    expected = _expectations(args.expect)
     if args.only:
         _, reqs = spec.load()
         unknown = [i for i in args.only if i not in reqs]
@@ -126,34 +134,51 @@ def run(args: argparse.Namespace) -> int:
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise UsageError(f"the suite could not run (pytest exit {int(code)}); see {run_dir}")
     results = report.load_results(sorted(run_dir.glob("results.jsonl*")))
-    vs = report.verdicts(results)
-    extra: dict = {"duration_s": round(elapsed, 3), "run": run_dir.name}
+    vs = report.verdicts(results, expected)
+    extra: dict = {"duration_s": round(elapsed, 3), "run": run_dir.name,
+                   "implementation": args.implementation or args.target, "profiles": args.profile}
+    if expected is not None:
+        extra["expectations"] = expected.name
     if mutant_names:
         extra["mutants"] = mutation.run_catalogue(mutant_names, run_dir / "mutants", args.workers, console, args.json)
-    doc = report.summary(args.target, capabilities, vs, results, extra)
+    doc = report.summary(args.target, capabilities, vs, results, extra, args.profile)
     report.publish(report_dir, run_dir, doc, vs, Path(args.junit) if args.junit else None)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
         _print_table(console, doc, run_dir)
-    return report.exit_code(vs)
+    return report.exit_code(vs, args.profile)
+
+
+def _expectations(name: str | None) -> expectations.Expectations | None:
+    if name is None:
+        return None
+    try:
+        return expectations.load(name)
+    except expectations.ExpectationError as exc:
+        raise UsageError(f"--expect: {exc}") from None
 
 
 def _print_table(console: Console, doc: dict, run_dir: Path) -> None:
     table = Table(title=f"mqtck conform — {doc['target']}")
-    for col in ("family", "pass", "fail", "not-applicable", "not-covered"):
+    statuses = ("pass", "fail", "expected-fail", "unexpected-pass", "not-applicable", "not-covered")
+    for col in ("family", *statuses):
         table.add_column(col, justify="right" if col != "family" else "left")
     fams: dict[str, dict[str, int]] = {}
     for r in doc["requirements"]:
         fams.setdefault(r["family"], {}).setdefault(r["status"], 0)
         fams[r["family"]][r["status"]] += 1
     for fam, c in fams.items():
-        table.add_row(fam, *(str(c.get(k, 0)) for k in ("pass", "fail", "not-applicable", "not-covered")))
+        table.add_row(fam, *(str(c.get(k, 0)) for k in statuses))
     out = Console()
     out.print(table)
     for r in doc["requirements"]:
         if r["status"] == "fail":
             out.print(f"[red]FAIL[/red] {r['id']} ({r['level']}): {r['sentence']}")
+        elif r["status"] == "expected-fail":
+            out.print(f"[yellow]EXPECTED FAIL[/yellow] {r['id']} ({r['level']}): {r['expectation']['reason']}")
+        elif r["status"] == "unexpected-pass":
+            out.print(f"[blue]UNEXPECTED PASS[/blue] {r['id']}: listed in {doc.get('expectations')}, remove the entry")
     if "mutants" in doc:
         m = doc["mutants"]
         out.print(f"seeded faults killed: {m['killed']} of {m['total']} ({m['kill_rate']:.0%})")

@@ -103,11 +103,12 @@ CATALOGUE: dict[str, Mutant] = {
             BrokerComponents(message_store=bf.TooSmallKeepsOffset),
         ),
         Mutant(
-            "offset-overflow-badly-always-max",
+            "offset-overflow-badly-keeps-offset",
             ("OFFSET-4",),
-            "OFFSET_OVERFLOW_BADLY always corrects to the max offset, dropping the minOffset == 0 case "
-            "that sends the consumer back to 0 (seed 002 §1).",
-            BrokerComponents(message_store=bf.OverflowBadlyAlwaysMax),
+            "OFFSET_OVERFLOW_BADLY on a queue whose min offset is 0 keeps the requested offset instead of "
+            "correcting it (to 0 as in seed 002 §1, or to the max as RocketMQ 4.9.4+ does): the consumer never "
+            "gets back into the queue.",
+            BrokerComponents(message_store=bf.OverflowBadlyKeepsOffset),
         ),
         Mutant(
             "retention-ignores-reserved-time",

@@ -113,11 +113,13 @@ class TooSmallKeepsOffset(MessageStore):
     correction_table = _with_row(GetMessageStatus.OFFSET_TOO_SMALL, "offset < min", lambda o, lo, hi: o)
 
 
-class OverflowBadlyAlwaysMax(MessageStore):
-    """OFFSET_OVERFLOW_BADLY always answers the max offset, ignoring the minOffset == 0 special case."""
+class OverflowBadlyKeepsOffset(MessageStore):
+    """OFFSET_OVERFLOW_BADLY with min offset 0 answers the requested offset (neither 0 nor the max).
+
+    Answering the max is no fault: Apache RocketMQ does so since 4.9.4 (OFFSET-4 allows both)."""
 
     correction_table = _with_row(
-        GetMessageStatus.OFFSET_OVERFLOW_BADLY, "offset > max and min == 0", lambda o, lo, hi: hi
+        GetMessageStatus.OFFSET_OVERFLOW_BADLY, "offset > max and min == 0", lambda o, lo, hi: o
     )
 
 

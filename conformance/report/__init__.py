@@ -6,7 +6,10 @@ A requirement's status for a run:
 * ``pass``: at least one test marked with it passed and none failed;
 * ``not-applicable``: every test marked with it was skipped because the target lacks a capability;
 * ``not-covered``: no test of this suite is marked with it (it is proven by the project's own
-  tests and property suites against the reference, not through a target).
+  tests and property suites against the reference, not through a target);
+* ``expected-fail``: it failed, and the implementation's expectations (``conformance.expectations``) list it
+  as a reviewed deviation: reported, not gating;
+* ``unexpected-pass``: the expectations list it, but it passed (the entry is stale).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from conformance import spec
+from conformance.expectations import Expectations
 from conformance.report import plots
 
 
@@ -52,6 +56,9 @@ class Verdict:
     capability: str
     status: str
     tests: list[dict[str, Any]] = field(default_factory=list)
+    #: The expectation entry (reason, source, repro) when the implementation's expectations list this ID.
+    expectation: dict[str, str] | None = None
+    profile: str = ""
 
 
 def load_results(paths: Iterable[Path]) -> list[TestResult]:
@@ -63,8 +70,9 @@ def load_results(paths: Iterable[Path]) -> list[TestResult]:
     return out
 
 
-def verdicts(results: list[TestResult]) -> list[Verdict]:
+def verdicts(results: list[TestResult], expected: Expectations | None = None) -> list[Verdict]:
     _, reqs = spec.load()
+    entries = expected.entries if expected is not None else {}
     by_req: dict[str, list[TestResult]] = {}
     for r in results:
         for rid in r.reqs:
@@ -80,29 +88,38 @@ def verdicts(results: list[TestResult]) -> list[Verdict]:
             status = "not-applicable"
         else:
             status = "not-covered"
+        entry = entries.get(req.id)
+        if entry is not None and status in ("fail", "pass"):
+            status = "expected-fail" if status == "fail" else "unexpected-pass"
         out.append(
             Verdict(
                 req.id, req.level, req.family, req.sentence, req.source, req.capability, status,
-                [asdict(t) for t in tests],
+                [asdict(t) for t in tests], asdict(entry) if entry is not None else None, req.profile,
             )
         )
     return out
 
 
-def exit_code(vs: list[Verdict]) -> int:
-    """0 when every applicable MUST passed (or is not covered by this suite), 1 otherwise."""
-    return 1 if any(v.level == "MUST" and v.status == "fail" for v in vs) else 0
+def gates(v: Verdict, profiles: Iterable[str] = ()) -> bool:
+    """Whether ``v`` gates: a MUST, or a SHOULD of a profile the target opted into."""
+    return v.level == "MUST" or bool(v.profile and v.profile in set(profiles))
+
+
+def exit_code(vs: list[Verdict], profiles: Iterable[str] = ()) -> int:
+    """0 when every applicable gating requirement passed, is an expected fail or is not covered; 1 otherwise."""
+    chosen = tuple(profiles)
+    return 1 if any(v.status == "fail" and gates(v, chosen) for v in vs) else 0
 
 
 def summary(target: str, capabilities: Iterable[str], vs: list[Verdict], results: list[TestResult],
-            extra: dict[str, Any] | None = None) -> dict[str, Any]:
+            extra: dict[str, Any] | None = None, profiles: Iterable[str] = ()) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for v in vs:
         counts[v.status] = counts.get(v.status, 0) + 1
     return {
         "target": target,
         "capabilities": sorted(capabilities),
-        "verdict": "pass" if exit_code(vs) == 0 else "fail",
+        "verdict": "pass" if exit_code(vs, profiles) == 0 else "fail",
         "counts": counts,
         "tests": {"total": len(results), "failed": sum(r.outcome == "failed" for r in results)},
         "requirements": [asdict(v) for v in vs],
@@ -132,7 +149,10 @@ def junit_xml(target: str, vs: list[Verdict]) -> bytes:
             case = ET.SubElement(
                 suite, "testcase", classname=f"{v.family}.{v.id}", name=t["nodeid"], time=f"{t['duration']:.6f}"
             )
-            if t["outcome"] == "failed":
+            if t["outcome"] == "failed" and v.status == "expected-fail" and v.expectation:
+                skipped += 1
+                ET.SubElement(case, "skipped", message=f"expected fail: {v.expectation['reason']}")
+            elif t["outcome"] == "failed":
                 failures += 1
                 ET.SubElement(case, "failure", message=f"{v.id} ({v.level}): {v.sentence}").text = t["message"]
             elif t["outcome"] == "skipped":

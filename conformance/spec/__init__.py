@@ -19,6 +19,8 @@ SPEC_DIR = Path(__file__).resolve().parent
 REQUIREMENTS_FILE = SPEC_DIR / "requirements.toml"
 SPEC_MD = SPEC_DIR / "SPEC.md"
 LEVELS = ("MUST", "SHOULD", "MAY")
+#: Named profiles: ``strict`` holds the reference's deliberate improvements over the real broker.
+PROFILES = ("strict",)
 _ID = re.compile(r"^[A-Z][A-Z0-9]*-[0-9]+$")
 
 
@@ -31,6 +33,9 @@ class Requirement:
     capability: str
     family: str
     note: str = ""
+    #: A named profile (``strict``) in which this SHOULD gates like a MUST: a rule where the reference is
+    #: deliberately stricter than the real system. A target opts in with ``mqtck conform --profile NAME``.
+    profile: str = ""
 
 
 @dataclass(frozen=True)
@@ -59,12 +64,15 @@ def load(path: Path = REQUIREMENTS_FILE) -> tuple[dict[str, Family], dict[str, R
         level = entry.get("level")
         if level not in LEVELS:
             raise ValueError(f"requirement {rid}: level must be one of {LEVELS}, got {level!r}")
+        profile = entry.get("profile", "")
+        if profile and (profile not in PROFILES or level != "SHOULD"):
+            raise ValueError(f"requirement {rid}: profile must be one of {PROFILES} on a SHOULD, got {profile!r}")
         for key in ("sentence", "source", "capability"):
             if not entry.get(key):
                 raise ValueError(f"requirement {rid}: {key} is required")
         reqs[rid] = Requirement(
             rid, level, " ".join(entry["sentence"].split()), entry["source"], entry["capability"],
-            family, " ".join(entry.get("note", "").split()),
+            family, " ".join(entry.get("note", "").split()), profile,
         )
     return families, reqs
 
@@ -92,7 +100,8 @@ def render_markdown(families: dict[str, Family], reqs: dict[str, Requirement]) -
         out += ["| ID | level | requirement | source | needs |", "| --- | --- | --- | --- | --- |"]
         for r in rows:
             sentence = r.sentence + (f" *Note: {r.note}*" if r.note else "")
-            out.append(f"| {r.id} | {r.level} | {sentence} | {r.source} | {r.capability} |")
+            level = f"{r.level} (MUST in profile {r.profile})" if r.profile else r.level
+            out.append(f"| {r.id} | {level} | {sentence} | {r.source} | {r.capability} |")
         out.append("")
     return "\n".join(out)
 

@@ -34,13 +34,24 @@ def test_matching_arrival_wakes_at_once(target) -> None:  # type: ignore[no-unty
     assert r.code == "SUCCESS" and [m.body for m in r.messages] == [b"hello"] and r.held_ms == 1_234
 
 
-@pytest.mark.req("LPOLL-5", "LPOLL-2")
+@pytest.mark.req("LPOLL-5")
 def test_non_matching_arrival_does_not_wake(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("LP", 1)
     pending = target.start_pull("G", "LP", 0, 0, suspend_ms=15_000, expression="A")
     target.send("LP", 0, b"other", "B")
+    assert not pending.done(), "a non-matching message woke the held pull on arrival"
+    target.send("LP", 0, b"mine", "A")
+    r = pending.result()
+    assert r.code == "SUCCESS" and [m.tags for m in r.messages] == ["A"]
+
+
+@pytest.mark.req("LPOLL-8")
+def test_periodic_check_ignores_non_matching_growth(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("LP", 1)
+    pending = target.start_pull("G", "LP", 0, 0, suspend_ms=15_000, expression="A")
+    target.send("LP", 0, b"other", "B")
     target.advance(CHECK_MS * 2)
-    assert not pending.done(), "a non-matching message woke the held pull"
+    assert not pending.done(), "a periodic check answered the held pull for a non-matching message"
     target.send("LP", 0, b"mine", "A")
     r = pending.result()
     assert r.code == "SUCCESS" and [m.tags for m in r.messages] == ["A"]

@@ -23,7 +23,12 @@ is prefixed with a namespace unique to the target instance. One TCP connection c
 requests; each ``conn`` of the suite gets its own connection, whose NOTIFY frames are its notifications.
 
 Capabilities are what the protocol allows: no clock or retention control (``advance`` sleeps), no restart,
-no allocation, POP or permits, no race control.
+no allocation, POP or permits, no race control. What the protocol cannot do, the broker's runner may offer
+through its control channel (``remoting://HOST:PORT?control=HOST:CPORT``, :mod:`conformance.targets.control`):
+``restart`` (and so ``kill_restart``), ``retention_expire`` and ``store_layout`` are then capabilities too, and
+after a restart the target reconnects every connection (the broker's address stays the same). The commit-log
+offset of a sent message comes from the offset msgId of the send response, that of a pulled one from its
+PHYSICALOFFSET.
 """
 
 from __future__ import annotations
@@ -43,8 +48,10 @@ from typing import Any
 from reference.net.remoting.client import RemotingClient, split_address
 from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode, loads_body
 from reference.net.remoting.message_codec import CodecError, decode_records, encode_properties
+from reference.store.filter import tags_hash_code
 
-from . import PulledMessage, PullReply, SendReceipt, TargetError
+from . import PulledMessage, PullReply, SendReceipt, StoreLayout, TargetError
+from .control import ControlClient, ControlDescription, ControlError
 from .http import UnreachableTarget
 
 #: Request code of UPDATE_AND_CREATE_TOPIC (RocketMQ RequestCode 17): the admin call that creates a topic.
@@ -142,11 +149,16 @@ class _PendingRemotingPull:
 class RemotingTarget:
     capabilities = CAPABILITIES
 
-    def __init__(self, namesrv: str, name: str | None = None) -> None:
+    def __init__(self, namesrv: str, name: str | None = None, control: str | None = None) -> None:
         self.namesrv = namesrv
         self.name = name or f"remoting://{namesrv}"
         self._ns = f"n{os.getpid()}x{next(_namespaces)}-"
         self.broker_addr = discover_broker(namesrv)
+        #: The runner's control channel, and what it offers (None without one).
+        self._control = ControlClient(control) if control else None
+        self._offer: ControlDescription | None = describe_control(control) if control else None
+        if self._offer is not None:
+            self.capabilities = CAPABILITIES | offered_capabilities(self._offer)
         self._main = self._connect()
         self._conns: dict[str, RemotingClient] = {}
         self._client_of_conn: dict[str, str] = {}
@@ -197,7 +209,8 @@ class RemotingTarget:
             "bornTimestamp": str(int(time.time() * 1000)), "flag": 0, "properties": encode_properties(props),
             "reconsumeTimes": "0", "unitMode": "0", "batch": "0",
         }, body)
-        return SendReceipt(_int(r.ext_fields, "queueId"), _int(r.ext_fields, "queueOffset"), uniq)
+        return SendReceipt(_int(r.ext_fields, "queueId"), _int(r.ext_fields, "queueOffset"), uniq,
+                           commit_log_offset_of(r.ext_fields.get("msgId", "")))
 
     def start_pull(self, group, topic, queue_id, offset, *, max_nums=32, expression="*", suspend_ms=0,
                    commit_offset=None, client_id="conformance"):  # type: ignore[no-untyped-def]
@@ -242,7 +255,8 @@ class RemotingTarget:
                 records = decode_records(response.body)
             except CodecError as exc:
                 raise AssertionError(f"PULL_MESSAGE body does not decode: {exc}") from None
-            messages = tuple(PulledMessage(r.queue_offset, r.body, r.tags, r.msg_id) for r in records)
+            messages = tuple(PulledMessage(r.queue_offset, r.body, r.tags, r.msg_id, r.commit_log_offset)
+                             for r in records)
         return PullReply(
             code=code_name(response.code), status=derive_status(response.code, offset, lo, hi),
             next_begin_offset=_int(ext, "nextBeginOffset"), min_offset=lo, max_offset=hi, messages=messages,
@@ -265,8 +279,7 @@ class RemotingTarget:
 
     def heartbeat(self, conn, client_id, group, subscriptions, model="CLUSTERING", sub_version=0):  # type: ignore[no-untyped-def]
         client = self._conn(conn)
-        subs = [{"topic": self._n(t), "subString": e, "subVersion": str(sub_version)}
-                for t, e in sorted(subscriptions.items())]
+        subs = [subscription_data(self._n(t), e, sub_version) for t, e in sorted(subscriptions.items())]
         body = {
             "clientID": self._n(client_id),
             "consumerDataSet": [{
@@ -323,6 +336,78 @@ class RemotingTarget:
     def close(self) -> None:
         for client in [self._main, *self._conns.values()]:
             client.close()
+
+    # -- through the runner's control channel --------------------------------------------------
+    def _controlled(self, capability: str) -> ControlClient:
+        if self._control is None or capability not in self.capabilities:
+            raise RuntimeError(f"{self.name} lacks capability {capability}: its runner offers no control for it")
+        return self._control
+
+    def restart(self, kill: bool = False) -> None:
+        """The runner restarts the broker (``kill``: as after SIGKILL); then every connection is made again.
+        Held pulls of before are failed; consumers must heartbeat again, as after any broker restart."""
+        control = self._controlled("kill_restart" if kill else "restart")
+        for client in [self._main, *self._conns.values()]:
+            client.close()
+        with self._lock:
+            self._conns.clear()
+        self._client_of_conn.clear()
+        control.restart(kill)
+        self.broker_addr = discover_broker(self.namesrv)
+        self._main = self._connect()
+
+    def expire_retention(self) -> int:
+        """The runner expires every commit-log segment but the one being written and runs the clean service."""
+        return self._controlled("retention_expire").expire()
+
+    def store_layout(self) -> StoreLayout:
+        self._controlled("store_layout")
+        offer = self._offer
+        assert offer is not None and offer.commitlog_segment_bytes and offer.consumequeue_segment_units
+        return StoreLayout(offer.commitlog_segment_bytes, offer.consumequeue_segment_units)
+
+
+def describe_control(address: str) -> ControlDescription:
+    """What the control channel at ``address`` offers (UnreachableTarget if it cannot say)."""
+    try:
+        return ControlClient(address).describe()
+    except ControlError as exc:
+        raise UnreachableTarget(str(exc)) from None
+
+
+def offered_capabilities(offer: ControlDescription) -> frozenset[str]:
+    """The target capabilities a control channel's offer adds: its own names, and ``kill_restart`` with
+    ``restart`` (the contract's restart covers both a clean and a kill -9 restart)."""
+    return offer.capabilities | ({"kill_restart"} if "restart" in offer.capabilities else frozenset())
+
+
+def control_capabilities(address: str) -> frozenset[str]:
+    """The capabilities the control channel at ``address`` adds to a remoting target."""
+    return offered_capabilities(describe_control(address))
+
+
+def commit_log_offset_of(msg_id: str) -> int | None:
+    """The commit-log offset in a send response's offset msgId (the first of a batch's): its last 16 hex
+    digits, after the store host (protocols/rocketmq-remoting.md §6.4); None when it is not that shape."""
+    first = msg_id.split(",", 1)[0].strip()
+    if len(first) not in (32, 56):  # an IPv4 or IPv6 store host, its port, the offset
+        return None
+    try:
+        return int(first[-16:], 16)
+    except ValueError:
+        return None
+
+
+def subscription_data(topic: str, expression: str, sub_version: int) -> dict[str, Any]:
+    """One heartbeat subscription as a Java client builds it (FilterAPI.buildSubscriptionData): the broker
+    filters a pull without the SUBSCRIPTION flag by the ``codeSet`` it stored, and never recomputes it from
+    ``subString``, so a heartbeat without tags and codes would match nothing. Lenient on purpose: a malformed
+    expression is sent as it is, for the broker to judge."""
+    tags = [] if expression.strip() in ("", "*") else [p.strip() for p in expression.split("||") if p.strip()]
+    return {
+        "topic": topic, "subString": expression.strip() or "*", "subVersion": sub_version, "classFilterMode": False,
+        "expressionType": "TAG", "tagsSet": tags, "codeSet": [tags_hash_code(t) for t in tags],
+    }
 
 
 def discover_broker(namesrv: str) -> str:

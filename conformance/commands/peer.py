@@ -1,0 +1,89 @@
+"""``mqtck peer``: the real implementations mqtck judges (``list``, ``install NAME``, ``run NAME``).
+
+``run`` serves a peer in the foreground on loopback and prints exactly one line on stdout once it is
+usable, ``ready remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT`` (the name server, and the control
+channel through which the suite restarts the broker or runs retention); SIGTERM or SIGINT stops it and
+removes its data. Exit 2 with one line when it cannot start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from types import FrameType
+
+from conformance.cli import UsageError
+from conformance.peers import CATALOGUE, PeerError, peer_info
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("peer", help="real brokers to judge: list, install, run",
+                       description="Real implementations installed by name and version from their registries.")
+    verbs = p.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+    verbs.add_parser("list", help="one line per known peer: name, kind, version").set_defaults(func=_list)
+    inst = verbs.add_parser("install", help="resolve a peer from its registry (Maven Central) into the local cache")
+    inst.add_argument("name")
+    inst.set_defaults(func=_install)
+    r = verbs.add_parser("run", help="serve a peer on loopback in the foreground until SIGTERM/SIGINT")
+    r.add_argument("name")
+    r.add_argument("--listen", default="127.0.0.1:0", metavar="127.0.0.1:PORT",
+                   help="the name server's address (loopback only; port 0 picks a free one)")
+    r.add_argument("--verbose", action="store_true", help="echo the JVMs' output on stderr")
+    r.set_defaults(func=_run)
+
+
+def _list(args: argparse.Namespace) -> int:
+    for p in CATALOGUE.values():
+        print(f"{p.name}\t{p.kind}\t{p.version}\t{p.description}")
+    return 0
+
+
+def _install(args: argparse.Namespace) -> int:
+    from conformance.peers.maven import rocketmq_classpath
+
+    try:
+        info = peer_info(args.name)
+        jars = rocketmq_classpath(info.version)
+    except PeerError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"installed {info.name}: {len(jars)} jars")
+    return 0
+
+
+def parse_listen(text: str) -> int:
+    """The port of a loopback ``127.0.0.1:PORT``; UsageError for anything else (peers never leave loopback)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise UsageError(f"--listen {text!r}: expected 127.0.0.1:PORT")
+    if host not in ("127.0.0.1", "localhost"):
+        raise UsageError(f"--listen {text!r}: peers bind loopback only (127.0.0.1)")
+    return int(port)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from conformance.peers.rocketmq import RocketMQPeer
+    from conformance.targets.control import serve_control
+
+    port = parse_listen(args.listen)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        peer = RocketMQPeer(peer_info(args.name), port, log=sys.stderr if args.verbose else None).start()
+    except PeerError as exc:
+        raise UsageError(str(exc)) from None
+    control = serve_control(peer)
+    try:
+        print(f"ready {peer.target}?control={control.address}", flush=True)
+        stop.wait()
+    finally:
+        control.stop()
+        peer.stop()
+    return 0

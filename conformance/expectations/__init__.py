@@ -1,0 +1,91 @@
+"""Expectations: reviewed, known failures of a real implementation, kept as data (web-platform-tests' metadata).
+
+One TOML file per implementation and version, ``conformance/expectations/<name>.toml``, named like the
+peer (``rocketmq-4.9.7``)::
+
+    implementation = "Apache RocketMQ"
+    version = "4.9.7"
+
+    [[expected]]
+    id = "OFFSET-4"                       # the requirement that fails
+    reason = "why the real system differs, and why the requirement stays as it is"
+    source = "upstream file and method (tag) that shows it"
+    repro = "one line that reproduces it"
+
+``mqtck conform --expect NAME|FILE`` reports a failure listed here as ``expected-fail`` (it does not gate)
+and a listed requirement that passes as ``unexpected-pass`` (the entry is stale: remove it). A MUST that a
+real Apache broker fails is first suspected to be a wrong requirement or a wrong test; only what survives
+that review becomes an entry.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance import spec
+
+EXPECTATIONS_DIR = Path(__file__).resolve().parent
+#: Every entry must say these.
+FIELDS = ("id", "reason", "source", "repro")
+
+
+class ExpectationError(ValueError):
+    """An expectations file that cannot be used; the message names the file, the entry and the field."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    id: str
+    reason: str
+    source: str
+    repro: str
+
+
+@dataclass(frozen=True)
+class Expectations:
+    name: str
+    implementation: str
+    version: str
+    entries: dict[str, Expectation]
+
+
+def known() -> list[str]:
+    return sorted(p.stem for p in EXPECTATIONS_DIR.glob("*.toml"))
+
+
+def resolve(name_or_file: str) -> Path:
+    """A file path as given, or the bundled ``<name>.toml``; ExpectationError naming the known ones."""
+    path = Path(name_or_file)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise ExpectationError(f"expectations file {name_or_file} does not exist")
+        return path
+    bundled = EXPECTATIONS_DIR / f"{name_or_file}.toml"
+    if not bundled.is_file():
+        raise ExpectationError(f"no expectations named {name_or_file!r}; known: {', '.join(known()) or 'none'}")
+    return bundled
+
+
+def load(name_or_file: str) -> Expectations:
+    """Load and check an expectations file: every entry names a requirement of the spec, once, with every field."""
+    path = resolve(name_or_file)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ExpectationError(f"{path}: not readable TOML: {exc}") from None
+    reqs = spec.requirements()
+    entries: dict[str, Expectation] = {}
+    for n, entry in enumerate(data.get("expected", []), 1):
+        for key in FIELDS:
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                raise ExpectationError(f"{path}: entry {n}: field {key!r} is required (a non-empty string)")
+        rid = entry["id"]
+        if rid not in reqs:
+            raise ExpectationError(f"{path}: entry {n}: id {rid!r} is not a requirement of the spec")
+        if rid in entries:
+            raise ExpectationError(f"{path}: entry {n}: id {rid!r} is listed twice")
+        entries[rid] = Expectation(*(" ".join(entry[k].split()) for k in FIELDS))
+    return Expectations(path.stem, str(data.get("implementation", path.stem)), str(data.get("version", "")),
+                        entries)

@@ -1,0 +1,60 @@
+"""Peers: real implementations someone else wrote, installed by name and version from their registries.
+
+A peer is what mqtck judges besides its own reference: today the Apache RocketMQ brokers (name server and
+broker from Maven Central, run on loopback in a temp dir). ``mqtck peer list`` shows the catalogue,
+``mqtck peer install NAME`` resolves one, ``mqtck peer run NAME`` serves it in the foreground and
+``mqtck gate NAME`` runs the conformance suite against it with its reviewed expectations
+(``conformance/expectations/NAME.toml``).
+
+Every failure to get a peer running is a :class:`PeerError` with one line saying why (unknown name, Maven
+or Java missing, the registry unreachable, port busy, the broker never registered): the CLI prints it and
+exits 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class PeerError(Exception):
+    """A peer cannot be installed or started; the message is one line that says why."""
+
+
+@dataclass(frozen=True)
+class PeerInfo:
+    """One entry of the catalogue: ``name`` is what the commands take (``rocketmq-4.9.7``)."""
+
+    name: str
+    kind: str
+    version: str
+    description: str
+    #: Maven coordinates resolved to run it (informative; the pom in ``conformance/peers/rocketmq``).
+    artifacts: tuple[str, ...] = ()
+
+
+#: Apache RocketMQ 4.9.8 publishes no rocketmq-broker / rocketmq-namesrv on Maven Central (only the client
+#: side: rocketmq-client, -common, -remoting, -store): 4.9.7 is the newest 4.x broker that can be installed
+#: by name and version. 5.5.0 is the newest 5.x with both name server and broker there.
+CATALOGUE: dict[str, PeerInfo] = {
+    p.name: p
+    for p in (
+        PeerInfo(
+            "rocketmq-4.9.7", "broker", "4.9.7",
+            "Apache RocketMQ 4.9.7 name server and broker (remoting protocol), one master on loopback",
+            ("org.apache.rocketmq:rocketmq-namesrv:4.9.7", "org.apache.rocketmq:rocketmq-broker:4.9.7"),
+        ),
+        PeerInfo(
+            "rocketmq-5.5.0", "broker", "5.5.0",
+            "Apache RocketMQ 5.5.0 name server and broker (remoting protocol, POP), one master on loopback",
+            ("org.apache.rocketmq:rocketmq-namesrv:5.5.0", "org.apache.rocketmq:rocketmq-broker:5.5.0"),
+        ),
+    )
+}
+
+
+def peer_info(name: str) -> PeerInfo:
+    """The catalogue entry for ``name``; PeerError listing the known names otherwise."""
+    try:
+        return CATALOGUE[name]
+    except KeyError:
+        raise PeerError(f"unknown peer {name!r}; known: {', '.join(sorted(CATALOGUE))}") from None

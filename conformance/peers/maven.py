@@ -1,0 +1,64 @@
+"""Resolve a peer's Java runtime classpath with Maven, from the project's own pom (no jar is committed).
+
+``conformance/peers/rocketmq/pom.xml`` names the artifacts with the version as a property; Maven
+downloads them into ``~/.m2`` once, and the resolved classpath is cached per version under
+``~/.cache/mqtck/peers/`` so a second start asks Maven nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from conformance.peers import PeerError
+
+POM_DIR = Path(__file__).resolve().parent / "rocketmq"
+#: How long one resolution may take (a cold ~/.m2 downloads ~40 MB for 4.9.7, ~90 MB for 5.x).
+RESOLVE_TIMEOUT_S = 600
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mqtck" / "peers"
+
+
+def require_tool(name: str, why: str) -> str:
+    """The path of ``name`` on PATH, or PeerError saying it is missing and what needs it."""
+    path = shutil.which(name)
+    if path is None:
+        raise PeerError(f"{name} not found on PATH ({why})")
+    return path
+
+
+def rocketmq_classpath(version: str, *, refresh: bool = False) -> list[str]:
+    """The name server + broker runtime classpath of Apache RocketMQ ``version`` (jar paths).
+
+    PeerError with Maven's own first error line when it cannot resolve (registry unreachable, version not
+    published)."""
+    cached = cache_dir() / f"rocketmq-{version}.classpath"
+    if cached.exists() and not refresh:
+        jars = cached.read_text(encoding="utf-8").strip().split(os.pathsep)
+        if jars and all(Path(j).exists() for j in jars):
+            return jars
+    mvn = require_tool("mvn", "Maven resolves the peer's jars from Maven Central")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    out = cached.with_suffix(".tmp")
+    cmd = [mvn, "-q", "-B", "-f", str(POM_DIR / "pom.xml"), f"-Drocketmq.version={version}",
+           "dependency:build-classpath", f"-Dmdep.outputFile={out}"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise PeerError(f"Maven did not resolve rocketmq {version} within {RESOLVE_TIMEOUT_S} s") from None
+    if proc.returncode != 0 or not out.exists():
+        raise PeerError(f"Maven could not resolve rocketmq {version}: {_first_error(proc.stdout + proc.stderr)}")
+    out.replace(cached)
+    return cached.read_text(encoding="utf-8").strip().split(os.pathsep)
+
+
+def _first_error(text: str) -> str:
+    for line in text.splitlines():
+        if "[ERROR]" in line or "ERROR" in line:
+            return line.replace("[ERROR]", "").strip()[:300]
+    return (text.strip().splitlines() or ["no output"])[-1][:300]

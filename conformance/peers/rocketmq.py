@@ -1,0 +1,312 @@
+"""Run a real Apache RocketMQ name server and broker on loopback, the way an operator would.
+
+Each is its own JVM started with RocketMQ's own main class (``NamesrvStartup``, ``BrokerStartup -c FILE``)
+on the classpath Maven resolved (:mod:`conformance.peers.maven`), in a fresh temp dir that holds the
+config, the store and the logs (``user.home`` and ``ROCKETMQ_HOME`` point there) and is removed on stop.
+
+Facts this launcher encodes (each found running the real thing here):
+
+* JDK 17 needs the ``--add-opens/--add-exports`` of :data:`JDK17_FLAGS` (RocketMQ unmaps mapped files
+  through JDK internals);
+* the broker refuses writes when the disk is fuller than its thresholds, and a CI disk can be 70 %+ full:
+  ``diskMaxUsedSpaceRatio`` and the two ``rocketmq.broker.diskSpace*`` system properties are raised;
+* the broker binds ``listenPort``, ``listenPort - 2`` (the VIP channel) and ``listenPort + 1`` (HA), so its
+  port is chosen with both neighbours free;
+* everything binds and advertises 127.0.0.1 (``brokerIP1``, the name server address).
+
+The runner owns the processes, so it also offers what the wire cannot: a restart (clean or SIGKILL, data
+kept), retention on demand (every closed commit-log segment expired and cleaned now, through RocketMQ's own
+admin requests) and the store's segment sizes. ``mqtck peer run`` publishes these on the control channel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from conformance.peers import PeerError, PeerInfo
+from conformance.peers.maven import require_tool, rocketmq_classpath
+
+#: Opens and exports the broker's store needs on JDK 17 (it cleans mapped buffers through JDK internals).
+JDK17_FLAGS = (
+    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+    "--add-exports", "java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED",
+)
+#: Heap of each JVM: the broker's defaults (8 GiB) do not fit a CI machine; 512 MiB serves the suite.
+HEAP = "-Xmx512m"
+#: Disk-usage thresholds above which the broker refuses writes / cleans forcibly (0.90 / 0.85 by default).
+DISK_RATIO_PROPERTIES = (
+    "-Drocketmq.broker.diskSpaceWarningLevelRatio=0.99",
+    "-Drocketmq.broker.diskSpaceCleanForciblyRatio=0.99",
+)
+#: Commit-log segment size the peer is started with: small, so retention has closed segments to delete
+#: after a few MiB of sends (RocketMQ's default is 1 GiB). Tests learn it from the control channel.
+COMMITLOG_SEGMENT_BYTES = 1 << 20
+#: Consume-queue segment size in units: RocketMQ's default (300 000 units of 20 bytes).
+CONSUMEQUEUE_SEGMENT_UNITS = 300_000
+#: How long the broker may take from launch to registered with its name server.
+START_TIMEOUT_S = 90.0
+#: How long a JVM may take to stop after SIGTERM (RocketMQ's shutdown hook flushes and unregisters).
+STOP_TIMEOUT_S = 20.0
+#: Line BrokerStartup / NamesrvStartup print on stdout once started.
+BOOT_SUCCESS = "boot success"
+#: RocketMQ admin request codes the runner uses (RequestCode.java).
+UPDATE_BROKER_CONFIG = 25
+DELETE_EXPIRED_COMMITLOG = 329
+#: The clean service's first run is 60 s after the broker starts, then every cleanResourceInterval
+#: (10 s): an expire request waits at most that long for the deletion.
+EXPIRE_TIMEOUT_S = 90.0
+
+_LOGBACK = """<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>{log}</file>
+    <encoder><pattern>%d{{HH:mm:ss.SSS}} %-5level %logger{{30}} - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"""
+
+
+def free_port(host: str = "127.0.0.1", *, neighbours: tuple[int, ...] = ()) -> int:
+    """A port free on ``host`` whose ``port + n`` for each n in ``neighbours`` is free too."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        if all(port_free(host, port + n) for n in neighbours) and port - min(neighbours, default=0) > 1024:
+            return port
+    raise PeerError("no free loopback port found for the broker")
+
+
+def port_free(host: str, port: int) -> bool:
+    if not 0 < port < 65536:
+        return False
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+@dataclass
+class _Jvm:
+    """One started JVM and the lines it printed (RocketMQ's start-up report goes to stdout)."""
+
+    proc: subprocess.Popen[str]
+    lines: list[str] = field(default_factory=list)
+    booted: threading.Event = field(default_factory=threading.Event)
+
+    def pump(self, echo: IO[str] | None) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+            if BOOT_SUCCESS in line:
+                self.booted.set()
+            if echo is not None:
+                echo.write(line)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class RocketMQPeer:
+    """Name server + one master broker of Apache RocketMQ ``info.version`` on loopback.
+
+    ``start()`` returns once the broker has registered with the name server; ``target`` is then the
+    ``remoting://`` address of the name server. ``stop()`` ends both JVMs and removes the temp dir.
+    """
+
+    def __init__(self, info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None,
+                 keep_dir: bool = False) -> None:
+        self.info = info
+        self.host = "127.0.0.1"
+        if namesrv_port and not port_free(self.host, namesrv_port):
+            raise PeerError(f"port {namesrv_port} on {self.host} is busy")
+        self.namesrv_port = namesrv_port or free_port(self.host)
+        self.broker_port = 0
+        self.log = log
+        self.keep_dir = keep_dir
+        self.dir: Path | None = None
+        self._namesrv: _Jvm | None = None
+        self._broker: _Jvm | None = None
+        self._java = ""
+        self._classpath = ""
+
+    # -- life cycle ------------------------------------------------------------------------------
+    @property
+    def target(self) -> str:
+        return f"remoting://{self.host}:{self.namesrv_port}"
+
+    @property
+    def broker_address(self) -> str:
+        return f"{self.host}:{self.broker_port}"
+
+    def start(self) -> RocketMQPeer:
+        self._java = require_tool("java", "the RocketMQ peers run on the JVM")
+        self._classpath = os.pathsep.join(rocketmq_classpath(self.info.version))
+        self.dir = Path(tempfile.mkdtemp(prefix=f"mqtck-{self.info.name}-"))
+        self.broker_port = free_port(self.host, neighbours=(-2, 1))
+        self._write_config()
+        try:
+            self._namesrv = self._launch("org.apache.rocketmq.namesrv.NamesrvStartup", "-c", "namesrv.properties")
+            self._await_boot(self._namesrv, "name server")
+            self._broker = self._launch_broker()
+            self._await_registered()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for jvm in (self._broker, self._namesrv):
+            if jvm is not None:
+                jvm.stop()
+        self._broker = self._namesrv = None
+        if self.dir is not None and not self.keep_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def __enter__(self) -> RocketMQPeer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- what the owner of the process can do (the control channel) -------------------------------
+    def describe(self) -> dict[str, object]:
+        return {
+            "implementation": self.info.name,
+            "capabilities": ["restart", "retention_expire", "store_layout"],
+            "store": {"commitlog_segment_bytes": COMMITLOG_SEGMENT_BYTES,
+                      "consumequeue_segment_units": CONSUMEQUEUE_SEGMENT_UNITS},
+        }
+
+    def restart(self, kill: bool = False) -> None:
+        """Stop the broker (SIGTERM: its shutdown hook flushes; SIGKILL: nothing runs) and start it again on the
+        same store and port; returns once it has registered again."""
+        assert self._broker is not None, "not started"
+        self._broker.stop(signal.SIGKILL if kill else signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while not port_free(self.host, self.broker_port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self._broker = self._launch_broker()
+        self._await_registered()
+
+    def expire_and_clean(self) -> int:
+        """Every closed commit-log segment counts as expired and is deleted now (RocketMQ's own clean service:
+        ``fileReservedTime=0`` plus a manual delete request); then the reservation is put back. Returns how many
+        commit-log segments were deleted."""
+        from reference.net.remoting.client import RemotingClient
+
+        before = self._commitlog_segments()
+        client = RemotingClient(self.broker_address)
+        try:
+            self._update_config(client, {"fileReservedTime": "0"})
+            client.invoke(DELETE_EXPIRED_COMMITLOG, {}, timeout_s=10.0)
+            deadline = time.monotonic() + EXPIRE_TIMEOUT_S
+            while len(self._commitlog_segments()) > 1 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            # The consume-queue clean runs right after the commit-log clean in the same scheduled tick.
+            time.sleep(0.5)
+        finally:
+            with contextlib.suppress(Exception):
+                self._update_config(client, {"fileReservedTime": "72"})
+            client.close()
+        after = self._commitlog_segments()
+        if len(after) > 1:
+            raise PeerError(f"retention did not delete the closed commit-log segments within {EXPIRE_TIMEOUT_S} s")
+        return len(set(before) - set(after))
+
+    # -- plumbing ----------------------------------------------------------------------------------
+    def _commitlog_segments(self) -> list[str]:
+        assert self.dir is not None
+        path = self.dir / "store" / "commitlog"
+        return sorted(p.name for p in path.iterdir()) if path.exists() else []
+
+    @staticmethod
+    def _update_config(client: object, props: dict[str, str]) -> None:
+        body = "".join(f"{k}={v}\n" for k, v in props.items()).encode("utf-8")
+        response = client.invoke(UPDATE_BROKER_CONFIG, {}, body, timeout_s=10.0)  # type: ignore[attr-defined]
+        if response.code != 0:
+            raise PeerError(f"UPDATE_BROKER_CONFIG {props} refused: {response.code} {response.remark}")
+
+    def _write_config(self) -> None:
+        assert self.dir is not None
+        conf = self.dir / "conf"
+        (self.dir / "logs").mkdir(parents=True)
+        conf.mkdir()
+        for name in ("namesrv", "broker"):
+            (conf / f"logback_{name}.xml").write_text(_LOGBACK.format(log=self.dir / "logs" / f"{name}.log"))
+        (self.dir / "namesrv.properties").write_text(f"listenPort={self.namesrv_port}\n")
+        store = self.dir / "store"
+        settings = {
+            "brokerClusterName": "mqtck", "brokerName": "broker-a", "brokerId": "0",
+            "brokerIP1": self.host, "namesrvAddr": f"{self.host}:{self.namesrv_port}",
+            "listenPort": str(self.broker_port), "storePathRootDir": str(store),
+            "storePathCommitLog": str(store / "commitlog"), "autoCreateTopicEnable": "true",
+            "autoCreateSubscriptionGroup": "true", "diskMaxUsedSpaceRatio": "95",
+            "mappedFileSizeCommitLog": str(COMMITLOG_SEGMENT_BYTES),
+            "mappedFileSizeConsumeQueue": str(CONSUMEQUEUE_SEGMENT_UNITS * 20),
+        }
+        (self.dir / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+
+    def _launch(self, main: str, *args: str) -> _Jvm:
+        assert self.dir is not None
+        env = dict(os.environ, ROCKETMQ_HOME=str(self.dir))
+        cmd = [self._java, HEAP, *JDK17_FLAGS, *DISK_RATIO_PROPERTIES, f"-Duser.home={self.dir}",
+               "-cp", self._classpath, main, *args]
+        proc = subprocess.Popen(cmd, cwd=self.dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        jvm = _Jvm(proc)
+        threading.Thread(target=jvm.pump, args=(self.log,), daemon=True).start()
+        return jvm
+
+    def _launch_broker(self) -> _Jvm:
+        return self._launch("org.apache.rocketmq.broker.BrokerStartup", "-c", "broker.conf")
+
+    def _await_boot(self, jvm: _Jvm, what: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not jvm.booted.wait(0.1):
+            if jvm.proc.poll() is not None:
+                tail = " | ".join(jvm.lines[-3:]) or "no output"
+                raise PeerError(f"{self.info.name} {what} exited with {jvm.proc.returncode}: {tail}"[:400])
+            if time.monotonic() > deadline:
+                raise PeerError(f"{self.info.name} {what} did not start within {START_TIMEOUT_S:.0f} s")
+
+    def _await_registered(self) -> None:
+        """The broker printed its boot line and the name server routes TBW102 to it."""
+        from conformance.targets.http import UnreachableTarget
+        from conformance.targets.remoting import discover_broker
+
+        assert self._broker is not None
+        self._await_boot(self._broker, "broker")
+        deadline = time.monotonic() + START_TIMEOUT_S
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                if discover_broker(f"{self.host}:{self.namesrv_port}") == self.broker_address:
+                    return
+            except UnreachableTarget as exc:
+                last = str(exc)
+            time.sleep(0.2)
+        raise PeerError(f"{self.info.name} broker never registered with its name server within "
+                        f"{START_TIMEOUT_S:.0f} s ({last})")
