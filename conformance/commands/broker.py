@@ -9,18 +9,25 @@
 
 ``--sim-clock`` runs the broker on simulated time that moves only through ``POST /admin/clock/advance``:
 the conformance suite then gets clock control over HTTP and runs as deterministically as in-process.
+
+With ``--remoting``, ``--control`` also serves the control channel (``conformance.targets.control``: restart,
+retention expiry, store layout) on a free loopback port and the serving line names the target as
+``remoting://HOST:PORT?control=127.0.0.1:CPORT``; ``--mutant NAME`` serves the broker built with a seeded
+fault's broker components (``conformance.mutants``), so the catalogue can be run over the wire.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conformance.cli import UsageError
 
 if TYPE_CHECKING:
+    from conformance.mutants import Mutant
     from reference.broker.broker import Broker
     from reference.broker.config import BrokerConfig
     from reference.clock import Clock
@@ -47,7 +54,33 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="simulated time, advanced only by POST /admin/clock/advance (HTTP only)")
     p.add_argument("--short-polling", action="store_true",
                    help="long polling off: hold a pull at most shortPollingTimeMills (1 s)")
+    p.add_argument("--control", action="store_true",
+                   help="--remoting: also serve the control channel (restart, retention expiry, store layout) on "
+                        "loopback; the serving line ends with ?control=HOST:PORT")
+    p.add_argument("--mutant", metavar="NAME", default=None,
+                   help="--remoting: serve the broker with this seeded broker fault of the catalogue")
     p.set_defaults(func=run)
+
+
+def is_broker_fault(mutant: Mutant) -> bool:
+    """Whether a seeded fault swaps a part of the broker (the others are client or allocation faults)."""
+    from reference.broker.broker import BrokerComponents
+
+    return mutant.components != BrokerComponents()
+
+
+def broker_mutant(name: str) -> Mutant:
+    """The catalogue's broker fault ``name``; UsageError for an unknown name or a fault outside the broker."""
+    from conformance.mutants import CATALOGUE
+
+    known = ", ".join(sorted(n for n, m in CATALOGUE.items() if is_broker_fault(m)))
+    mutant = CATALOGUE.get(name)
+    if mutant is None:
+        raise UsageError(f"--mutant: unknown seeded fault {name!r}; broker faults: {known}")
+    if not is_broker_fault(mutant):
+        part = "client" if mutant.client is not None else "allocation strategies"
+        raise UsageError(f"--mutant: {name} is a fault of the {part}, not of the broker; broker faults: {known}")
+    return mutant
 
 
 def parse_http_address(text: str, option: str = "--http") -> tuple[str, int]:
@@ -73,6 +106,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("choose a transport: --stdio, --http [HOST:]PORT or --remoting [HOST:]PORT")
     if args.sim_clock and not args.http:
         raise UsageError("--sim-clock needs --http (time is advanced through POST /admin/clock/advance)")
+    for option, given in (("--control", args.control), ("--mutant", args.mutant is not None)):
+        if given and args.remoting is None:
+            raise UsageError(f"{option} needs --remoting [HOST:]PORT")
+    mutant = broker_mutant(args.mutant) if args.mutant is not None else None
     address = parse_http_address(args.http) if args.http is not None else None
     data_dir = Path(args.data_dir)
     if data_dir.exists() and not data_dir.is_dir():
@@ -90,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     config = BrokerConfig(long_polling_enable=not args.short_polling)
     trace = Trace(sink_for(args.trace), run=f"broker-{data_dir.name}", clock=clock) if args.trace else None
     if args.remoting is not None:
-        return _run_remoting(args, data_dir, clock, config, store_config, trace)
+        return _run_remoting(args, data_dir, clock, config, store_config, trace, mutant)
     broker = Broker(data_dir, clock, config=config, store_config=store_config, trace=trace)
     try:
         if address is not None:
@@ -109,24 +146,36 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_remoting(
     args: argparse.Namespace, data_dir: Path, clock: Clock, config: BrokerConfig, store_config: MessageStoreConfig,
-    trace: Trace | None,
+    trace: Trace | None, mutant: Mutant | None = None,
 ) -> int:
-    """The broker is built once its port is bound: its address is every record's STOREHOST."""
+    """The broker is built once its port is bound: its address is every record's STOREHOST. Each broker runs
+    on its own process clock, so that a control-channel kill can stop all its timers at once."""
     import dataclasses
 
     from reference.broker.broker import Broker
-    from reference.net.remoting.server import serve_remoting
+    from reference.net.remoting.server import Extension, RemotingServers, serve_remoting
+    from reference.sim.process import ProcessClock
 
     host, port = parse_http_address(args.remoting, "--remoting")
     if not 0 <= args.broker_port <= 65535:
         raise UsageError(f"--broker-port must be in [0, 65535], got {args.broker_port}")
 
     def make_broker(store_host: tuple[str, int]) -> Broker:
-        return Broker(data_dir, clock, config=config, store_config=dataclasses.replace(store_config,
-                      store_host=store_host), trace=trace)
+        return Broker(data_dir, ProcessClock(clock), config=config,  # type: ignore[arg-type]
+                      store_config=dataclasses.replace(store_config, store_host=store_host), trace=trace,
+                      components=mutant.components if mutant is not None else None)
 
+    def control(servers: RemotingServers) -> tuple[str, Callable[[], None]]:
+        from conformance.targets.control import serve_control
+        from reference.net.remoting.server import LoopControl
+
+        implementation = "mqtck-reference" + (f" (seeded fault {mutant.name})" if mutant is not None else "")
+        channel = serve_control(LoopControl(servers, asyncio.get_running_loop(), implementation), LOOPBACK)
+        return f"?control={channel.address}", channel.stop
+
+    extension: Extension | None = control if args.control else None
     try:
-        serve_remoting(make_broker, host, port, args.broker_port)
+        serve_remoting(make_broker, host, port, args.broker_port, extension=extension)
     finally:
         if trace is not None:
             trace.end()

@@ -6,7 +6,9 @@ passed. ``open_target("reference")`` gives the in-process reference on simulated
 ``mutant:NAME`` the reference with one seeded fault (``conformance.mutants``);
 ``http://host:port`` whatever serves the HTTP front's API (``conformance.targets.http``), with the
 capabilities its ``GET /capabilities`` declares; ``remoting://host:port`` any RocketMQ-protocol broker
-reached through the name server at that address (``conformance.targets.remoting``).
+reached through the name server at that address (``conformance.targets.remoting``), and
+``remoting://host:port?control=host:cport`` the same with the control channel its runner serves
+(``conformance.targets.control``: restart, retention expiry, store layout).
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ CAPABILITIES = frozenset(
         "client_simulation",
         # Judged by `mqtck conform --client` from the reference broker's trace, not through a target.
         "client_under_test",
+        # restart(kill=True): a restart as after SIGKILL (a runner's control channel offers it with "restart").
+        "kill_restart",
+        # expire_retention(): every commit-log segment but the one being written expires, clean run now.
+        "retention_expire",
+        # store_layout(): the store's segment sizes are known.
+        "store_layout",
     }
 )
 
@@ -39,6 +47,8 @@ class SendReceipt:
     queue_id: int
     queue_offset: int
     msg_id: str
+    #: Where the message starts in the commit log, when the target can tell (remoting: the offset msgId).
+    commit_log_offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,8 @@ class PulledMessage:
     body: bytes
     tags: str | None
     msg_id: str
+    #: Where the message starts in the commit log, when the target can tell (remoting: PHYSICALOFFSET).
+    commit_log_offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +126,17 @@ class PendingPull(Protocol):
     def result(self) -> PullReply: ...
 
 
+@dataclass(frozen=True)
+class StoreLayout:
+    """The segment sizes of a target's store (capability ``store_layout``): tests size their data from
+    these, never from the reference's defaults."""
+
+    #: Bytes per commit-log segment file (RocketMQ's mappedFileSizeCommitLog).
+    commitlog_segment_bytes: int
+    #: 20-byte units per consume-queue segment file (mappedFileSizeConsumeQueue / 20).
+    consumequeue_segment_units: int
+
+
 class Target(Protocol):
     name: str
     capabilities: frozenset[str]
@@ -153,7 +176,19 @@ class Target(Protocol):
         self, group: str, topic: str, client_id: str, strategy: str = "AllocateMessageQueueAveragely",
         pop_share_queue_num: int = -1, model: str = "CLUSTERING",
     ) -> list[tuple[str, str, int]]: ...
-    def restart(self) -> None: ...
+    def restart(self, kill: bool = False) -> None:
+        """Capability ``restart``: restart the broker on the same data, cleanly; with ``kill`` (capability
+        ``kill_restart``) as after SIGKILL. Held requests are dropped; consumers must register again."""
+        ...
+    # -- retention expiry (capability "retention_expire"), store layout (capability "store_layout") ----
+    def expire_retention(self) -> int:
+        """Make every commit-log segment but the one being written count as expired and run the clean
+        service now (commit log, consume queues, min offsets); return once it finished, with how many
+        commit-log segments were deleted."""
+        ...
+    def store_layout(self) -> StoreLayout:
+        """The store's segment sizes."""
+        ...
     # -- client simulation (capability "client_simulation") -----------------------------------------
     def simulate(self, scenario: Any) -> list[dict[str, Any]]:
         """Run a ``reference.sim.scenario.Scenario`` with this target's client; the trace rows."""
@@ -197,14 +232,29 @@ def parse_target(text: str) -> TargetSpec:
             raise ValueError(f"target {text!r} names no host: expected http://HOST:PORT")
         return TargetSpec("http", text.rstrip("/"))
     if text.startswith("remoting://"):
-        address = text.split("://", 1)[1].rstrip("/")
+        address, _, query = text.split("://", 1)[1].partition("?")
+        address = address.rstrip("/")
         host, sep, port = address.rpartition(":")
         if not (host and sep and port.isdigit()):
             raise ValueError(f"target {text!r}: expected remoting://HOST:PORT (the name server's address)")
-        return TargetSpec("remoting", address)
+        return TargetSpec("remoting", address, _remoting_options(text, query))
     raise ValueError(
         f"unknown target {text!r}: expected 'reference', 'mutant:NAME', 'http://HOST:PORT' or 'remoting://HOST:PORT'"
     )
+
+
+def _remoting_options(text: str, query: str) -> dict[str, str]:
+    """The query of a ``remoting://`` target: at most ``control=HOST:PORT`` (the runner's control channel)."""
+    options: dict[str, str] = {}
+    for item in filter(None, query.split("&")):
+        key, eq, value = item.partition("=")
+        if key != "control" or not eq or key in options:
+            raise ValueError(f"target {text!r}: the only option is one control=HOST:PORT, got {item!r}")
+        host, sep, port = value.rpartition(":")
+        if not (host and sep and port.isdigit() and 0 < int(port) <= 65535):
+            raise ValueError(f"target {text!r}: control address {value!r} is not HOST:PORT")
+        options[key] = value
+    return options
 
 
 _probed: dict[str, frozenset[str]] = {}
@@ -222,13 +272,16 @@ def target_capabilities(text: str) -> frozenset[str]:
             _probed[spec.arg] = declared & CAPABILITIES
         return _probed[spec.arg]
     if spec.kind == "remoting":
-        if spec.arg not in _probed:
+        key = f"{spec.arg}?{spec.options.get('control', '')}"
+        if key not in _probed:
             from conformance.targets.remoting import CAPABILITIES as REMOTING
-            from conformance.targets.remoting import discover_broker
+            from conformance.targets.remoting import control_capabilities, discover_broker
 
             discover_broker(spec.arg)  # UnreachableTarget if the name server does not answer
-            _probed[spec.arg] = REMOTING
-        return _probed[spec.arg]
+            control = spec.options.get("control")
+            # The control channel's offer (UnreachableTarget if it does not answer).
+            _probed[key] = REMOTING | (control_capabilities(control) if control else frozenset())
+        return _probed[key]
     from conformance.targets.reference import ReferenceTarget
 
     return ReferenceTarget.capabilities
@@ -248,7 +301,7 @@ def open_target(text: str, workdir: str) -> Target:
     if spec.kind == "remoting":
         from conformance.targets.remoting import RemotingTarget
 
-        return RemotingTarget(spec.arg, name=text)
+        return RemotingTarget(spec.arg, name=text, control=spec.options.get("control"))
     from conformance.mutants import CATALOGUE
 
     return ReferenceTarget(workdir, mutant=CATALOGUE[spec.arg], name=text)

@@ -33,8 +33,8 @@ class LaunchedBroker:
 
     @property
     def address(self) -> str:
-        """``HOST:PORT`` (for remoting, the name server's)."""
-        return self.url.split("://", 1)[1]
+        """``HOST:PORT`` (for remoting, the name server's; without a ``?control=`` query)."""
+        return self.url.split("://", 1)[1].split("?", 1)[0]
 
     def stop(self) -> str:
         if self.proc.poll() is not None:

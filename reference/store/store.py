@@ -425,11 +425,18 @@ class MessageStore:
                 for listener in self._retention_listeners:
                     listener(topic, queue_id, cq.min_offset)
 
-    def run_retention(self) -> None:
-        """One clean run: the three phases in order (DefaultMessageStore.cleanFilesPeriodically)."""
-        self.clean_commit_log()
-        self.clean_consume_queues()
-        self.correct_min_offsets()
+    def run_retention(self, file_reserved_hours: int | None = None) -> int:
+        """One clean run: the three phases in order (DefaultMessageStore.cleanFilesPeriodically); returns
+        how many commit-log segments it deleted.
+
+        ``file_reserved_hours`` replaces fileReservedTime for this run only and triggers it at any hour:
+        0 expires every commit-log segment but the one being written, as a runner's ``retention_expire``
+        control asks (see ``CleanService.reserved_hours_for_one_run``). None: the run as configured."""
+        with self._clean.reserved_hours_for_one_run(file_reserved_hours):
+            deleted = self.clean_commit_log()
+            self.clean_consume_queues()
+            self.correct_min_offsets()
+        return deleted
 
     def start_periodic(self) -> None:
         """Run retention on the clock: after ``clean_resource_initial_delay_ms``, then every

@@ -7,7 +7,14 @@ those routes name. The broker's socket is bound *before* the broker is built, be
 CONSUMER_SEND_MSG_BACK to (protocols/rocketmq-remoting.md §6.2).
 
 The address line ``mqtck broker: serving remoting://HOST:PORT`` names the name server, printed once both
-ports listen, so a test can start on port 0 and read the real port.
+ports listen, so a test can start on port 0 and read the real port (with ``?control=HOST:PORT`` appended when
+the runner serves a control channel, ``conformance.targets.control``).
+
+Restarts (:meth:`RemotingServers.restart_broker`) keep both listeners and the broker's address: the broker's
+connections are closed, as a real broker's are when its process stops, the broker is shut down cleanly or
+crashed (:func:`crash`: what SIGKILL leaves, as the simulator's ``SimBrokerHost`` does it) and a new one is
+opened on the same data directory. :class:`LoopControl` offers restart, retention expiry and the store layout
+to a control channel running on another thread.
 """
 
 from __future__ import annotations
@@ -20,17 +27,26 @@ import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from reference.broker.broker import Broker
 from reference.net.remoting.broker_handlers import BrokerRequestHandlers
 from reference.net.remoting.connection import Dispatch, RemotingConnection
 from reference.net.remoting.frame import MAX_FRAME_BYTES
 from reference.net.remoting.namesrv import AUTO_CREATE_QUEUE_NUMS, NameServer
+from reference.sim.process import ProcessClock
 
 log = logging.getLogger("mqtck.remoting")
 
-#: Builds the broker once its reachable address (STOREHOST) is known.
+#: Builds the broker once its reachable address (STOREHOST) is known; called again for each restart. A broker
+#: that may be crashed (``restart_broker(kill=True)``) runs on a :class:`~reference.sim.process.ProcessClock`.
 BrokerFactory = Callable[[tuple[str, int]], Broker]
+#: Called on the serving loop once both ports listen: what to append to the served target (e.g.
+#: ``?control=HOST:PORT``) and what to call when serving ends.
+Extension = Callable[["RemotingServers"], tuple[str, Callable[[], None]]]
+#: How long a control operation may take on the loop (a restart reopens and recovers the store).
+LOOP_OPERATION_TIMEOUT_S = 120.0
+T = TypeVar("T")
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -74,6 +90,16 @@ class TcpService:
         if self._on_close is not None:
             self._on_close(conn)
 
+    def retarget(self, dispatch: Dispatch, on_close: Callable[[RemotingConnection], None] | None) -> None:
+        """Serve connections accepted from now on with ``dispatch`` (existing ones keep theirs)."""
+        self._dispatch = dispatch
+        self._on_close = on_close
+
+    def close_connections(self) -> None:
+        """Close every open connection (the listener stays): clients see the peer go away."""
+        for conn in list(self.connections):
+            conn.close()
+
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
@@ -94,11 +120,95 @@ class RemotingServers:
     broker_service: TcpService
     namesrv_addr: tuple[str, int]
     broker_addr: tuple[str, int]
+    name_server: NameServer | None = None
+    make_broker: BrokerFactory | None = None
 
     async def close(self) -> None:
         await self.namesrv.close()
         await self.broker_service.close()
         self.broker.shutdown()
+
+    def restart_broker(self, kill: bool = False) -> None:
+        """Replace the broker by a new one on the same data and address (on the serving loop).
+
+        Its connections are closed first (held pulls are dropped; clients reconnect and register again).
+        Clean: the old broker shuts down (offsets persisted, store closed). ``kill``: it is :func:`crash`-ed,
+        so commits since the last offset persist are lost and the new broker recovers the store as after
+        SIGKILL. The trace gets CRASH (``clean`` in its detail for a clean restart) and RESTART."""
+        if self.make_broker is None or self.name_server is None:
+            raise RuntimeError("these servers were started without a broker factory: they cannot restart")
+        old = self.broker
+        # All of this runs in one loop callback: no request arrives in between. A killed process never sees
+        # its connections close, so the crashed broker is not told.
+        self.broker_service.retarget(self.handlers.dispatch, None if kill else self.handlers.channel_closed)
+        self.broker_service.close_connections()
+        if kill:
+            crash(old)
+        else:
+            old.rec.record("CRASH", detail={"clean": True})
+            old.shutdown()
+            _kill_clock(old)
+        broker = self.make_broker(self.broker_addr)
+        broker.start()
+        broker.rec.record("RESTART")
+        self.broker = broker
+        self.handlers = BrokerRequestHandlers(broker, self.broker_addr)
+        self.name_server.broker = broker
+        self.broker_service.retarget(self.handlers.dispatch, self.handlers.channel_closed)
+
+    def expire_retention(self) -> int:
+        """One clean run with fileReservedTime 0 (every commit-log segment but the one being written
+        expires), consume queues and min offsets included: how many commit-log segments it deleted."""
+        return self.broker.store.run_retention(file_reserved_hours=0)
+
+
+def _kill_clock(broker: Broker) -> None:
+    if isinstance(broker.clock, ProcessClock):
+        broker.clock.kill()
+
+
+def crash(broker: Broker) -> None:
+    """Leave ``broker`` as SIGKILL would: none of its timers runs again (no offset persist, no clean run,
+    no housekeeping) and nothing is written on the way down. Its mapped files are released; what it
+    appended is in them (ASYNC flush: the OS page cache holds it, which a process kill does not lose).
+    The broker must run on a ProcessClock (the simulator's ``SimBrokerHost`` crashes brokers the same way)."""
+    if not isinstance(broker.clock, ProcessClock):
+        raise RuntimeError("a broker can be crashed only on a ProcessClock (its timers must all stop at once)")
+    broker.rec.record("CRASH")
+    broker.clock.kill()
+    broker.store.close()
+
+
+class LoopControl:
+    """A :class:`conformance.targets.control.BrokerControl` over running servers: each operation is run on
+    the serving loop (the broker is single-threaded) and waited for from the caller's thread."""
+
+    def __init__(self, servers: RemotingServers, loop: asyncio.AbstractEventLoop,
+                 implementation: str = "mqtck-reference") -> None:
+        self.servers = servers
+        self.loop = loop
+        self.implementation = implementation
+
+    def describe(self) -> dict[str, Any]:
+        config = self._on_loop(lambda: self.servers.broker.store.config)
+        return {
+            "implementation": self.implementation,
+            "capabilities": ["restart", "retention_expire", "store_layout"],
+            "store": {"commitlog_segment_bytes": config.commit_log_segment_bytes,
+                      "consumequeue_segment_units": config.consume_queue_units_per_segment},
+        }
+
+    def restart(self, kill: bool) -> None:
+        self._on_loop(lambda: self.servers.restart_broker(kill))
+
+    def expire_and_clean(self) -> int:
+        return self._on_loop(self.servers.expire_retention)
+
+    def _on_loop(self, call: Callable[[], T]) -> T:
+        async def run() -> T:
+            return call()
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout=LOOP_OPERATION_TIMEOUT_S)
 
 
 async def start_remoting(
@@ -118,20 +228,23 @@ async def start_remoting(
     broker.start()
     await broker_service.start(broker_sock)
     _, ns_port = await namesrv.start(namesrv_sock)
-    return RemotingServers(broker, handlers, namesrv, broker_service, (advertised, ns_port), broker_addr)
+    return RemotingServers(broker, handlers, namesrv, broker_service, (advertised, ns_port), broker_addr,
+                           name_server, make_broker)
 
 
 def serve_remoting(make_broker: BrokerFactory, host: str, namesrv_port: int, broker_port: int = 0,
-                   queue_nums: int = AUTO_CREATE_QUEUE_NUMS) -> None:
-    """Serve until SIGINT/SIGTERM, printing the name server's address line once listening."""
+                   queue_nums: int = AUTO_CREATE_QUEUE_NUMS, extension: Extension | None = None) -> None:
+    """Serve until SIGINT/SIGTERM, printing the name server's address line once listening (followed by what
+    ``extension`` appends, e.g. a control channel's address, which it stops when serving ends)."""
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s", stream=sys.stderr)
 
     async def main() -> None:
         servers = await start_remoting(make_broker, host, namesrv_port, broker_port, queue_nums)
         ns_host, ns_port = servers.namesrv_addr
         b_host, b_port = servers.broker_addr
+        suffix, stop_extension = extension(servers) if extension is not None else ("", _nothing)
         print(f"mqtck broker: broker at {b_host}:{b_port}", file=sys.stderr, flush=True)
-        print(f"mqtck broker: serving remoting://{ns_host}:{ns_port}", flush=True)
+        print(f"mqtck broker: serving remoting://{ns_host}:{ns_port}{suffix}", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -140,6 +253,11 @@ def serve_remoting(make_broker: BrokerFactory, host: str, namesrv_port: int, bro
         try:
             await stop.wait()
         finally:
+            stop_extension()
             await servers.close()
 
     asyncio.run(main())
+
+
+def _nothing() -> None:
+    return None

@@ -1,0 +1,263 @@
+"""STORE, QOFF-2 and RETAIN requirements on a broker whose runner can restart it and expire its retention.
+
+These tests need what only the owner of the broker process can do — restart it (capability ``restart``, and
+``kill_restart`` for a restart as after SIGKILL), expire its retention now (``retention_expire``) and say how
+big its segments are (``store_layout``) — which a ``remoting://`` target gets from its runner's control
+channel (``conformance.targets.control``). They run on real time and claim only what the wire shows: queue
+offsets, commit-log offsets (from message ids), bodies, min and max offsets and pull answers. Every expectation
+is one a correct Apache RocketMQ broker (4.9.7, 5.x) meets as well as the reference:
+
+* a process kill keeps what was appended (ASYNC flush: the bytes are in the OS page cache), and recovery keeps
+  queue offsets and commit-log offsets; the topic table and, after a clean shutdown, consumer offsets are
+  persisted (RocketMQ's topics.json and consumerOffset.json);
+* a clean run with every commit-log segment but the one being written expired deletes exactly those, and each
+  queue's min offset rises to its first message in the segment that is left (DefaultMessageStore's
+  CleanCommitLogService, then CleanConsumeQueueService and ConsumeQueue.correctMinOffset);
+* sizes come from the target (``store_layout``), never from the reference's defaults.
+
+A restart or an expiry acts on the whole broker: run these tests with the broker to yourself (one worker, as
+``mqtck conform`` does by default).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from conformance.targets import TargetError
+
+#: Bodies for the retention tests are an eighth of a commit-log segment, capped at this: well under RocketMQ's
+#: default maxMessageSize (4 MiB).
+MAX_BODY_BYTES = 1 << 20
+#: Segments larger than this are too large to fill three of in a test (Apache RocketMQ's default is 1 GiB:
+#: its runner should configure smaller ones for gating).
+MAX_SEGMENT_BYTES = 256 << 20
+#: Body sizes of the restart tests: an empty body, small ones, and ones of several KiB.
+RESTART_SIZES = (0, 1, 100, 1_000, 4_000, 12_000, 30_000, 7)
+T = "SW"
+
+
+def body(tag: str, i: int, size: int) -> bytes:
+    """Message ``i``'s body of ``size`` bytes: recomputable, so nothing large is kept to compare."""
+    if size == 0:
+        return b""
+    stamp = f"{tag}:{i}:".encode()
+    return (stamp * (size // len(stamp) + 1))[:size]
+
+
+def pull_all(target, topic: str, queue: int, start: int, end: int, group: str = "G"):  # type: ignore[no-untyped-def]
+    """Every message in ``[start, end)`` of one queue, by consecutive pulls from ``start``."""
+    out = []
+    offset = start
+    while offset < end:
+        r = target.start_pull(group, topic, queue, offset).result()
+        assert r.status == "FOUND" and r.messages, f"pull at {offset} of [{start}, {end}): {r.code} {r.status}"
+        out.extend(r.messages)
+        assert r.next_begin_offset > offset, f"pull at {offset} did not move on: nextBeginOffset {r.next_begin_offset}"
+        offset = r.next_begin_offset
+    return out
+
+
+def _send_mixed(target, queues: int) -> list[tuple[int, object, bytes]]:  # type: ignore[no-untyped-def]
+    """Messages of RESTART_SIZES round-robin over the queues: (queue, receipt, body)."""
+    sent = []
+    for i, size in enumerate(RESTART_SIZES * 2):
+        q = i % queues
+        b = body("r", i, size)
+        sent.append((q, target.send(T, q, b, "A" if i % 2 else None), b))
+    return sent
+
+
+def _check_kept(target, sent, queues: int) -> None:  # type: ignore[no-untyped-def]
+    """Every sent message is pullable at its queue offset with its body, tags, id and commit-log offset."""
+    for q in range(queues):
+        mine = [(r, b) for queue, r, b in sent if queue == q]
+        lo, hi = target.min_max(T, q)
+        assert (lo, hi) == (0, len(mine)), f"queue {q}: [min, max) after the restart"
+        pulled = pull_all(target, T, q, 0, hi)
+        assert [m.queue_offset for m in pulled] == [r.queue_offset for r, _ in mine], f"queue {q}: queue offsets"
+        for m, (r, b) in zip(pulled, mine, strict=True):
+            assert m.body == b, f"queue {q} offset {m.queue_offset}: body changed ({len(m.body)} of {len(b)} bytes)"
+            assert m.msg_id == r.msg_id, f"queue {q} offset {m.queue_offset}: message id"
+            if m.commit_log_offset is not None and r.commit_log_offset is not None:
+                assert m.commit_log_offset == r.commit_log_offset, f"queue {q} {m.queue_offset}: commit-log offset"
+
+
+RESTARTS = [pytest.param(False, id="clean"), pytest.param(True, id="kill", marks=pytest.mark.needs("kill_restart"))]
+
+
+def restart(target, kill: bool) -> None:  # type: ignore[no-untyped-def]
+    """A clean restart (every target with ``restart``), or one as after SIGKILL (``kill_restart``)."""
+    if kill:
+        target.restart(kill=True)
+    else:
+        target.restart()
+
+
+@pytest.mark.req("STORE-5")
+@pytest.mark.needs("pull", "restart")
+@pytest.mark.parametrize("kill", RESTARTS)
+def test_sent_messages_survive_a_restart(target, kill: bool) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 2)
+    sent = _send_mixed(target, 2)
+    assert [r.queue_offset for q, r, _ in sent if q == 0] == list(range(len(RESTART_SIZES)))
+    restart(target, kill)
+    _check_kept(target, sent, 2)
+    r = target.send(T, 1, b"after", None)
+    assert r.queue_offset == len(RESTART_SIZES), "appending goes on after the recovered end of the queue"
+    (m,) = target.start_pull("G", T, 1, r.queue_offset).result().messages
+    assert m.body == b"after"
+
+
+@pytest.mark.req("STORE-8")
+@pytest.mark.needs("pull", "restart")
+@pytest.mark.parametrize("kill", RESTARTS)
+def test_topic_table_survives_a_restart(target, kill: bool) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 3)
+    for q in range(3):
+        target.send(T, q, f"q{q}".encode())
+    restart(target, kill)
+    for q in range(3):
+        r = target.send(T, q, f"again{q}".encode())
+        assert (r.queue_id, r.queue_offset) == (q, 1), f"queue {q} of the topic after the restart"
+    # A topic made again by auto-creation would have another queue count: the fourth queue must not exist.
+    with pytest.raises(TargetError):
+        target.send(T, 3, b"no such queue")
+    assert target.min_max(T, 2) == (0, 2)
+
+
+@pytest.mark.req("QOFF-2")
+@pytest.mark.needs("commit_offset", "query_offset", "restart")
+def test_committed_offsets_survive_a_clean_restart(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic(T, 2)
+    for q in range(2):
+        for i in range(5):
+            target.send(T, q, body("o", i, 10))
+    committed = {("G1", 0): 3, ("G1", 1): 5, ("G2", 0): 1}
+    for (group, q), offset in committed.items():
+        target.commit_offset(group, T, q, offset)
+    target.commit_offset("G1", T, 0, 4)  # replaces 3
+    committed[("G1", 0)] = 4
+    target.restart()
+    for (group, q), offset in committed.items():
+        assert target.query_offset(group, T, q) == ("SUCCESS", offset), f"{group} queue {q} after a clean restart"
+
+
+@pytest.mark.req("STORE-1")
+@pytest.mark.needs("pull")
+def test_queue_offsets_count_messages_not_bytes(target) -> None:  # type: ignore[no-untyped-def]
+    """One fixed-size consume-queue unit per message, unit n for queue offset n: whatever the body sizes, the
+    offsets of a queue are 0, 1, 2, ... and a pull of one message at offset n returns message n and moves on
+    to n + 1."""
+    target.create_topic(T, 1)
+    sizes = (1, 9_000, 0, 40, 20_000, 3, 500)
+    receipts = [target.send(T, 0, body("u", i, size)) for i, size in enumerate(sizes)]
+    assert [r.queue_offset for r in receipts] == list(range(len(sizes)))
+    assert target.min_max(T, 0) == (0, len(sizes))
+    for n, size in enumerate(sizes):
+        r = target.start_pull("G", T, 0, n, max_nums=1).result()
+        assert [(m.queue_offset, m.body) for m in r.messages] == [(n, body("u", n, size))], f"pull at {n}"
+        assert r.next_begin_offset == n + 1, f"pull of one message at {n}"
+
+
+# -- retention ----------------------------------------------------------------------------------------------
+def _segment_bytes(target) -> int:  # type: ignore[no-untyped-def]
+    size = target.store_layout().commitlog_segment_bytes
+    if size > MAX_SEGMENT_BYTES:
+        pytest.skip(f"not applicable: commit-log segments of {size} bytes are too large to fill in a test "
+                    f"(at most {MAX_SEGMENT_BYTES})")
+    return size
+
+
+def _fill_three_segments(target, topic: str, queue: int, segment: int) -> list:  # type: ignore[no-untyped-def]
+    """Send bodies of an eighth of a segment to one queue until they reach a third commit-log segment: the
+    first two are then complete and the third is the one being written. The receipts, in order."""
+    size = min(segment // 8, MAX_BODY_BYTES)
+    limit = math.ceil(4 * segment / size) + 8
+    receipts = []
+    for i in range(limit):
+        r = target.send(topic, queue, body(topic, i, size))
+        if r.commit_log_offset is None:
+            pytest.skip("not applicable: the target does not report commit-log offsets")
+        receipts.append(r)
+        if r.commit_log_offset // segment >= receipts[0].commit_log_offset // segment + 2:
+            return receipts
+    span = f"{receipts[0].commit_log_offset} .. {receipts[-1].commit_log_offset}"
+    raise AssertionError(f"{limit} messages of {size} bytes did not span three commit-log segments of {segment} "
+                         f"bytes: commit-log offsets {span}")
+
+
+@pytest.mark.req("RETAIN-5", "RETAIN-7", "OFFSET-2", "QOFF-13")
+@pytest.mark.needs("pull", "query_offset", "retention_expire", "store_layout")
+def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target) -> None:  # type: ignore[no-untyped-def]
+    segment = _segment_bytes(target)
+    target.create_topic(T, 1)
+    receipts = _fill_three_segments(target, T, 0, segment)
+    size = len(body(T, 0, min(segment // 8, MAX_BODY_BYTES)))
+    n = len(receipts)
+    assert target.min_max(T, 0) == (0, n)
+    # The segment being written is the one holding the newest message; every one before it expires.
+    kept_from = receipts[-1].commit_log_offset // segment * segment
+    first_kept = next(r.queue_offset for r in receipts if r.commit_log_offset >= kept_from)
+    deleted = target.expire_retention()
+    assert deleted >= 2, f"two full commit-log segments of this test's messages were expired, {deleted} deleted"
+
+    lo, hi = target.min_max(T, 0)
+    assert hi == n, "the max offset does not move"
+    assert lo == first_kept, (
+        f"the min offset rises to the first message still in the commit log (offset {first_kept}, at "
+        f"commit-log offset {receipts[first_kept].commit_log_offset} >= {kept_from}); got {lo}"
+    )
+    # RETAIN-5: the messages of the segment being written are all there.
+    kept = pull_all(target, T, 0, lo, hi)
+    assert [m.queue_offset for m in kept] == list(range(lo, hi))
+    for m in kept:
+        assert m.body == body(T, m.queue_offset, size), f"offset {m.queue_offset}: body after the expiry"
+        assert m.commit_log_offset in (None, receipts[m.queue_offset].commit_log_offset)
+    # OFFSET-2 / RETAIN-7: below the min, a pull is corrected to it, and the consumer reads on from there.
+    for offset in sorted({0, lo // 2, lo - 1}):
+        r = target.start_pull("G", T, 0, offset).result()
+        assert (r.code, r.status, r.next_begin_offset) == ("PULL_OFFSET_MOVED", "OFFSET_TOO_SMALL", lo), (
+            f"pull at {offset} below the min offset {lo}"
+        )
+    r = target.start_pull("G", T, 0, lo).result()
+    assert r.status == "FOUND" and r.messages[0].queue_offset == lo
+    # QOFF-13: a group that never committed, on a queue whose min offset is above 0, is not found.
+    assert target.query_offset("NEVER", T, 0) == ("QUERY_NOT_FOUND", -1)
+    # RETAIN-7: the min offset never falls.
+    assert target.expire_retention() == 0, "nothing but the segment being written is left"
+    assert target.min_max(T, 0) == (lo, hi)
+    more = target.send(T, 0, b"later")
+    assert more.queue_offset == hi
+    target.expire_retention()
+    assert target.min_max(T, 0)[0] >= lo, "the min offset fell"
+
+
+@pytest.mark.req("RETAIN-7")
+@pytest.mark.needs("pull", "retention_expire", "store_layout", "restart")
+def test_raised_min_offsets_survive_a_restart(target) -> None:  # type: ignore[no-untyped-def]
+    """Two queues, the second only written while the first two segments filled: after the expiry each
+    queue's min offset is its first message left in the commit log, and a restart keeps it there."""
+    segment = _segment_bytes(target)
+    target.create_topic(T, 2)
+    size = min(segment // 8, MAX_BODY_BYTES)
+    early = [target.send(T, 1, body("early", i, 10)) for i in range(3)]
+    receipts = _fill_three_segments(target, T, 0, segment)
+    late = target.send(T, 1, body("late", 0, 10))
+    kept_from = late.commit_log_offset // segment * segment
+    assert kept_from <= receipts[-1].commit_log_offset, "the late message is in the segment being written"
+    assert all(r.commit_log_offset < kept_from for r in early), "the early messages are in expired segments"
+    target.expire_retention()
+    first_kept = next(r.queue_offset for r in receipts if r.commit_log_offset >= kept_from)
+    expected = {0: (first_kept, len(receipts)), 1: (len(early), len(early) + 1)}
+    for q, bounds in expected.items():
+        assert target.min_max(T, q) == bounds, f"queue {q}: [min, max) after the expiry"
+    target.restart()
+    for q, (lo, hi) in expected.items():
+        assert target.min_max(T, q) == (lo, hi), f"queue {q}: [min, max) after a restart"
+        r = target.start_pull("G", T, q, 0).result()
+        assert (r.status, r.next_begin_offset) == ("OFFSET_TOO_SMALL", lo), f"queue {q}: pull at 0 after a restart"
+    (m,) = target.start_pull("G", T, 1, len(early)).result().messages
+    assert m.body == body("late", 0, 10)
+    assert pull_all(target, T, 0, first_kept, first_kept + 1)[0].body == body(T, first_kept, size)

@@ -1,0 +1,284 @@
+"""The control channel: what the owner of a broker process offers the conformance suite, over HTTP.
+
+Theory of operation
+-------------------
+A conformance test never reaches into a process it does not own (DESIGN.md, "Capabilities come from whoever
+owns the process"). Whoever starts the broker — ``mqtck broker --remoting --control`` for the reference,
+``mqtck peer run NAME`` for a real Apache RocketMQ broker — can restart it, make its retention run and knows
+its store's segment sizes. It serves that knowledge on a small loopback HTTP server and advertises the target
+as ``remoting://HOST:PORT?control=HOST:CPORT``; the ``remoting://`` target (``conformance.targets.remoting``)
+asks it and declares what it offers as capabilities.
+
+The contract (both sides live in this module, so that it is written down once):
+
+``GET /capabilities``
+    ``{"implementation": str, "capabilities": [...], "store": {"commitlog_segment_bytes": int,
+    "consumequeue_segment_units": int}}``. The capabilities a runner may offer are :data:`CONTROL_CAPABILITIES`:
+    ``restart`` (a clean restart and a kill -9 restart, data kept), ``retention_expire`` (every commit-log
+    segment but the one being written counts as expired and the clean service runs now) and ``store_layout``
+    (the segment sizes in ``store`` are the broker's). Any other name is ignored by the client: a runner
+    cannot grant, say, clock control through this channel.
+``POST /restart`` with ``{"kill": bool}``
+    ``200 {"ok": true}`` once the broker serves again and is registered with its name server, at the same
+    broker address. Existing connections may be dropped; the client reconnects.
+``POST /retention/expire``
+    ``200 {"ok": true, "deleted_commitlog_segments": n}`` once the clean (commit log, consume queues, min
+    offsets) has finished.
+Errors
+    a 4xx or 5xx status with ``{"error": "one line"}``.
+
+Restart and expire act on the whole broker: a suite that uses them must have the broker to itself (one
+worker, as ``mqtck conform`` runs by default).
+
+Server side: :func:`serve_control` runs a :class:`BrokerControl` behind that HTTP API on a background thread
+(stdlib ``http.server``: no event loop of its own, so a synchronous runner and an asyncio one can both use it;
+an asyncio runner's control hops onto its loop itself). One operation runs at a time. Client side:
+:class:`ControlClient`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
+
+import httpx
+
+log = logging.getLogger("mqtck.control")
+
+#: What a runner may offer through the channel (each is also a target capability, ``conformance.targets``).
+CONTROL_CAPABILITIES = frozenset({"restart", "retention_expire", "store_layout"})
+#: The ``store`` keys, each a positive integer.
+STORE_KEYS = ("commitlog_segment_bytes", "consumequeue_segment_units")
+#: How long the client waits for ``GET /capabilities`` (a runner answers it at once).
+PROBE_TIMEOUT_S = 5.0
+#: How long the client waits for a restart or an expire: a JVM broker may take tens of seconds to come back.
+OPERATION_TIMEOUT_S = 180.0
+#: Largest request body the server reads.
+MAX_BODY_BYTES = 4096
+
+
+class BrokerControl(Protocol):
+    """What a runner implements; :func:`serve_control` calls it from its HTTP thread, one call at a time."""
+
+    def describe(self) -> dict[str, Any]:
+        """The ``GET /capabilities`` document."""
+        ...
+
+    def restart(self, kill: bool) -> None:
+        """Restart the broker on the same data: shut down cleanly, or (``kill``) as SIGKILL leaves it. Return
+        once it serves again at the same address and is registered with its name server."""
+        ...
+
+    def expire_and_clean(self) -> int:
+        """Treat every commit-log segment but the one being written as expired, run the clean service now
+        (commit log, consume queues, min offsets) and return once it finished: how many commit-log segments
+        were deleted."""
+        ...
+
+
+class ControlError(Exception):
+    """The control channel refused or failed an operation (the message is one line)."""
+
+
+@dataclass(frozen=True)
+class ControlDescription:
+    """A checked ``GET /capabilities`` answer."""
+
+    implementation: str
+    capabilities: frozenset[str]
+    commitlog_segment_bytes: int | None
+    consumequeue_segment_units: int | None
+
+
+def check_description(doc: object) -> ControlDescription:
+    """Validate a ``GET /capabilities`` document (ValueError naming the field); unknown capabilities are
+    dropped, and ``store_layout`` needs both ``store`` sizes."""
+    if not isinstance(doc, dict):
+        raise ValueError("the document must be a JSON object")
+    implementation = doc.get("implementation")
+    if not isinstance(implementation, str) or not implementation:
+        raise ValueError("implementation: must be a non-empty string")
+    caps = doc.get("capabilities")
+    if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
+        raise ValueError("capabilities: must be a list of strings")
+    store = doc.get("store", {})
+    if not isinstance(store, dict):
+        raise ValueError("store: must be an object")
+    sizes: dict[str, int | None] = {}
+    for key in STORE_KEYS:
+        value = store.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise ValueError(f"store.{key}: must be an integer > 0, got {value!r}")
+        sizes[key] = value
+    offered = frozenset(caps) & CONTROL_CAPABILITIES
+    if "store_layout" in offered and None in sizes.values():
+        raise ValueError(f"store: store_layout is offered but store lacks {', '.join(STORE_KEYS)}")
+    return ControlDescription(implementation, offered, sizes["commitlog_segment_bytes"],
+                              sizes["consumequeue_segment_units"])
+
+
+# -- server ------------------------------------------------------------------------------------------------
+class ControlServer:
+    """A running control channel: ``address`` is ``HOST:PORT``; ``stop()`` ends it (idempotent)."""
+
+    def __init__(self, httpd: ThreadingHTTPServer, thread: threading.Thread) -> None:
+        self._httpd = httpd
+        self._thread = thread
+        host, port = httpd.server_address[:2]
+        self.address = f"{host}:{port}"
+        self._stopped = False
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0) -> ControlServer:
+    """Serve ``control`` on ``host:port`` (0: a free port) from a daemon thread; returns at once."""
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "mqtck-control/1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            log.debug("control %s: " + format, self.address_string(), *args)
+
+        def _answer(self, status: int, doc: dict[str, Any]) -> None:
+            data = json.dumps(doc).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _error(self, status: int, text: str) -> None:
+            self._answer(status, {"error": " ".join(text.split()) or "error"})
+
+        def _body(self) -> dict[str, Any] | None:
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if not 0 <= length <= MAX_BODY_BYTES:
+                self._error(400, f"body: Content-Length must be in [0, {MAX_BODY_BYTES}]")
+                return None
+            raw = self.rfile.read(length) if length else b"{}"
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                self._error(400, "body: must be JSON")
+                return None
+            if not isinstance(body, dict):
+                self._error(400, "body: must be a JSON object")
+                return None
+            return body
+
+        def _run(self, operation: str, call: Any) -> None:
+            with lock:
+                try:
+                    result = call()
+                except Exception as exc:  # noqa: BLE001 - every failure becomes a 500 with one line
+                    log.warning("control %s failed: %s: %s", operation, exc.__class__.__name__, exc)
+                    self._error(500, f"{operation} failed: {exc.__class__.__name__}: {exc}")
+                    return
+            self._answer(200, result)
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path.split("?", 1)[0] != "/capabilities":
+                self._error(404, f"no such resource {self.path!r}: GET /capabilities")
+                return
+            self._run("describe", control.describe)
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            path = self.path.split("?", 1)[0]
+            body = self._body()
+            if body is None:
+                return
+            if path == "/restart":
+                kill = body.get("kill", False)
+                if not isinstance(kill, bool):
+                    self._error(400, f"kill: must be true or false, got {kill!r}")
+                    return
+
+                def restart() -> dict[str, Any]:
+                    control.restart(kill)
+                    return {"ok": True}
+
+                self._run("restart", restart)
+            elif path == "/retention/expire":
+
+                def expire() -> dict[str, Any]:
+                    return {"ok": True, "deleted_commitlog_segments": int(control.expire_and_clean())}
+
+                self._run("expire", expire)
+            else:
+                self._error(404, f"no such operation {self.path!r}: POST /restart or /retention/expire")
+
+    httpd = ThreadingHTTPServer((host, port), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, name="mqtck-control", daemon=True)
+    thread.start()
+    return ControlServer(httpd, thread)
+
+
+# -- client ------------------------------------------------------------------------------------------------
+class ControlClient:
+    """The suite's side of the channel at ``address`` (``HOST:PORT``)."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self._base = f"http://{address}"
+
+    def describe(self) -> ControlDescription:
+        """``GET /capabilities``, checked; ControlError if it cannot be had."""
+        try:
+            response = httpx.get(f"{self._base}/capabilities", timeout=PROBE_TIMEOUT_S)
+        except httpx.HTTPError as exc:
+            raise ControlError(f"control channel {self.address}: {exc.__class__.__name__}: {exc}") from None
+        doc = self._json(response, "GET /capabilities")
+        try:
+            return check_description(doc)
+        except ValueError as exc:
+            raise ControlError(f"control channel {self.address}: GET /capabilities: {exc}") from None
+
+    def restart(self, kill: bool) -> None:
+        self._post("/restart", {"kill": kill})
+
+    def expire(self) -> int:
+        """``POST /retention/expire``: how many commit-log segments the clean deleted."""
+        doc = self._post("/retention/expire", {})
+        deleted = doc.get("deleted_commitlog_segments")
+        if isinstance(deleted, bool) or not isinstance(deleted, int) or deleted < 0:
+            raise ControlError(f"control channel {self.address}: POST /retention/expire: "
+                               f"deleted_commitlog_segments must be an integer >= 0, got {deleted!r}")
+        return deleted
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = httpx.post(f"{self._base}{path}", json=body, timeout=OPERATION_TIMEOUT_S)
+        except httpx.HTTPError as exc:
+            raise ControlError(
+                f"control channel {self.address}: POST {path}: {exc.__class__.__name__}: {exc}"
+            ) from None
+        return self._json(response, f"POST {path}")
+
+    def _json(self, response: httpx.Response, what: str) -> dict[str, Any]:
+        try:
+            doc = response.json()
+        except ValueError:
+            doc = None
+        if response.status_code >= 400:
+            error = doc.get("error") if isinstance(doc, dict) else None
+            raise ControlError(f"control channel {self.address}: {what}: {response.status_code} "
+                               f"{error or response.text[:200]!s}")
+        if not isinstance(doc, dict):
+            raise ControlError(f"control channel {self.address}: {what}: the answer is not a JSON object")
+        return doc
