@@ -1,0 +1,212 @@
+"""The control channel (``conformance.targets.control``): its HTTP contract on both sides, the ``?control=``
+target option, and the reference runner's restart / kill / expire behind ``mqtck broker --remoting --control``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from conformance.targets import open_target, parse_target, target_capabilities
+from conformance.targets.control import ControlClient, ControlError, check_description, serve_control
+from conformance.targets.http import UnreachableTarget
+from conformance.targets.launch import launch_broker
+
+LAYOUT = {"commitlog_segment_bytes": 65536, "consumequeue_segment_units": 1000}
+
+
+class FakeControl:
+    def __init__(self, capabilities: list[str] | None = None, fail: str | None = None) -> None:
+        self.capabilities = ["restart", "retention_expire", "store_layout"] if capabilities is None else capabilities
+        self.fail = fail
+        self.calls: list[Any] = []
+
+    def describe(self) -> dict[str, Any]:
+        return {"implementation": "fake 1.0", "capabilities": self.capabilities, "store": LAYOUT}
+
+    def restart(self, kill: bool) -> None:
+        self.calls.append(("restart", kill))
+        if self.fail:
+            raise RuntimeError(self.fail)
+
+    def expire_and_clean(self) -> int:
+        self.calls.append("expire")
+        return 3
+
+
+@pytest.fixture
+def fake():  # type: ignore[no-untyped-def]
+    servers = []
+
+    def start(**kw: Any) -> tuple[FakeControl, str]:
+        control = FakeControl(**kw)
+        server = serve_control(control)
+        servers.append(server)
+        return control, server.address
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def test_both_sides_of_the_contract(fake) -> None:  # type: ignore[no-untyped-def]
+    control, address = fake()
+    assert address.startswith("127.0.0.1:")
+    client = ControlClient(address)
+    offer = client.describe()
+    assert (offer.implementation, offer.capabilities) == ("fake 1.0", frozenset(control.capabilities))
+    assert (offer.commitlog_segment_bytes, offer.consumequeue_segment_units) == (65536, 1000)
+    client.restart(kill=True)
+    client.restart(kill=False)
+    assert client.expire() == 3
+    assert control.calls == [("restart", True), ("restart", False), "expire"]
+    assert httpx.post(f"http://{address}/restart", json={"kill": True}).json() == {"ok": True}
+    assert httpx.post(f"http://{address}/retention/expire").json() == {"ok": True, "deleted_commitlog_segments": 3}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "error"),
+    [
+        ("POST", "/restart", {"kill": "yes"}, 400, "kill: must be true or false"),
+        ("POST", "/restart", [1], 400, "body: must be a JSON object"),
+        ("POST", "/nowhere", {}, 404, "no such operation"),
+        ("GET", "/restart", None, 404, "no such resource"),
+    ],
+)
+def test_bad_requests_get_one_line_errors(fake, method, path, body, status, error) -> None:  # type: ignore[no-untyped-def]
+    control, address = fake()
+    r = httpx.request(method, f"http://{address}{path}", json=body)
+    assert r.status_code == status and error in r.json()["error"] and "\n" not in r.json()["error"]
+    assert control.calls == []
+
+
+def test_a_failed_operation_is_a_500_and_a_control_error(fake) -> None:  # type: ignore[no-untyped-def]
+    _, address = fake(fail="the broker did not come back\nin 60 s")
+    r = httpx.post(f"http://{address}/restart", json={"kill": False})
+    assert r.status_code == 500
+    assert r.json() == {"error": "restart failed: RuntimeError: the broker did not come back in 60 s"}
+    with pytest.raises(ControlError, match="POST /restart: 500 restart failed"):
+        ControlClient(address).restart(kill=False)
+
+
+def test_unreachable_control_is_a_control_error() -> None:
+    with pytest.raises(ControlError, match="control channel 127.0.0.1:9"):
+        ControlClient("127.0.0.1:9").describe()
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ([], "JSON object"),
+        ({"capabilities": []}, "implementation"),
+        ({"implementation": "x", "capabilities": "restart"}, "capabilities"),
+        ({"implementation": "x", "capabilities": [], "store": {"commitlog_segment_bytes": 0}}, "store.commitlog"),
+        ({"implementation": "x", "capabilities": ["store_layout"]}, "store: store_layout is offered"),
+    ],
+)
+def test_descriptions_are_checked(doc, field) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match=field):
+        check_description(doc)
+
+
+def test_a_control_cannot_grant_other_capabilities() -> None:
+    offer = check_description({"implementation": "x", "capabilities": ["restart", "clock_control", "pop"]})
+    assert offer.capabilities == {"restart"}
+
+
+def test_parse_control_option() -> None:
+    for text in ("remoting://127.0.0.1:9876?control=127.0.0.1:4000", "remoting://127.0.0.1:9876/?control=127.0.0.1:4000"):
+        spec = parse_target(text)
+        assert (spec.kind, spec.arg, spec.options) == ("remoting", "127.0.0.1:9876", {"control": "127.0.0.1:4000"})
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("remoting://127.0.0.1:9876?control=nope", "control address 'nope'"),
+        ("remoting://127.0.0.1:9876?control=127.0.0.1:99999", "control address '127.0.0.1:99999'"),
+        ("remoting://127.0.0.1:9876?control=", "control address ''"),
+        ("remoting://127.0.0.1:9876?clock=1", "only option is one control"),
+        ("remoting://127.0.0.1:9876?control=a:1&control=a:2", "only option is one control"),
+    ],
+)
+def test_bad_control_options_are_refused(text: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        parse_target(text)
+
+
+# -- the reference runner ------------------------------------------------------------------------------------
+@pytest.fixture
+def runner(tmp_path: Path):  # type: ignore[no-untyped-def]
+    server = launch_broker("remoting", tmp_path / "data", "--control", "--segment-bytes", "65536")
+    yield server
+    err = server.stop()
+    assert "Traceback" not in err, err
+
+
+def test_runner_advertises_its_control(runner) -> None:  # type: ignore[no-untyped-def]
+    assert runner.url.startswith(f"remoting://{runner.address}?control=127.0.0.1:")
+    caps = target_capabilities(runner.url)
+    assert {"restart", "kill_restart", "retention_expire", "store_layout", "pull"} <= caps
+    assert "clock_control" not in caps and "retention_control" not in caps
+    target = open_target(runner.url, "")
+    try:
+        layout = target.store_layout()
+        assert (layout.commitlog_segment_bytes, layout.consumequeue_segment_units) == (65536, 300_000)
+    finally:
+        target.close()
+
+
+def test_kill_loses_recent_commits_and_a_clean_restart_keeps_them(runner) -> None:  # type: ignore[no-untyped-def]
+    """Consumer offsets are persisted every 5 s and at shutdown: a commit just made survives a clean restart,
+    not a kill; messages survive both; the registry and held pulls do not survive either."""
+    target = open_target(runner.url, "")
+    try:
+        target.create_topic("K", 1)
+        target.send("K", 0, b"m0")
+        target.heartbeat("c1", "client-1", "G", {"K": "*"})
+        held = target.start_pull("G", "K", 0, 1, suspend_ms=20_000)
+        target.commit_offset("G", "K", 0, 1)
+        target.restart()
+        assert target.query_offset("G", "K", 0) == ("SUCCESS", 1)
+        assert target.consumer_ids("G") == [], "the registry is not persisted"
+        with pytest.raises(ConnectionError):
+            held.result()
+        target.commit_offset("G", "K", 0, 0)
+        target.restart(kill=True)
+        assert target.query_offset("G", "K", 0) == ("SUCCESS", 1), "the commit since the last persist is lost"
+        assert [m.body for m in target.start_pull("G", "K", 0, 0).result().messages] == [b"m0"]
+    finally:
+        target.close()
+
+
+def test_unreachable_control_of_a_live_name_server_is_a_usage_error(runner, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = subprocess.run(
+        [sys.executable, "-m", "conformance.cli", "conform", "--target", f"remoting://{runner.address}?control=127.0.0.1:9",
+         "--report-dir", str(tmp_path)], capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2 and "control channel 127.0.0.1:9" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    with pytest.raises(UnreachableTarget):
+        target_capabilities(f"remoting://{runner.address}?control=127.0.0.1:9")
+
+
+@pytest.mark.parametrize(
+    ("flags", "error"),
+    [
+        (["--remoting", "127.0.0.1:0", "--mutant", "nope"], "--mutant: unknown seeded fault 'nope'; broker faults:"),
+        (["--remoting", "127.0.0.1:0", "--mutant", "client-pulls-dropped-queue"], "the client, not of the broker"),
+        (["--remoting", "127.0.0.1:0", "--mutant", "alloc-circle-starts-at-second"], "allocation strategies"),
+        (["--http", "127.0.0.1:0", "--control"], "--control needs --remoting"),
+        (["--stdio", "--mutant", "hold-ignore-deadline"], "--mutant needs --remoting"),
+    ],
+)
+def test_runner_usage_errors(flags: list[str], error: str, tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "conformance.cli", "broker", *flags, "--data-dir", str(tmp_path / "d")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and error in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

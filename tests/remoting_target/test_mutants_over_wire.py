@@ -1,0 +1,88 @@
+"""The seeded broker faults served over the wire: ``mqtck broker --remoting --control --mutant NAME`` and
+``mqtck conform --target <its remoting:// target> --only <what the fault breaks>``.
+
+Every broker fault of the catalogue (a ``Mutant`` whose ``components`` swap a broker part) is either caught over
+the wire (exit 1, a broken requirement fails) or listed in :data:`UNREACHABLE` with the reason the remoting
+protocol and the control channel cannot reach it. Those are run too and must survive: when a new test catches
+one, this module says so, and the fault moves to the caught ones.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.commands.broker import is_broker_fault
+from conformance.mutants import CATALOGUE
+from conformance.targets.launch import launch_broker
+
+pytestmark = pytest.mark.slow
+
+_NO_POP = "POP is not served over the remoting transport (no POP request codes; in-process and HTTP targets test it)"
+_NO_PERMITS = "Pulsar-style permits are not a RocketMQ remoting feature (the in-process and HTTP targets test them)"
+#: Broker faults the suite cannot catch through ``remoting://`` with a control channel, and why.
+UNREACHABLE = {
+    "hold-no-recheck-7358": (
+        "LPOLL-4's race needs race_control: in real time the server answers 'not found' and suspends the pull in "
+        "one step of its loop, so no send can fall between them and the missing re-check never shows"
+    ),
+    "registry-channels-never-expire": (
+        "CGRP-6 needs clock_control: a channel expires after 120 s without heartbeats, too long to wait for"
+    ),
+    "retention-ignores-reserved-time": (
+        "RETAIN-1 needs clock_control to age messages past fileReservedTime (72 h); the control channel's "
+        "expiry treats every full segment as expired, which is exactly what this fault does anyway"
+    ),
+    "pop-revive-ignores-late-acks": _NO_POP,
+    "pop-ack-key-without-pop-time": _NO_POP,
+    "pop-invisible-from-request": _NO_POP,
+    "flow-batch-counts-as-one-permit": _NO_PERMITS,
+    "flow-permits-go-negative": _NO_PERMITS,
+}
+BROKER_FAULTS = sorted(name for name, mutant in CATALOGUE.items() if is_broker_fault(mutant))
+CAUGHT = [name for name in BROKER_FAULTS if name not in UNREACHABLE]
+
+
+def test_every_broker_fault_is_caught_or_explained() -> None:
+    assert set(UNREACHABLE) <= set(BROKER_FAULTS), "UNREACHABLE names a fault that is not a broker fault"
+    assert CAUGHT, "no broker fault is caught over the wire"
+
+
+def _conform_over_wire(name: str, tmp_path: Path) -> tuple[int, dict[str, str]]:
+    """Serve the fault, run the suite's tests of what it breaks: (exit code, status per broken ID)."""
+    mutant = CATALOGUE[name]
+    server = launch_broker("remoting", tmp_path / "data", "--control", "--mutant", name)
+    try:
+        assert "?control=" in server.url, server.url
+        result = subprocess.run(
+            [sys.executable, "-m", "conformance.cli", "conform", "--target", server.url, "--only", *mutant.breaks,
+             "--report-dir", str(tmp_path / "reports"), "--json"],
+            capture_output=True, text=True, timeout=600,
+        )
+    finally:
+        err = server.stop()
+    assert "Traceback" not in err, err
+    assert result.returncode in (0, 1), result.stderr
+    doc = json.loads(result.stdout)
+    assert "restart" in doc["capabilities"] and "retention_expire" in doc["capabilities"], doc["capabilities"]
+    return result.returncode, {r["id"]: r["status"] for r in doc["requirements"] if r["id"] in mutant.breaks}
+
+
+@pytest.mark.parametrize("name", CAUGHT)
+def test_broker_fault_is_caught_over_the_wire(name: str, tmp_path: Path) -> None:
+    code, statuses = _conform_over_wire(name, tmp_path)
+    assert code == 1 and "fail" in statuses.values(), (
+        f"{name} ({', '.join(CATALOGUE[name].breaks)}) survived the suite over remoting: {statuses}"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(UNREACHABLE))
+def test_unreachable_broker_fault_survives(name: str, tmp_path: Path) -> None:
+    code, statuses = _conform_over_wire(name, tmp_path)
+    assert code == 0 and "fail" not in statuses.values(), (
+        f"{name} is now caught over remoting ({statuses}): move it from UNREACHABLE to the caught faults"
+    )
