@@ -188,7 +188,7 @@ def _fill_three_segments(target, topic: str, queue: int, segment: int) -> list: 
                          f"bytes: commit-log offsets {span}")
 
 
-@pytest.mark.req("RETAIN-5", "RETAIN-7", "OFFSET-2", "QOFF-13")
+@pytest.mark.req("RETAIN-5", "RETAIN-7", "OFFSET-2", "OFFSET-5", "QOFF-13")
 @pytest.mark.needs("pull", "query_offset", "retention_expire", "store_layout")
 def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target) -> None:  # type: ignore[no-untyped-def]
     segment = _segment_bytes(target)
@@ -223,6 +223,10 @@ def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target
         )
     r = target.start_pull("G", T, 0, lo).result()
     assert r.status == "FOUND" and r.messages[0].queue_offset == lo
+    # OFFSET-5: beyond the max of a queue whose min offset is above 0, a pull is corrected to the max.
+    for offset in (hi + 1, hi + 1_000):
+        r = target.start_pull("G", T, 0, offset).result()
+        assert (r.status, r.next_begin_offset) == ("OFFSET_OVERFLOW_BADLY", hi), f"pull at {offset} beyond [{lo}, {hi})"
     # QOFF-13: a group that never committed, on a queue whose min offset is above 0, is not found.
     assert target.query_offset("NEVER", T, 0) == ("QUERY_NOT_FOUND", -1)
     # RETAIN-7: the min offset never falls.
