@@ -33,15 +33,14 @@ MAX_BODY_BYTES = 1 << 20
 #: Segments larger than this are too large to fill three of in a test (Apache RocketMQ's default is 1 GiB:
 #: its runner should configure smaller ones for gating).
 MAX_SEGMENT_BYTES = 256 << 20
-#: Body sizes of the restart tests: an empty body, small ones, and ones of several KiB.
-RESTART_SIZES = (0, 1, 100, 1_000, 4_000, 12_000, 30_000, 7)
+#: Body sizes of the restart tests: small ones and ones of several KiB (never empty: RocketMQ's clients refuse
+#: an empty body, and a 5.x broker fails on one).
+RESTART_SIZES = (1, 100, 1_000, 4_000, 12_000, 30_000, 7)
 T = "SW"
 
 
 def body(tag: str, i: int, size: int) -> bytes:
     """Message ``i``'s body of ``size`` bytes: recomputable, so nothing large is kept to compare."""
-    if size == 0:
-        return b""
     stamp = f"{tag}:{i}:".encode()
     return (stamp * (size // len(stamp) + 1))[:size]
 
@@ -151,7 +150,7 @@ def test_queue_offsets_count_messages_not_bytes(target) -> None:  # type: ignore
     offsets of a queue are 0, 1, 2, ... and a pull of one message at offset n returns message n and moves on
     to n + 1."""
     target.create_topic(T, 1)
-    sizes = (1, 9_000, 0, 40, 20_000, 3, 500)
+    sizes = (1, 9_000, 2, 40, 20_000, 3, 500)
     receipts = [target.send(T, 0, body("u", i, size)) for i, size in enumerate(sizes)]
     assert [r.queue_offset for r in receipts] == list(range(len(sizes)))
     assert target.min_max(T, 0) == (0, len(sizes))
