@@ -1,0 +1,225 @@
+"""Results matrix: requirements as rows, implementations as columns, from the runs ``mqtck conform`` wrote.
+
+A verdict on one implementation says little until it sits beside the others (the reference in-process,
+the reference over each wire, each real peer and version), so this module lays several runs' ``summary.json``
+side by side, like wpt.fyi does for browsers. It only reads finished runs: nothing here runs a test.
+
+``matrix.json`` (written by ``mqtck matrix``) has this shape; keys are only ever added:
+
+.. code-block:: text
+
+    {"version": 1,
+     "statuses": ["pass", "fail", "expected-fail", "unexpected-pass", "not-applicable", "not-covered", "absent"],
+     "columns": [{"label", "key", "target", "implementation", "run", "path", "verdict", "duration_s",
+                  "profiles", "expectations", "counts": {status: n}, "must_fail"}],
+     "families": [{"name", "title", "counts": {label: {status: n}}}],
+     "requirements": [{"id", "level", "profile", "family", "sentence", "source",
+                       "cells": {label: {"status", "summary", "expectation", "nodeid", "message"}}}]}
+
+* ``label`` is the run's ``implementation`` (else its ``target``), made unique with `` (2)``, `` (3)``…;
+  ``key`` is a slug of it for HTML anchors (``#detail-<key>-<id>``).
+* ``counts`` always holds every status of ``statuses``; ``absent`` counts requirements of the current spec
+  that the run did not report (it was made with an older spec). ``must_fail`` counts MUSTs with status
+  ``fail``: the number that makes the column's verdict fail.
+* A cell's ``summary`` is the first failing test's one-line summary (for ``not-applicable``, the skip reason),
+  ``message`` its full text, ``nodeid`` the test; ``expectation`` is ``{reason, source, repro}`` or null.
+* Rows follow the spec's order (``conformance.spec``); a requirement a run reports but the current spec lacks
+  comes last in its family, and an unknown family after the spec's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from conformance import spec
+
+#: Requirement statuses a run reports (``conformance.report``), in the order columns and legends show them.
+STATUSES = ("pass", "fail", "expected-fail", "unexpected-pass", "not-applicable", "not-covered")
+#: Status of a cell whose run did not report the requirement at all.
+ABSENT = "absent"
+MATRIX_VERSION = 1
+
+
+class RunError(ValueError):
+    """A path that is not a usable run; the message is one line naming the path and the problem."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run's ``summary.json``, with the directory it came from (the user named it, so reports echo it)."""
+
+    path: Path
+    doc: dict[str, Any]
+
+
+def resolve_run_dir(path: Path) -> Path:
+    """The run directory ``path`` names: itself if it holds ``summary.json``, else its ``latest`` run.
+
+    Accepting a report directory lets a user pass the same ``--report-dir`` they gave ``mqtck conform``.
+    """
+    if not path.exists():
+        raise RunError(f"{path}: no such file or directory")
+    if not path.is_dir():
+        raise RunError(f"{path}: not a directory (expected a run directory or a report directory)")
+    if (path / "summary.json").is_file():
+        return path
+    latest = path / "latest"
+    if (latest / "summary.json").is_file():
+        return latest
+    raise RunError(f"{path}: neither summary.json nor latest/summary.json found")
+
+
+def load_run(path: Path) -> Run:
+    """Read and sanity-check one run, so a wrong file fails here with its name, not later in the template."""
+    run_dir = resolve_run_dir(path)
+    file = run_dir / "summary.json"
+    try:
+        doc = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunError(f"{file}: cannot read: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise RunError(f"{file}: not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("requirements"), list):
+        raise RunError(f"{file}: not an mqtck summary (no 'requirements' list)")
+    for entry in doc["requirements"]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or "status" not in entry:
+            raise RunError(f"{file}: a requirement entry lacks 'id' or 'status'")
+    return Run(run_dir, doc)
+
+
+def collect(paths: list[Path]) -> list[Run]:
+    """Every run, in the order given: that order is the column order."""
+    return [load_run(p) for p in paths]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "run"
+
+
+def column_labels(runs: list[Run]) -> list[tuple[str, str]]:
+    """``(label, key)`` per run, both unique: cells are keyed by label and anchors by key."""
+    labels: list[tuple[str, str]] = []
+    seen_labels: set[str] = set()
+    seen_keys: set[str] = set()
+    for run in runs:
+        base = str(run.doc.get("implementation") or run.doc.get("target") or run.path.name)
+        label, n = base, 1
+        while label in seen_labels or _slug(label) in seen_keys:
+            n += 1
+            label = f"{base} ({n})"
+        seen_labels.add(label)
+        seen_keys.add(_slug(label))
+        labels.append((label, _slug(label)))
+    return labels
+
+
+def _profiles(doc: dict[str, Any]) -> list[str]:
+    """The run's opted-in profiles, whether written as ``profiles`` (a list) or ``profile`` (a string or list)."""
+    value = doc.get("profiles", doc.get("profile")) or []
+    return [value] if isinstance(value, str) else [str(p) for p in value]
+
+
+def cell(entry: dict[str, Any] | None) -> dict[str, Any]:
+    """One cell from a run's requirement entry: the status and what a reader needs to see why."""
+    if entry is None:
+        return {"status": ABSENT, "summary": "", "expectation": None, "nodeid": "", "message": ""}
+    status = str(entry["status"])
+    tests = [t for t in entry.get("tests") or [] if isinstance(t, dict)]
+    wanted = "skipped" if status == "not-applicable" else "failed"
+    first = next((t for t in tests if t.get("outcome") == wanted), None)
+    message = str(first.get("message") or "") if first else ""
+    summary = str(first.get("summary") or "") if first else ""
+    if first and not summary and message:
+        summary = message.strip().splitlines()[-1]
+    expectation = entry.get("expectation")
+    if isinstance(expectation, dict):
+        expectation = {k: str(expectation.get(k) or "") for k in ("reason", "source", "repro")}
+    else:
+        expectation = None
+    return {"status": status, "summary": summary, "expectation": expectation,
+            "nodeid": str(first.get("nodeid") or "") if first else "", "message": message}
+
+
+def _empty_counts() -> dict[str, int]:
+    return dict.fromkeys((*STATUSES, ABSENT), 0)
+
+
+def _rows(runs: list[Run], reqs: dict[str, spec.Requirement]) -> list[dict[str, Any]]:
+    """Row skeletons in spec order, then requirements only some run knows (with that run's text)."""
+    rows = {
+        r.id: {"id": r.id, "level": r.level, "profile": r.profile, "family": r.family,
+               "sentence": r.sentence, "source": r.source}
+        for r in reqs.values()
+    }
+    for run in runs:
+        for e in run.doc["requirements"]:
+            if e["id"] not in rows:
+                rows[e["id"]] = {"id": e["id"], "level": str(e.get("level", "")), "profile": str(e.get("profile", "")),
+                                 "family": str(e.get("family") or e["id"].split("-")[0]),
+                                 "sentence": str(e.get("sentence", "")), "source": str(e.get("source", ""))}
+    return list(rows.values())
+
+
+def build(runs: list[Run], families: dict[str, spec.Family] | None = None,
+          reqs: dict[str, spec.Requirement] | None = None) -> dict[str, Any]:
+    """The matrix model (the ``matrix.json`` document): see the module docstring for its shape."""
+    if families is None or reqs is None:
+        families, reqs = spec.load()
+    labels = column_labels(runs)
+    by_run = [{e["id"]: e for e in run.doc["requirements"]} for run in runs]
+    rows = _rows(runs, reqs)
+    family_order = list(families) + [f for f in dict.fromkeys(r["family"] for r in rows) if f not in families]
+    rows.sort(key=lambda r: family_order.index(r["family"]))  # stable: keeps spec order inside a family
+    fam_counts = {f: {label: _empty_counts() for label, _ in labels} for f in family_order}
+    columns = []
+    for (label, key), run, entries in zip(labels, runs, by_run, strict=True):
+        totals, must_fail = _empty_counts(), 0
+        for row in rows:
+            c = cell(entries.get(row["id"]))
+            row.setdefault("cells", {})[label] = c
+            totals[c["status"]] = totals.get(c["status"], 0) + 1
+            counts = fam_counts[row["family"]][label]
+            counts[c["status"]] = counts.get(c["status"], 0) + 1
+            must_fail += row["level"] == "MUST" and c["status"] == "fail"
+        columns.append(_column(label, key, run, totals, must_fail))
+    return {
+        "version": MATRIX_VERSION,
+        "statuses": [*STATUSES, ABSENT],
+        "columns": columns,
+        "families": [
+            {"name": f, "title": families[f].title if f in families else f, "counts": fam_counts[f]}
+            for f in family_order if any(r["family"] == f for r in rows)
+        ],
+        "requirements": [{**r, "cells": r.get("cells", {})} for r in rows],
+    }
+
+
+def _column(label: str, key: str, run: Run, counts: dict[str, int], must_fail: int) -> dict[str, Any]:
+    doc = run.doc
+    return {
+        "label": label, "key": key, "target": str(doc.get("target", "")),
+        "implementation": doc.get("implementation"), "run": str(doc.get("run") or run.path.resolve().name),
+        "path": str(run.path), "verdict": str(doc.get("verdict", "")), "duration_s": doc.get("duration_s"),
+        "profiles": _profiles(doc), "expectations": doc.get("expectations"), "counts": counts, "must_fail": must_fail,
+    }
+
+
+def html(model: dict[str, Any]) -> str:
+    """The one self-contained page (``templates/matrix.html.j2``), rendered from the model alone."""
+    env = Environment(loader=PackageLoader("conformance.report"), autoescape=select_autoescape(("html", "j2")))
+    return env.get_template("matrix.html.j2").render(m=model)
+
+
+def write(out_dir: Path, model: dict[str, Any]) -> Path:
+    """Write ``index.html`` and ``matrix.json`` into ``out_dir``; returns the page's path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "matrix.json").write_text(json.dumps(model, indent=2) + "\n", encoding="utf-8")
+    page = out_dir / "index.html"
+    page.write_text(html(model), encoding="utf-8")
+    return page
