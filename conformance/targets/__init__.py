@@ -38,6 +38,9 @@ CAPABILITIES = frozenset(
         "retention_expire",
         # store_layout(): the store's segment sizes are known.
         "store_layout",
+        # Raw remoting frames to the target's name server and broker (remoting targets: ``namesrv``,
+        # ``broker_addr``, ``namespaced(name)``): the REMOTING family's wire tests.
+        "remoting_wire",
     }
 )
 

@@ -77,7 +77,8 @@ FIELD_NAMES = {
     "messageModel": "consumerData.messageModel", "groupName": "consumerData.groupName",
     "consumeType": "consumerData.consumeType", "subString": "expression", "subscription": "expression",
 }
-CAPABILITIES = frozenset({"pull", "long_poll", "query_offset", "commit_offset", "consumer_registry"})
+CAPABILITIES = frozenset({"pull", "long_poll", "query_offset", "commit_offset", "consumer_registry",
+                          "remoting_wire"})
 _namespaces = itertools.count()
 
 
@@ -173,6 +174,10 @@ class RemotingTarget:
 
     def _n(self, name: str) -> str:
         return f"{self._ns}{name}" if name else name
+
+    def namespaced(self, name: str) -> str:
+        """``name`` as this target puts it on the wire (its namespace prefix): for tests that write raw frames."""
+        return self._n(name)
 
     def _strip(self, name: str) -> str:
         return name[len(self._ns):] if name.startswith(self._ns) else name
