@@ -63,7 +63,11 @@ STOP_TIMEOUT_S = 20.0
 BOOT_SUCCESS = "boot success"
 #: RocketMQ admin request codes the runner uses (RequestCode.java).
 UPDATE_BROKER_CONFIG = 25
+GET_BROKER_RUNTIME_INFO = 28
 DELETE_EXPIRED_COMMITLOG = 329
+#: RocketMQ's defaults: fileReservedTime (72 h), put back after an expire; cleanResourceInterval (10 s).
+FILE_RESERVED_HOURS = 72
+CLEAN_INTERVAL_S = 10.0
 #: The clean service's first run is 60 s after the broker starts, then every cleanResourceInterval
 #: (10 s): an expire request waits at most that long for the deletion.
 EXPIRE_TIMEOUT_S = 90.0
@@ -214,34 +218,51 @@ class RocketMQPeer:
     def expire_and_clean(self) -> int:
         """Every closed commit-log segment counts as expired and is deleted now (RocketMQ's own clean service:
         ``fileReservedTime=0`` plus a manual delete request); then the reservation is put back. Returns how many
-        commit-log segments were deleted."""
+        commit-log segments were deleted.
+
+        Done when the broker's runtime info shows ``commitLogMinOffset`` at the start of the segment being
+        written (RocketMQ keeps a pre-created next file, so counting files says nothing), plus one more clean
+        interval: the consume queues' min offsets are corrected on the run after the deletion (5.x)."""
         from reference.net.remoting.client import RemotingClient
 
-        before = self._commitlog_segments()
         client = RemotingClient(self.broker_address)
         try:
+            before = self._commitlog_bounds(client)[0]
             self._update_config(client, {"fileReservedTime": "0"})
             client.invoke(DELETE_EXPIRED_COMMITLOG, {}, timeout_s=10.0)
             deadline = time.monotonic() + EXPIRE_TIMEOUT_S
-            while len(self._commitlog_segments()) > 1 and time.monotonic() < deadline:
+            while True:
+                lo, hi = self._commitlog_bounds(client)
+                if lo >= hi // COMMITLOG_SEGMENT_BYTES * COMMITLOG_SEGMENT_BYTES:
+                    break
+                if time.monotonic() > deadline:
+                    raise PeerError(f"retention did not reach the segment being written within {EXPIRE_TIMEOUT_S} s "
+                                    f"(commit log [{lo}, {hi}))")
                 time.sleep(0.2)
-            # The consume-queue clean runs right after the commit-log clean in the same scheduled tick.
-            time.sleep(0.5)
+            time.sleep(CLEAN_INTERVAL_S)
         finally:
             with contextlib.suppress(Exception):
-                self._update_config(client, {"fileReservedTime": "72"})
+                self._update_config(client, {"fileReservedTime": str(FILE_RESERVED_HOURS)})
             client.close()
-        after = self._commitlog_segments()
-        if len(after) > 1:
-            raise PeerError(f"retention did not delete the closed commit-log segments within {EXPIRE_TIMEOUT_S} s")
-        return len(set(before) - set(after))
+        return (lo - before) // COMMITLOG_SEGMENT_BYTES
+
+    def _commitlog_bounds(self, client: object) -> tuple[int, int]:
+        """(commitLogMinOffset, commitLogMaxOffset) from GET_BROKER_RUNTIME_INFO; when the broker cannot answer
+        it (4.9.7 fails on some runtime statistics), from the segment files on disk: the oldest file's name and,
+        as the written end, the start of the newest file but one (the newest may be pre-created and empty)."""
+        from reference.net.remoting.command import loads_body
+
+        response = client.invoke(GET_BROKER_RUNTIME_INFO, {}, timeout_s=10.0)  # type: ignore[attr-defined]
+        if response.code == 0:
+            table = loads_body(response.body)["table"]
+            return int(table["commitLogMinOffset"]), int(table["commitLogMaxOffset"])
+        assert self.dir is not None
+        files = sorted(int(p.name) for p in (self.dir / "store" / "commitlog").iterdir() if p.name.isdigit())
+        if not files:
+            return 0, 0
+        return files[0], files[-2] if len(files) > 1 else files[0]
 
     # -- plumbing ----------------------------------------------------------------------------------
-    def _commitlog_segments(self) -> list[str]:
-        assert self.dir is not None
-        path = self.dir / "store" / "commitlog"
-        return sorted(p.name for p in path.iterdir()) if path.exists() else []
-
     @staticmethod
     def _update_config(client: object, props: dict[str, str]) -> None:
         body = "".join(f"{k}={v}\n" for k, v in props.items()).encode("utf-8")

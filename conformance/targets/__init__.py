@@ -115,9 +115,11 @@ class DispatchedRecord:
     redelivery_count: int
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class TargetError(Exception):
-    """A request the target refused: ``code`` and the ``field`` it named."""
+    """A request the target refused: ``code`` and the ``field`` it named.
+
+    Not frozen: raising sets ``__traceback__`` on the instance (a frozen one fails when a Future re-raises it)."""
 
     code: str
     field: str = ""

@@ -56,6 +56,8 @@ from .http import UnreachableTarget
 
 #: Request code of UPDATE_AND_CREATE_TOPIC (RocketMQ RequestCode 17): the admin call that creates a topic.
 UPDATE_AND_CREATE_TOPIC = 17
+#: Request code of UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (RocketMQ RequestCode 200): the admin call that creates a group.
+UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
 #: The auto-create topic every RocketMQ client asks the name server about (§4); its route names the broker.
 DEFAULT_TOPIC = "TBW102"
 #: Broker id of the master in ``brokerAddrs`` (§4).
@@ -277,10 +279,16 @@ class RemotingTarget:
         return "SUCCESS", _int(r.ext_fields, "offset")
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        self._call(RequestCode.UPDATE_CONSUMER_OFFSET, {
-            "consumerGroup": self._n(group), "topic": self._n(topic), "queueId": queue_id,
-            "commitOffset": str(offset),
-        })
+        ext = {"consumerGroup": self._n(group), "topic": self._n(topic), "queueId": queue_id,
+               "commitOffset": str(offset)}
+        ok = (ResponseCode.SUCCESS, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST)
+        if self._call(RequestCode.UPDATE_CONSUMER_OFFSET, ext, ok=ok).code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST:
+            # RocketMQ 5 commits only for a group it knows (ConsumerManageProcessor.updateConsumerOffset); a real
+            # consumer's group exists by then (created by its heartbeat, or by an operator). Create it as an
+            # operator would, then commit.
+            self._call(UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {},
+                       json.dumps({"groupName": self._n(group), "consumeEnable": True}).encode("utf-8"))
+            self._call(RequestCode.UPDATE_CONSUMER_OFFSET, ext)
 
     def heartbeat(self, conn, client_id, group, subscriptions, model="CLUSTERING", sub_version=0):  # type: ignore[no-untyped-def]
         client = self._conn(conn)
