@@ -1,0 +1,99 @@
+"""Peers, gate and expectations from the command line: the catalogue, one-line usage errors (exit 2), and
+expectations turning a failure into expected-fail (not gating) and a pass into unexpected-pass."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conformance import expectations
+from conformance.peers import CATALOGUE
+
+MUTANT = "mutant:offset-overflow-badly-keeps-offset"  # breaks OFFSET-4
+
+
+def mqtck(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def expect_file(tmp_path: Path, rid: str, **override: str) -> Path:
+    entry = {"id": rid, "reason": "reviewed", "source": "Upstream.java method", "repro": "mqtck conform ..."}
+    entry.update(override)
+    body = "".join(f'{k} = "{v}"\n' for k, v in entry.items())
+    path = tmp_path / "impl-1.0.toml"
+    path.write_text(f'implementation = "impl"\nversion = "1.0"\n\n[[expected]]\n{body}')
+    return path
+
+
+def test_peer_list_names_both_brokers() -> None:
+    result = mqtck("peer", "list")
+    assert result.returncode == 0
+    names = [line.split("\t")[0] for line in result.stdout.splitlines()]
+    assert names == list(CATALOGUE) and "rocketmq-4.9.7" in names and "rocketmq-5.5.0" in names
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("gate", "rocketmq-9.9.9"), "unknown peer 'rocketmq-9.9.9'; known: rocketmq-4.9.7, rocketmq-5.5.0"),
+    (("peer", "run", "nope"), "unknown peer 'nope'"),
+    (("peer", "run", "rocketmq-4.9.7", "--listen", "10.1.2.3:9876"), "peers bind loopback only"),
+    (("peer", "run", "rocketmq-4.9.7", "--listen", "127.0.0.1:http"), "expected 127.0.0.1:PORT"),
+])
+def test_bad_peer_input_is_one_line_exit_2(args: tuple[str, ...], says: str) -> None:
+    result = mqtck(*args)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], result.stderr
+
+
+def test_bundled_expectations_load_and_list_no_must() -> None:
+    from conformance import spec
+
+    reqs = spec.requirements()
+    for name in ("rocketmq-4.9.7", "rocketmq-5.5.0"):
+        loaded = expectations.load(name)
+        assert loaded.entries, name
+        assert all(reqs[rid].level == "SHOULD" for rid in loaded.entries), "a real broker's MUST deviation?"
+
+
+@pytest.mark.parametrize(("override", "says"), [
+    ({"id": "NOPE-1"}, "id 'NOPE-1' is not a requirement"),
+    ({"reason": ""}, "field 'reason' is required"),
+])
+def test_bad_expectations_are_usage_errors(tmp_path: Path, override: dict[str, str], says: str) -> None:
+    path = expect_file(tmp_path, "OFFSET-4", **override)
+    result = mqtck("conform", "--only", "OFFSET-1", "--expect", str(path), "--report-dir", str(tmp_path))
+    assert result.returncode == 2 and says in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_expected_fail_does_not_gate_and_unexpected_pass_is_reported(tmp_path: Path) -> None:
+    path = expect_file(tmp_path, "OFFSET-4")
+    broken = mqtck("conform", "--target", MUTANT, "--only", "OFFSET-4", "--report-dir", str(tmp_path / "a"))
+    assert broken.returncode == 1, "without the expectation the fault gates"
+    expected = mqtck("conform", "--target", MUTANT, "--only", "OFFSET-4", "--expect", str(path),
+                     "--implementation", "impl-1.0", "--report-dir", str(tmp_path / "b"))
+    assert expected.returncode == 0, expected.stdout + expected.stderr
+    doc = json.loads((tmp_path / "b" / "latest" / "summary.json").read_text())
+    row = next(r for r in doc["requirements"] if r["id"] == "OFFSET-4")
+    assert row["status"] == "expected-fail" and row["expectation"]["reason"] == "reviewed"
+    assert doc["implementation"] == "impl-1.0" and doc["expectations"] == "impl-1.0"
+    suite = ET.parse(tmp_path / "b" / "latest" / "junit.xml").getroot()
+    assert suite.get("failures") == "0"
+    healthy = mqtck("conform", "--only", "OFFSET-4", "--expect", str(path), "--report-dir", str(tmp_path / "c"))
+    assert healthy.returncode == 0 and "UNEXPECTED PASS" in healthy.stdout
+    doc = json.loads((tmp_path / "c" / "latest" / "summary.json").read_text())
+    assert next(r for r in doc["requirements"] if r["id"] == "OFFSET-4")["status"] == "unexpected-pass"
+
+
+def test_profile_strict_gates_its_shoulds() -> None:
+    """A failed INPUT-4 (SHOULD, profile strict) does not gate by default and gates when the run opts in."""
+    from conformance import report, spec
+
+    profile = spec.requirements()["INPUT-4"].profile
+    v = report.Verdict("INPUT-4", "SHOULD", "INPUT", "", "", "pull", "fail", profile=profile)
+    assert report.exit_code([v]) == 0 and report.exit_code([v], ["strict"]) == 1
