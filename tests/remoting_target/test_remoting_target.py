@@ -34,7 +34,10 @@ def test_remoting_target_gives_the_in_process_verdicts(remoting_broker, tmp_path
     tested = 0
     for w, r in zip(over_wire["requirements"], in_process["requirements"], strict=True):
         assert w["id"] == r["id"]
-        if w["status"] in ("pass", "fail"):
+        if w["status"] in ("pass", "fail") and r["status"] == "not-applicable":
+            # Wire-only tests (REMOTING family: raw frames) cannot run in-process; over the wire they must pass.
+            assert w["status"] == "pass", (w["id"], w["status"])
+        elif w["status"] in ("pass", "fail"):
             tested += 1
             assert w["status"] == r["status"], (w["id"], w["status"], r["status"])
         elif w["status"] == "not-applicable":
