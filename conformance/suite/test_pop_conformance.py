@@ -1,21 +1,53 @@
-"""POP, PACK and REVIVE requirements through the Target interface, on simulated time.
+"""POP, PACK and REVIVE requirements through the Target interface: on simulated time, and over the wire.
 
 Timing constants are the seed's: a checkpoint is revived once its revive time (pop time + invisible
-time) is more than ackTimeInterval + 1 s = 2 s old. The tests allow one more second of slack for a
-target whose revive service runs periodically.
+time) is more than ackTimeInterval + 1 s = 2 s old. On simulated time (capability ``clock_control``) the
+tests allow one more second for a target whose revive service runs periodically, and check exact instants.
+
+Over the wire (a ``remoting://`` broker serving RocketMQ 5's POP codes) real time passes and the tests claim
+only what a correct Apache RocketMQ 5 broker shows: a message comes back no earlier than its invisibility
+ends (less the loopback latency of the answer that started it, :data:`WIRE_TOLERANCE_MS`) and no later than
+the revive service's scans allow (:data:`WIRE_REVIVE_SLACK_MS`: RocketMQ's revive service consumes its revive
+log periodically, and a checkpoint reaches the log through the timer wheel); Apache builds the consume queue
+asynchronously after a send is acknowledged, so sends wait until the queue's max offset shows them. Tests
+whose claim is an exact instant, or that need a thousand held requests, need ``clock_control``.
 """
 
 from __future__ import annotations
+
+import contextlib
+import time
 
 import pytest
 
 from conformance.targets import TargetError
 
-pytestmark = pytest.mark.needs("pop", "clock_control")
+pytestmark = pytest.mark.needs("pop")
 REVIVE_DELAY_MS = 2_000
 SLACK_MS = 1_000
+#: Over the wire: how long after ackTimeInterval + 1 s a broker may take to revive (its periodic scans).
+WIRE_REVIVE_SLACK_MS = 15_000
+#: Over the wire: how much earlier than its invisibility a redelivery may be seen (the pop's answer took that
+#: long to arrive, and the invisibility counted from the broker's pop time).
+WIRE_TOLERANCE_MS = 250
+#: Over the wire: how long a broker may take to answer a held pop after a waking event.
+WIRE_WAKE_S = 3.0
+#: Over the wire: how long a send may take to become visible in its consume queue.
+WIRE_VISIBLE_S = 5.0
 T = "PopT"
 G = "PopG"
+
+
+def clocked(target) -> bool:  # type: ignore[no-untyped-def]
+    return "clock_control" in target.capabilities
+
+
+def slack(target) -> int:  # type: ignore[no-untyped-def]
+    return SLACK_MS if clocked(target) else WIRE_REVIVE_SLACK_MS
+
+
+def tolerance(target) -> int:  # type: ignore[no-untyped-def]
+    return 0 if clocked(target) else WIRE_TOLERANCE_MS
 
 
 def pop_now(target, queue_id=-1, max_nums=32, invisible_ms=60_000, group=G, topic=T):  # type: ignore[no-untyped-def]
@@ -24,24 +56,68 @@ def pop_now(target, queue_id=-1, max_nums=32, invisible_ms=60_000, group=G, topi
     return pending.result()
 
 
+def answered(target, pending) -> bool:  # type: ignore[no-untyped-def]
+    """Whether a held request is answered: at once on simulated time, within :data:`WIRE_WAKE_S` on the wire."""
+    if clocked(target):
+        return bool(pending.done())
+    deadline = time.monotonic() + WIRE_WAKE_S
+    while not pending.done():
+        if time.monotonic() > deadline:
+            return False
+    return True
+
+
 def bodies(reply) -> list[bytes]:  # type: ignore[no-untyped-def]
     return [m.body for m in reply.messages]
 
 
 def wait_for_redelivery(target, ms: int, step: int = 500, **kw) -> tuple[int, list]:  # type: ignore[no-untyped-def]
-    """Pop every ``step`` ms for at most ``ms``; (elapsed, messages) of the first non-empty answer."""
-    elapsed = 0
-    while elapsed <= ms:
+    """Pop every ``step`` ms for at most ``ms`` (plus the wire's revive slack over the wire); (elapsed, messages)
+    of the first non-empty answer. Elapsed is simulated time, or real time over the wire."""
+    started, elapsed = time.monotonic(), 0
+    limit = ms if clocked(target) else ms + WIRE_REVIVE_SLACK_MS - SLACK_MS
+    while elapsed <= limit:
         reply = pop_now(target, **kw)
         if reply.messages:
             return elapsed, list(reply.messages)
         target.advance(step)
-        elapsed += step
+        elapsed = elapsed + step if clocked(target) else int((time.monotonic() - started) * 1000)
     return elapsed, []
 
 
+def collect_redeliveries(target, count: int, ms: int, **kw) -> list:  # type: ignore[no-untyped-def]
+    """Pop until ``count`` messages came back or ``ms`` (plus the wire's revive slack) passed."""
+    out: list = []
+    waited = 0
+    while len(out) < count:
+        elapsed, got = wait_for_redelivery(target, max(ms - waited, 0), **kw)
+        if not got:
+            break
+        out.extend(got)
+        waited += elapsed
+    return out
+
+
+def quiet(target, after_ms: int) -> None:  # type: ignore[no-untyped-def]
+    """Let everything due within ``after_ms`` happen (on the wire: plus the revive slack)."""
+    target.advance(after_ms + (0 if clocked(target) else WIRE_REVIVE_SLACK_MS))
+
+
+def visible(target, topic: str, queue_id: int, count: int) -> None:  # type: ignore[no-untyped-def]
+    """Wait until ``queue_id`` of ``topic`` holds ``count`` messages (over the wire the consume queue is built
+    after the send is acknowledged)."""
+    if clocked(target) or "query_offset" not in target.capabilities:
+        return
+    deadline = time.monotonic() + WIRE_VISIBLE_S
+    while target.min_max(topic, queue_id)[1] < count:
+        assert time.monotonic() < deadline, f"{count} sent messages never showed in queue {queue_id}"
+        time.sleep(0.02)
+
+
 def send_n(target, queue_id: int, n: int, topic: str = T, tag: str = "A") -> list[str]:  # type: ignore[no-untyped-def]
-    return [target.send(topic, queue_id, b"q%d-%d" % (queue_id, i), tag).msg_id for i in range(n)]
+    receipts = [target.send(topic, queue_id, b"q%d-%d" % (queue_id, i), tag) for i in range(n)]
+    visible(target, topic, queue_id, receipts[-1].queue_offset + 1)
+    return [r.msg_id for r in receipts]
 
 
 # -- POP: assignment and reading -----------------------------------------------------------------
@@ -97,12 +173,39 @@ def test_batch_limit_rest_num_and_in_flight(target) -> None:  # type: ignore[no-
 def test_wrong_pop_offset_is_corrected_in_the_same_pop(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic(T, 1)
     send_n(target, 0, 3)
-    target.commit_offset(G, T, 0, 50)  # beyond the queue: OFFSET_OVERFLOW_BADLY, min 0 -> 0
+    target.commit_offset(G, T, 0, 50)  # beyond the queue: OFFSET_OVERFLOW_BADLY
+    # Where the store sends an offset beyond the queue (OFFSET-4: 0, or since RocketMQ 4.9.4 the max offset).
+    corrected = target.start_pull("ProbeG", T, 0, 50).result().next_begin_offset
     reply = pop_now(target, queue_id=0)
-    assert [m.queue_offset for m in reply.messages] == [0, 1, 2], "the pop must restart from the corrected offset"
+    assert [m.queue_offset for m in reply.messages] == list(range(corrected, 3)), (
+        f"the pop must read again from the store's nextBeginOffset {corrected}"
+    )
+    if corrected == 3:  # nothing to read there: the next message shows the corrected offset was committed
+        send_n(target, 0, 1)
+        assert [m.queue_offset for m in pop_now(target, queue_id=0).messages] == [3]
 
 
 @pytest.mark.req("POP-6")
+def test_held_pop_answered_by_a_matching_arrival(target) -> None:  # type: ignore[no-untyped-def]
+    """What any broker shows over the wire: the non-matching arrival leaves the pop held, the matching one
+    answers it, and a pop with nothing to read is answered POLLING_TIMEOUT by its deadline."""
+    target.create_topic(T, 2)
+    assert pop_now(target).code == "POLLING_TIMEOUT", "nothing to pop and poll time 0: POLLING_TIMEOUT at once"
+    held = target.pop(G, T, -1, 32, 30_000, 15_000, expression="A")
+    target.advance(1_000)
+    target.send(T, 1, b"other", "B")
+    assert not answered(target, held), "a message the filter does not match must not answer the pop"
+    target.send(T, 1, b"mine", "A")
+    assert answered(target, held), "a matching arrival must answer the held pop"
+    reply = held.result()
+    assert reply.code == "SUCCESS" and bodies(reply) == [b"mine"]
+    timed = target.pop(G, T, 0, 32, 30_000, 3_000)
+    target.advance(3_000)
+    assert answered(target, timed) and timed.result().code == "POLLING_TIMEOUT"
+
+
+@pytest.mark.req("POP-6")
+@pytest.mark.needs("clock_control")
 def test_held_pop_woken_by_matching_arrival_or_timed_out(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic(T, 2)
     assert pop_now(target).code == "POLLING_TIMEOUT", "nothing to pop and poll time 0: POLLING_TIMEOUT at once"
@@ -124,6 +227,7 @@ def test_held_pop_woken_by_matching_arrival_or_timed_out(target) -> None:  # typ
 
 
 @pytest.mark.req("POP-7")
+@pytest.mark.needs("clock_control")
 def test_polling_full(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic(T, 1)
     held = [target.pop(G, T, 0, 1, 30_000, 60_000) for _ in range(1_024)]
@@ -135,6 +239,21 @@ def test_polling_full(target) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.req("POP-10")
+def test_pops_of_no_queue_are_refused_and_change_nothing(target) -> None:  # type: ignore[no-untyped-def]
+    """What RocketMQ 5's PopMessageProcessor refuses: an unknown topic, a queue id past the topic's queues, a
+    batch over 32 messages; the field each names is POP-11's (profile strict)."""
+    target.create_topic(T, 2)
+    send_n(target, 0, 2)
+    for change in ({"topic": "NoSuchTopic"}, {"queue_id": 2}, {"max_nums": 33}):
+        kwargs = {"group": G, "topic": T, "queue_id": -1, "max_nums": 32, "invisible_ms": 30_000, "poll_ms": 0}
+        kwargs.update(change)
+        with pytest.raises(TargetError):
+            target.pop(kwargs["group"], kwargs["topic"], kwargs["queue_id"], kwargs["max_nums"],
+                       kwargs["invisible_ms"], kwargs["poll_ms"]).result()
+    assert len(pop_now(target).messages) == 2, "refused pops must not have consumed anything"
+
+
+@pytest.mark.req("POP-11")
 def test_malformed_pops_are_refused_and_change_nothing(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic(T, 2)
     send_n(target, 0, 2)
@@ -158,7 +277,7 @@ def test_malformed_pops_are_refused_and_change_nothing(target) -> None:  # type:
             continue
         with pytest.raises(TargetError) as err:
             target.pop(kwargs["group"], kwargs["topic"], kwargs["queue_id"], kwargs["max_nums"],
-                       kwargs["invisible_ms"], kwargs["poll_ms"], expression=kwargs.get("expression", "*"))
+                       kwargs["invisible_ms"], kwargs["poll_ms"], expression=kwargs.get("expression", "*")).result()
         assert err.value.field == field, (change, err.value)
     assert len(pop_now(target).messages) == 2, "refused pops must not have consumed anything"
 
@@ -171,7 +290,7 @@ def test_not_redelivered_before_invisibility_ends(target) -> None:  # type: igno
     (first,) = pop_now(target, invisible_ms=5_000).messages
     elapsed, again = wait_for_redelivery(target, 5_000 + REVIVE_DELAY_MS + SLACK_MS + 500, step=250)
     assert again, "an unacknowledged message must come back after its invisible time"
-    assert elapsed >= 5_000, f"delivered again after {elapsed} ms, before its 5 s invisibility ended"
+    assert elapsed >= 5_000 - tolerance(target), f"delivered again after {elapsed} ms, before its 5 s invisibility"
     (m,) = again
     assert (m.msg_id, m.body, m.tags, m.topic, m.reconsume_times, m.retry) == (msg_id, first.body, "A", T, 1, True)
     assert m.handle != first.handle, "a new delivery has a new receipt handle"
@@ -184,10 +303,10 @@ def test_invisibility_of_a_held_pop_counts_from_its_answer(target) -> None:  # t
     held = target.pop(G, T, -1, 32, 5_000, 20_000)
     target.advance(4_000)
     (msg_id,) = send_n(target, 0, 1)
-    assert held.done() and [m.msg_id for m in held.result().messages] == [msg_id]
+    assert answered(target, held) and [m.msg_id for m in held.result().messages] == [msg_id]
     elapsed, again = wait_for_redelivery(target, 5_000 + REVIVE_DELAY_MS + SLACK_MS + 500, step=250)
     assert again, "the message popped by a held pop must come back after its invisible time"
-    assert elapsed >= 5_000, f"delivered again {elapsed} ms after the pop was answered (invisible 5 s)"
+    assert elapsed >= 5_000 - tolerance(target), f"delivered again {elapsed} ms after the pop was answered (5 s)"
 
 
 @pytest.mark.req("PACK-2")
@@ -196,8 +315,7 @@ def test_receipt_handles_are_unique_per_delivery(target) -> None:  # type: ignor
     send_n(target, 0, 3)
     send_n(target, 1, 3)
     handles = [m.handle for m in pop_now(target, invisible_ms=2_000).messages]
-    target.advance(2_000 + REVIVE_DELAY_MS + SLACK_MS)
-    again = pop_now(target, invisible_ms=30_000).messages
+    again = collect_redeliveries(target, 6, 2_000 + REVIVE_DELAY_MS + SLACK_MS, invisible_ms=30_000)
     assert len(again) == 6
     handles += [m.handle for m in again]
     handles.append(target.change_invisible(G, T, again[0].handle, 10_000))
@@ -211,11 +329,11 @@ def test_acked_messages_are_never_delivered_again(target) -> None:  # type: igno
     popped = pop_now(target, invisible_ms=5_000).messages
     target.ack(G, T, popped[0].handle)
     target.ack(G, T, popped[2].handle)
-    target.advance(5_000 + REVIVE_DELAY_MS + SLACK_MS)
-    (again,) = pop_now(target).messages
+    _, got = wait_for_redelivery(target, 5_000 + REVIVE_DELAY_MS + SLACK_MS, invisible_ms=5_000)
+    (again,) = got
     assert again.msg_id == popped[1].msg_id
     target.ack(G, T, again.handle)
-    target.advance(120_000)
+    quiet(target, 5_000 + REVIVE_DELAY_MS + SLACK_MS)
     assert pop_now(target).messages == ()
 
 
@@ -228,7 +346,7 @@ def test_ack_after_the_checkpoint_left_memory(target) -> None:  # type: ignore[n
     target.advance(8_500)  # the checkpoint left memory at revive time - 3 s
     for m in popped:
         target.ack(G, T, m.handle)
-    target.advance(10_000)
+    quiet(target, 5_000)
     assert pop_now(target).messages == (), "acknowledged messages were revived"
 
 
@@ -236,42 +354,63 @@ def test_ack_after_the_checkpoint_left_memory(target) -> None:  # type: ignore[n
 def test_change_invisible_time(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic(T, 1)
     send_n(target, 0, 2)
-    shorter, longer = pop_now(target, invisible_ms=30_000).messages
+    shorter, longer = pop_now(target, invisible_ms=10_000).messages
     target.advance(1_000)
     new_short = target.change_invisible(G, T, shorter.handle, 5_000)
-    new_long = target.change_invisible(G, T, longer.handle, 40_000)
+    new_long = target.change_invisible(G, T, longer.handle, 35_000)
     assert new_short != shorter.handle and new_long != longer.handle
-    with pytest.raises(TargetError) as err:
-        target.ack(G, T, shorter.handle)
-    assert err.value.code == "INVALID_RECEIPT_HANDLE", "the old handle must be invalid after a change"
+    with contextlib.suppress(TargetError):  # refused (PACK-8, profile strict) or without effect: either way
+        target.ack(G, T, shorter.handle)    # the message must come back 5 s after the change
     elapsed, again = wait_for_redelivery(target, 5_000 + REVIVE_DELAY_MS + SLACK_MS + 500, step=250)
     assert [m.msg_id for m in again] == [shorter.msg_id], "visible again 5 s after the change"
-    assert elapsed >= 5_000
+    assert elapsed >= 5_000 - tolerance(target)
     target.ack(G, T, again[0].handle)
-    target.advance(30_000 - 1_000 - elapsed + REVIVE_DELAY_MS + SLACK_MS)
-    assert pop_now(target).messages == (), "the longer invisibility must replace the original 30 s"
+    # Past the original 10 s (and its revive) but before the longer 35 s: the change replaced the invisibility.
+    quiet(target, 10_000 + REVIVE_DELAY_MS + SLACK_MS - 1_000 - elapsed)
+    assert pop_now(target).messages == (), "the longer invisibility must replace the original 10 s"
     target.ack(G, T, new_long)
-    target.advance(60_000)
-    assert pop_now(target).messages == ()
 
 
 @pytest.mark.req("PACK-6")
 def test_checkpoints_differing_only_in_pop_time(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic(T, 1)
     send_n(target, 0, 2)
-    first, second = pop_now(target, queue_id=0, invisible_ms=20_000).messages
+    first, second = pop_now(target, queue_id=0, invisible_ms=8_000).messages
     target.advance(1_000)
     # The new checkpoint starts at the first message's offset, like the original: only pop time differs.
-    renewed = target.change_invisible(G, T, first.handle, 20_000)
+    renewed = target.change_invisible(G, T, first.handle, 8_000)
     target.ack(G, T, renewed)
-    target.advance(20_000 + REVIVE_DELAY_MS + SLACK_MS + 1_000)
-    assert [m.msg_id for m in pop_now(target).messages] == [second.msg_id], (
+    _, revived = wait_for_redelivery(target, 8_000 + REVIVE_DELAY_MS + SLACK_MS + 1_000)
+    assert [m.msg_id for m in revived] == [second.msg_id], (
         "the unacknowledged message of the original checkpoint must be revived, the acked one not"
     )
 
 
 @pytest.mark.req("PACK-5")
-def test_bad_handles_are_refused_and_change_nothing(target) -> None:  # type: ignore[no-untyped-def]
+def test_bad_handles_change_nothing(target) -> None:  # type: ignore[no-untyped-def]
+    """Whatever a broker answers to a bad handle (PACK-8 asks for a refusal), it acknowledges nothing and
+    changes no invisibility: RocketMQ 5 appends such an ack to its revive log, where it matches no checkpoint."""
+    target.create_topic(T, 1)
+    target.create_topic("OtherT", 1)
+    send_n(target, 0, 4)
+    a, b, c, d = pop_now(target, invisible_ms=5_000).messages
+    target.ack(G, T, a.handle)
+    target.change_invisible(G, T, b.handle, 5_000)
+    pop_now(target, group="G2")  # G2 consumes T too (it gets the same messages)
+    for group, handle in ((G, "not a handle"), (G, a.handle), (G, b.handle), ("G2", c.handle),
+                          ("NeverPopped", c.handle)):
+        with contextlib.suppress(TargetError):
+            target.ack(group, T, handle)
+        with contextlib.suppress(TargetError):
+            target.change_invisible(group, T, handle, 60_000)
+    revived = collect_redeliveries(target, 3, 5_000 + REVIVE_DELAY_MS + SLACK_MS)
+    assert sorted(m.msg_id for m in revived) == sorted([b.msg_id, c.msg_id, d.msg_id]), (
+        "bad handles must not have acknowledged, hidden or lost anything"
+    )
+
+
+@pytest.mark.req("PACK-8")
+def test_bad_handles_are_refused(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic(T, 1)
     target.create_topic("OtherT", 1)
     send_n(target, 0, 4)
@@ -296,9 +435,8 @@ def test_bad_handles_are_refused_and_change_nothing(target) -> None:  # type: ig
     with pytest.raises(TargetError) as err:
         target.change_invisible(G, T, c.handle, 0)
     assert err.value.field == "invisibleTime"
-    target.advance(5_000 + REVIVE_DELAY_MS + SLACK_MS)
-    revived = {m.msg_id for m in pop_now(target).messages}
-    assert revived == {b.msg_id, c.msg_id, d.msg_id}, "refusals must not have acknowledged or lost anything"
+    revived = collect_redeliveries(target, 3, 5_000 + REVIVE_DELAY_MS + SLACK_MS)
+    assert {m.msg_id for m in revived} == {b.msg_id, c.msg_id, d.msg_id}, "refusals changed something"
     refused(G, T, d.handle)  # expired and revived
     with pytest.raises(TargetError):
         target.ack(G, T, new_b)  # revived as well
@@ -313,10 +451,13 @@ def test_consume_offset_moves_in_pop_order(target) -> None:  # type: ignore[no-u
     batch_b = pop_now(target, queue_id=0, max_nums=2, invisible_ms=60_000).messages
     for m in batch_b:
         target.ack(G, T, m.handle)
-    assert target.query_offset(G, T, 0)[1] == 0, "must not move past batch A, which is neither acked nor stored"
+    assert target.query_offset(G, T, 0)[1] <= 0, "must not move past batch A, which is neither acked nor stored"
     target.ack(G, T, batch_a[0].handle)
-    assert target.query_offset(G, T, 0)[1] == 0
+    assert target.query_offset(G, T, 0)[1] <= 0
     target.ack(G, T, batch_a[1].handle)
+    deadline = time.monotonic() + WIRE_WAKE_S
+    while target.query_offset(G, T, 0)[1] != 4 and not clocked(target) and time.monotonic() < deadline:
+        time.sleep(0.05)  # a broker commits pop offsets from its checkpoint buffer's scan
     assert target.query_offset(G, T, 0)[1] == 4, "every batch acknowledged: the offset moves past both"
 
 
@@ -326,14 +467,19 @@ def test_revived_messages_are_popped_again_with_growing_reconsume_times(target) 
     target.create_topic(T, 2)
     (msg_id,) = send_n(target, 1, 1)
     pop_now(target, invisible_ms=3_000)
-    held = target.pop(G, T, -1, 32, 3_000, 20_000)
+    held = target.pop(G, T, -1, 32, 3_000, 30_000)
     assert not held.done()
-    target.advance(3_000 + REVIVE_DELAY_MS + SLACK_MS)
-    assert held.done(), "a revive must wake the group's held pop"
+    if clocked(target):
+        target.advance(3_000 + REVIVE_DELAY_MS + SLACK_MS)
+        assert held.done(), "a revive must wake the group's held pop"
+    else:
+        deadline = time.monotonic() + (3_000 + REVIVE_DELAY_MS + WIRE_REVIVE_SLACK_MS) / 1000
+        while not held.done() and time.monotonic() < deadline:
+            pass
     (m,) = held.result().messages
-    assert (m.msg_id, m.reconsume_times, m.topic, m.retry) == (msg_id, 1, T, True)
-    target.advance(3_000 + REVIVE_DELAY_MS + SLACK_MS)
-    (m2,) = pop_now(target).messages
+    assert (m.msg_id, m.reconsume_times, m.topic, m.retry) == (msg_id, 1, T, True), "woken by the revive"
+    _, got = wait_for_redelivery(target, 3_000 + REVIVE_DELAY_MS + SLACK_MS)
+    (m2,) = got
     assert (m2.msg_id, m2.reconsume_times) == (msg_id, 2), "a retried message is revived again, +1"
     assert m2.properties.get("1ST_POP_TIME") == m.properties.get("1ST_POP_TIME"), "FIRST_POP_TIME is kept"
 
@@ -347,13 +493,12 @@ def test_restart_loses_nothing_and_revives_nothing_twice(target) -> None:  # typ
     target.ack(G, T, m0.handle)
     target.restart()
     target.ack(G, T, m1.handle)  # a handle issued before the restart
-    target.advance(20_000 + REVIVE_DELAY_MS + SLACK_MS)
-    revived = pop_now(target, invisible_ms=60_000).messages
+    revived = collect_redeliveries(target, 2, 20_000 + REVIVE_DELAY_MS + SLACK_MS, invisible_ms=5_000)
     assert sorted(m.msg_id for m in revived) == sorted([m2.msg_id, m3.msg_id])
     for m in revived:
         target.ack(G, T, m.handle)
     target.restart()
-    target.advance(120_000)
+    quiet(target, 5_000 + REVIVE_DELAY_MS + SLACK_MS)
     assert pop_now(target).messages == (), "nothing may be revived twice or come back acknowledged"
     send_n(target, 0, 1)
     assert len(pop_now(target).messages) == 1, "the queue's offset survived both restarts"

@@ -279,13 +279,13 @@ def target_capabilities(text: str) -> frozenset[str]:
     if spec.kind == "remoting":
         key = f"{spec.arg}?{spec.options.get('control', '')}"
         if key not in _probed:
-            from conformance.targets.remoting import CAPABILITIES as REMOTING
-            from conformance.targets.remoting import control_capabilities, discover_broker
+            from conformance.targets.remoting import control_capabilities, discover_broker, wire_capabilities
 
-            discover_broker(spec.arg)  # UnreachableTarget if the name server does not answer
+            broker = discover_broker(spec.arg)  # UnreachableTarget if the name server does not answer
             control = spec.options.get("control")
-            # The control channel's offer (UnreachableTarget if it does not answer).
-            _probed[key] = REMOTING | (control_capabilities(control) if control else frozenset())
+            # The broker's protocol (POP or not), and the control channel's offer (UnreachableTarget if it does
+            # not answer).
+            _probed[key] = wire_capabilities(broker) | (control_capabilities(control) if control else frozenset())
         return _probed[key]
     from conformance.targets.reference import ReferenceTarget
 

@@ -23,7 +23,11 @@ is prefixed with a namespace unique to the target instance. One TCP connection c
 requests; each ``conn`` of the suite gets its own connection, whose NOTIFY frames are its notifications.
 
 Capabilities are what the protocol allows: no clock or retention control (``advance`` sleeps), no restart,
-no allocation, POP or permits, no race control. What the protocol cannot do, the broker's runner may offer
+no allocation or permits, no race control; ``pop`` when the broker serves RocketMQ 5's POP codes (asked once
+with a pop of a topic that does not exist: a 4.x broker answers REQUEST_CODE_NOT_SUPPORTED). Receipt handles
+are built from a pop's answer as the Java 5 client builds them (ExtraInfoUtil's ``extraInfo``), and a group's
+assignment is asked after setting its request mode to POP, as an operator's ``mqadmin setConsumeMode`` does.
+What the protocol cannot do, the broker's runner may offer
 through its control channel (``remoting://HOST:PORT?control=HOST:CPORT``, :mod:`conformance.targets.control`):
 ``restart`` (and so ``kill_restart``), ``retention_expire`` and ``store_layout`` are then capabilities too, and
 after a restart the target reconnects every connection (the broker's address stays the same). The commit-log
@@ -45,12 +49,13 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from reference.allocation.registry import strategy_class
 from reference.net.remoting.client import RemotingClient, split_address
 from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode, loads_body
 from reference.net.remoting.message_codec import CodecError, decode_records, encode_properties
 from reference.store.filter import tags_hash_code
 
-from . import PulledMessage, PullReply, SendReceipt, StoreLayout, TargetError
+from . import PoppedRecord, PopReply, PulledMessage, PullReply, SendReceipt, StoreLayout, TargetError
 from .control import ControlClient, ControlDescription, ControlError
 from .http import UnreachableTarget
 
@@ -81,6 +86,17 @@ FIELD_NAMES = {
 }
 CAPABILITIES = frozenset({"pull", "long_poll", "query_offset", "commit_offset", "consumer_registry",
                           "remoting_wire"})
+#: RocketMQ 5's POP codes; a broker that answers POP_MESSAGE with REQUEST_CODE_NOT_SUPPORTED (4.x) lacks them.
+POP_CODES = {"POP_MESSAGE": 200050, "ACK_MESSAGE": 200051, "CHANGE_MESSAGE_INVISIBLETIME": 200053,
+             "QUERY_ASSIGNMENT": 400, "SET_MESSAGE_REQUEST_MODE": 401}
+#: ExtraInfoUtil's marks of a popped message's topic: the topic, its v1 retry topic, its v2 retry topic.
+NORMAL_MARK, RETRY_MARK, RETRY_V2_MARK = "0", "1", "2"
+#: The property in which a RocketMQ 5 broker hands a retried message's receipt handle (MessageConst.PROPERTY_POP_CK).
+PROPERTY_POP_CK = "POP_CK"
+#: ConsumeInitMode.MIN: a group's first pop of a queue starts at its min offset (POP-4).
+INIT_MODE_MIN = 0
+#: Refusal codes of an ack or a change of invisible time that mean "this handle names no in-flight message".
+HANDLE_REFUSALS = ("NO_MESSAGE",)
 _namespaces = itertools.count()
 
 
@@ -131,7 +147,7 @@ def _int(ext: dict[str, str], key: str, default: int = 0) -> int:
         return default
 
 
-class _PendingRemotingPull:
+class _PendingRemoting:
     def __init__(self, future: Future[PullReply]) -> None:
         self._future = future
 
@@ -156,12 +172,13 @@ class RemotingTarget:
         self.namesrv = namesrv
         self.name = name or f"remoting://{namesrv}"
         self._ns = f"n{os.getpid()}x{next(_namespaces)}-"
-        self.broker_addr = discover_broker(namesrv)
+        self.broker_addr, self.broker_name = discover_route(namesrv)
         #: The runner's control channel, and what it offers (None without one).
         self._control = ControlClient(control) if control else None
         self._offer: ControlDescription | None = describe_control(control) if control else None
+        self.capabilities = wire_capabilities(self.broker_addr)
         if self._offer is not None:
-            self.capabilities = CAPABILITIES | offered_capabilities(self._offer)
+            self.capabilities = self.capabilities | offered_capabilities(self._offer)
         self._main = self._connect()
         self._conns: dict[str, RemotingClient] = {}
         self._client_of_conn: dict[str, str] = {}
@@ -246,7 +263,7 @@ class RemotingTarget:
         # A refusal comes back at once; surface it here, as the in-process target does.
         with contextlib.suppress(FutureTimeout):
             out.result(timeout=SETTLE_S)
-        return _PendingRemotingPull(out)
+        return _PendingRemoting(out)
 
     @staticmethod
     def _pull_reply(response: RemotingCommand, offset: int, held_ms: int) -> PullReply:
@@ -350,6 +367,116 @@ class RemotingTarget:
         for client in [self._main, *self._conns.values()]:
             client.close()
 
+    # -- pop (RocketMQ 5: capability "pop" when the broker serves POP_MESSAGE) -----------------
+    def pop(self, group, topic, queue_id=-1, max_nums=32, invisible_ms=60_000, poll_ms=0,
+            client_id="conformance", expression="*"):  # type: ignore[no-untyped-def]
+        """POP_MESSAGE as a Java 5 client sends it; the handles are built from the answer as its
+        ``processPopResponse`` builds them (RocketMQ's ExtraInfoUtil layout)."""
+        ext: dict[str, Any] = {
+            "consumerGroup": self._n(group), "topic": self._n(topic), "queueId": queue_id, "maxMsgNums": max_nums,
+            "invisibleTime": str(invisible_ms), "pollTime": str(poll_ms), "bornTime": str(int(time.time() * 1000)),
+            "initMode": INIT_MODE_MIN, "expType": "TAG", "exp": expression,
+        }
+        started = time.monotonic()
+        wire = self._main.invoke_async(POP_CODES["POP_MESSAGE"], ext)
+        out: Future[PopReply] = Future()
+
+        def finish(f: Future[RemotingCommand]) -> None:
+            held_ms = int((time.monotonic() - started) * 1000)
+            try:
+                out.set_result(self._pop_reply(f.result(), topic, held_ms))
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+                out.set_exception(exc)
+
+        wire.add_done_callback(finish)
+        with contextlib.suppress(FutureTimeout):
+            out.result(timeout=SETTLE_S)
+        return _PendingRemoting(out)
+
+    def _pop_reply(self, response: RemotingCommand, topic: str, held_ms: int) -> PopReply:
+        if response.code not in (ResponseCode.SUCCESS, ResponseCode.POLLING_FULL, ResponseCode.POLLING_TIMEOUT,
+                                 ResponseCode.PULL_NOT_FOUND):
+            raise target_error(response)
+        ext = response.ext_fields
+        rest = _int(ext, "restNum")
+        if response.code != ResponseCode.SUCCESS:
+            return PopReply(code_name(response.code), (), rest, held_ms)
+        try:
+            records = decode_records(response.body)
+        except CodecError as exc:
+            raise AssertionError(f"POP_MESSAGE body does not decode: {exc}") from None
+        starts = _offset_info(ext.get("startOffsetInfo", ""))
+        prefix = " ".join((ext.get("popTime", "0"), ext.get("invisibleTime", "0"), ext.get("reviveQid", "0")))
+        messages = []
+        for r in records:
+            # A retried message comes with its topic set back to the one popped and its handle in POP_CK
+            # (RocketMQ 5's default, popResponseReturnActualRetryTopic=false); otherwise the handle is built.
+            handle = r.properties.get(PROPERTY_POP_CK, "")
+            if handle.count(" ") == 7:
+                mark = handle.split(" ")[4]
+            else:
+                mark = retry_mark(r.topic)
+                start = starts.get((mark, r.queue_id), [r.queue_offset])[0]
+                handle = f"{start} {prefix} {mark} {self.broker_name} {r.queue_id} {r.queue_offset}"
+            messages.append(PoppedRecord(
+                topic=topic, queue_id=r.queue_id, queue_offset=r.queue_offset, body=r.body, tags=r.tags,
+                msg_id=r.msg_id, handle=handle, reconsume_times=r.reconsume_times, retry=mark != NORMAL_MARK,
+                properties=dict(r.properties),
+            ))
+        return PopReply("SUCCESS", tuple(messages), rest, held_ms)
+
+    def _handle_header(self, group: str, topic: str, handle: str) -> dict[str, Any]:
+        """The header of an ack or change of invisible time, as the Java client fills it from the handle: the
+        topic it was read from (the retry topic for a retried message), its queue id and offset. A handle
+        that is not one is sent as it is (queue and offset 0): the broker judges it."""
+        parts = handle.split(" ")
+        queue_id, offset, mark = 0, 0, NORMAL_MARK
+        if len(parts) == 8 and parts[6].isdigit() and parts[7].isdigit():
+            queue_id, offset, mark = int(parts[6]), int(parts[7]), parts[4]
+        real_topic = self._n(topic)
+        if mark == RETRY_MARK:
+            real_topic = f"%RETRY%{self._n(group)}_{self._n(topic)}"
+        elif mark == RETRY_V2_MARK:
+            real_topic = f"%RETRY%{self._n(group)}+{self._n(topic)}"
+        return {"consumerGroup": self._n(group), "topic": real_topic, "queueId": queue_id, "offset": str(offset),
+                "extraInfo": handle}
+
+    def ack(self, group: str, topic: str, handle: str) -> None:
+        response = self._main.invoke(POP_CODES["ACK_MESSAGE"], self._handle_header(group, topic, handle),
+                                     timeout_s=REQUEST_TIMEOUT_S)
+        if response.code != ResponseCode.SUCCESS:
+            raise handle_error(response)
+
+    def change_invisible(self, group: str, topic: str, handle: str, invisible_ms: int) -> str:
+        ext = self._handle_header(group, topic, handle)
+        ext["invisibleTime"] = str(invisible_ms)
+        response = self._main.invoke(POP_CODES["CHANGE_MESSAGE_INVISIBLETIME"], ext, timeout_s=REQUEST_TIMEOUT_S)
+        if response.code != ResponseCode.SUCCESS:
+            raise handle_error(response)
+        r = response.ext_fields
+        mark = handle.split(" ")[4]
+        # As the Java client's changeInvisibleTimeAsync: the new checkpoint starts at the message's offset.
+        return (f"{ext['offset']} {r.get('popTime', '0')} {r.get('invisibleTime', '0')} {r.get('reviveQid', '0')} "
+                f"{mark} {self.broker_name} {ext['queueId']} {ext['offset']}")
+
+    def query_assignment(self, group, topic, client_id, strategy="AllocateMessageQueueAveragely",
+                         pop_share_queue_num=-1, model="CLUSTERING"):  # type: ignore[no-untyped-def]
+        """SET_MESSAGE_REQUEST_MODE (POP, ``pop_share_queue_num``), as an operator's ``mqadmin setConsumeMode``
+        would, then QUERY_ASSIGNMENT. RocketMQ answers a query it cannot allocate (no consumer, unknown topic
+        or strategy) with SUCCESS and no assignment set ("skip this round"): that is a refusal here."""
+        mode = {"topic": self._n(topic), "consumerGroup": self._n(group), "mode": "POP",
+                "popShareQueueNum": pop_share_queue_num}
+        self._call(POP_CODES["SET_MESSAGE_REQUEST_MODE"], {}, json.dumps(mode).encode("utf-8"))
+        body = {"topic": self._n(topic), "consumerGroup": self._n(group), "clientId": self._n(client_id),
+                "strategyName": wire_strategy_name(strategy), "messageModel": model}
+        r = self._call(POP_CODES["QUERY_ASSIGNMENT"], {}, json.dumps(body).encode("utf-8"))
+        assignments = loads_body(r.body).get("messageQueueAssignments") if r.body else None
+        if assignments is None:
+            raise TargetError("NO_ASSIGNMENT", "", "the broker answered no assignment set (nothing to allocate)")
+        queues = {(self._strip(str(a["messageQueue"]["topic"])), str(a["messageQueue"]["brokerName"]),
+                   int(a["messageQueue"]["queueId"])) for a in assignments}
+        return sorted(queues, key=lambda q: (q[0], q[1], q[2]))
+
     # -- through the runner's control channel --------------------------------------------------
     def _controlled(self, capability: str) -> ControlClient:
         if self._control is None or capability not in self.capabilities:
@@ -366,7 +493,7 @@ class RemotingTarget:
             self._conns.clear()
         self._client_of_conn.clear()
         control.restart(kill)
-        self.broker_addr = discover_broker(self.namesrv)
+        self.broker_addr, self.broker_name = discover_route(self.namesrv)
         self._main = self._connect()
 
     def expire_retention(self) -> int:
@@ -378,6 +505,61 @@ class RemotingTarget:
         offer = self._offer
         assert offer is not None and offer.commitlog_segment_bytes and offer.consumequeue_segment_units
         return StoreLayout(offer.commitlog_segment_bytes, offer.consumequeue_segment_units)
+
+
+def wire_strategy_name(name: str) -> str:
+    """The strategyName a Java 5 client sends: the strategy's getName() ("AVG" for AllocateMessageQueueAveragely);
+    a name the reference does not know is sent as it is, for the broker to refuse."""
+    try:
+        return str(getattr(strategy_class(name), "name", name))
+    except KeyError:
+        return name
+
+
+def retry_mark(record_topic: str) -> str:
+    """ExtraInfoUtil.getRetry: where a popped record was read (v2 retry topics join group and topic by '+')."""
+    if not record_topic.startswith("%RETRY%"):
+        return NORMAL_MARK
+    return RETRY_V2_MARK if "+" in record_topic else RETRY_MARK
+
+
+def _offset_info(text: str) -> dict[tuple[str, int], list[int]]:
+    """``startOffsetInfo`` / ``msgOffsetInfo``: entries ``mark queueId offset[,offset...]`` joined by ';'."""
+    out: dict[tuple[str, int], list[int]] = {}
+    for entry in filter(None, text.split(";")):
+        parts = entry.split(" ")
+        if len(parts) == 3 and parts[1].lstrip("-").isdigit():
+            out[(parts[0], int(parts[1]))] = [int(x) for x in parts[2].split(",") if x.lstrip("-").isdigit()]
+    return out
+
+
+def handle_error(response: RemotingCommand) -> TargetError:
+    """A refused ack or change of invisible time: a handle naming no in-flight message is INVALID_RECEIPT_HANDLE
+    (RocketMQ 5's NO_MESSAGE; the reference names the field receiptHandle)."""
+    error = target_error(response)
+    if error.code in HANDLE_REFUSALS or error.field == "receiptHandle":
+        return TargetError("INVALID_RECEIPT_HANDLE", "receiptHandle", error.rule)
+    return error
+
+
+def wire_capabilities(broker_addr: str) -> frozenset[str]:
+    """What the broker's protocol offers: :data:`CAPABILITIES`, and ``pop`` when it serves POP."""
+    return CAPABILITIES | ({"pop"} if supports_pop(broker_addr) else frozenset())
+
+
+def supports_pop(broker_addr: str) -> bool:
+    """Whether the broker serves POP_MESSAGE: asked with a pop of a topic that does not exist, which a
+    RocketMQ 5 broker refuses (TOPIC_NOT_EXIST) and a 4.x broker does not know (REQUEST_CODE_NOT_SUPPORTED)."""
+    client = RemotingClient(broker_addr)
+    try:
+        r = client.invoke(POP_CODES["POP_MESSAGE"], {
+            "consumerGroup": "mqtck-probe", "topic": f"mqtck-probe-{uuid.uuid4().hex[:8]}", "queueId": -1,
+            "maxMsgNums": 1, "invisibleTime": "60000", "pollTime": "0", "bornTime": str(int(time.time() * 1000)),
+            "initMode": INIT_MODE_MIN, "expType": "TAG", "exp": "*",
+        }, timeout_s=10.0)
+    finally:
+        client.close()
+    return r.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED
 
 
 def describe_control(address: str) -> ControlDescription:
@@ -425,6 +607,12 @@ def subscription_data(topic: str, expression: str, sub_version: int) -> dict[str
 
 def discover_broker(namesrv: str) -> str:
     """The master broker address in the name server's route of ``TBW102`` (UnreachableTarget otherwise)."""
+    return discover_route(namesrv)[0]
+
+
+def discover_route(namesrv: str) -> tuple[str, str]:
+    """(address, broker name) of the master broker in the name server's route of ``TBW102``
+    (UnreachableTarget otherwise). The name is what receipt handles carry."""
     try:
         split_address(namesrv)
     except ValueError as exc:
@@ -446,7 +634,7 @@ def discover_broker(namesrv: str) -> str:
         for broker in route["brokerDatas"]:
             addr = broker["brokerAddrs"].get(MASTER_ID)
             if addr:
-                return str(addr)
+                return str(addr), str(broker.get("brokerName", ""))
     except (ValueError, KeyError, TypeError, AttributeError):
         pass
     raise UnreachableTarget(f"name server {namesrv}: the route of {DEFAULT_TOPIC} names no master broker")

@@ -29,14 +29,18 @@ _BY_SHORT_NAME: dict[str, type] = {
     "pop_share": PopShareAllocation,
 }
 _BY_JAVA_NAME: dict[str, type] = {cls.JAVA_NAME: cls for cls in _BY_SHORT_NAME.values()}
+#: getName() → class: the name a RocketMQ 5 client sends in QUERY_ASSIGNMENT's strategyName ("AVG", ...).
+_BY_WIRE_NAME: dict[str, type] = {
+    cls.name: cls for cls in _BY_SHORT_NAME.values() if isinstance(getattr(cls, "name", None), str)
+}
 
 #: The short names, in documentation order.
 BUILTIN_NAMES: tuple[str, ...] = tuple(_BY_SHORT_NAME)
 
 
 def strategy_class(name: str) -> type:
-    """The class for a short name or a Java class name; ``KeyError`` naming the choices otherwise."""
-    cls = _BY_SHORT_NAME.get(name) or _BY_JAVA_NAME.get(name)
+    """The class for a short name, a Java class name or its getName(); ``KeyError`` naming the choices otherwise."""
+    cls = _BY_SHORT_NAME.get(name) or _BY_JAVA_NAME.get(name) or _BY_WIRE_NAME.get(name)
     if cls is None:
         raise KeyError(f"unknown strategy {name!r}; built-ins: {', '.join(BUILTIN_NAMES)}")
     return cls

@@ -28,7 +28,7 @@ class ResponseCode(enum.IntEnum):
     QUERY_NOT_FOUND = 22
     SUBSCRIPTION_PARSE_FAILED = 23
     SUBSCRIPTION_NOT_EXIST = 24
-    INVALID_PARAMETER = 215  # RocketMQ 5's ResponseCode.INVALID_PARAMETER
+    INVALID_PARAMETER = 29  # RocketMQ 5's ResponseCode.INVALID_PARAMETER (215 is FLOW_CONTROL)
 
 
 class PullSysFlag(enum.IntFlag):

@@ -60,6 +60,9 @@ class PoppedMessage:
     retry: bool
     store_timestamp: int
     born_timestamp: int
+    #: Where the message (in the retry topic for a retried one) starts in the commit log: a wire record
+    #: carries it (PHYSICALOFFSET).
+    commit_log_offset: int = 0
 
 
 @dataclass(frozen=True)

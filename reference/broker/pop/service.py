@@ -164,7 +164,7 @@ class PopService:
         return PoppedMessage(
             request.topic, message.queue_id, message.queue_offset, message.body, message.tags, message.keys,
             message.properties, message.unique_id, handle, message.reconsume_times, retry,
-            message.store_timestamp, message.born_timestamp,
+            message.store_timestamp, message.born_timestamp, message.commit_log_offset,
         )
 
     # -- ack and change invisible time ---------------------------------------------------------

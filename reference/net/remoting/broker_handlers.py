@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from reference.allocation.message_queue import MessageQueue
 from reference.broker.broker import Broker
@@ -26,6 +25,7 @@ from reference.errors import InvalidRequest, require
 from reference.net.remoting import admin
 from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode
 from reference.net.remoting.connection import RemotingConnection
+from reference.net.remoting.fields import as_int, field_int, field_str, json_body
 from reference.net.remoting.lock_manager import RebalanceLockManager
 from reference.net.remoting.message_codec import (
     PROPERTY_KEYS,
@@ -37,6 +37,7 @@ from reference.net.remoting.message_codec import (
     encode_stored_record,
     inflate_body,
 )
+from reference.net.remoting.pop_handlers import PopRequestHandlers
 from reference.store.filter import SubscriptionData
 from reference.store.message import Message, store_host_bytes
 
@@ -64,36 +65,13 @@ DELETE_EXPIRED_COMMITLOG = 329
 #: The refusal code when a request breaks a rule, per request (Java: SYSTEM_ERROR from header checks).
 _REFUSAL = {RequestCode.SEND_MESSAGE: ResponseCode.MESSAGE_ILLEGAL,
             RequestCode.SEND_MESSAGE_V2: ResponseCode.MESSAGE_ILLEGAL,
-            RequestCode.SEND_BATCH_MESSAGE: ResponseCode.MESSAGE_ILLEGAL}
-
-
-def field_str(cmd: RemotingCommand, name: str, default: str | None = None) -> str:
-    value = cmd.ext_fields.get(name, default)
-    if value is None:
-        raise InvalidRequest(name, "is required")
-    return value
-
-
-def field_int(cmd: RemotingCommand, name: str, default: int | None = None) -> int:
-    """An integer header field, whether the client wrote it as a JSON number or a string (§2)."""
-    value = cmd.ext_fields.get(name)
-    if value is None:
-        if default is None:
-            raise InvalidRequest(name, "is required")
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise InvalidRequest(name, f"must be an integer, got {value!r}") from None
-
-
-def json_body(cmd: RemotingCommand) -> dict[str, Any]:
-    try:
-        doc = json.loads(cmd.body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InvalidRequest("body", f"must be a JSON object: {exc}") from None
-    require(isinstance(doc, dict), "body", "must be a JSON object")
-    return doc
+            RequestCode.SEND_BATCH_MESSAGE: ResponseCode.MESSAGE_ILLEGAL,
+            RequestCode.POP_MESSAGE: ResponseCode.INVALID_PARAMETER,
+            RequestCode.CHANGE_MESSAGE_INVISIBLETIME: ResponseCode.INVALID_PARAMETER}
+#: Core error codes without a remoting response code of the same name. A receipt handle that names no
+#: in-flight message is answered as RocketMQ 5's AckMessageProcessor answers an ack at an offset the queue
+#: does not hold: NO_MESSAGE.
+_CODE_OF = {"INVALID_RECEIPT_HANDLE": ResponseCode.NO_MESSAGE}
 
 
 def _enum(value: object, table: dict[str, str], field: str) -> str:
@@ -136,6 +114,7 @@ class BrokerRequestHandlers:
             RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch_mq,
             DELETE_EXPIRED_COMMITLOG: self.delete_expired_commit_log,
             admin.UPDATE_AND_CREATE_TOPIC: lambda conn, cmd: admin.update_and_create_topic(self.broker, cmd),
+            **PopRequestHandlers(broker, self.store_host).table(),
         }
 
     # -- dispatch ------------------------------------------------------------------------------
@@ -146,7 +125,8 @@ class BrokerRequestHandlers:
         try:
             return handler(conn, cmd)
         except InvalidRequest as exc:
-            code = ResponseCode.__members__.get(exc.code) or _REFUSAL.get(cmd.code, ResponseCode.SYSTEM_ERROR)
+            code = (ResponseCode.__members__.get(exc.code) or _CODE_OF.get(exc.code)
+                    or _REFUSAL.get(cmd.code, ResponseCode.SYSTEM_ERROR))
             return cmd.make_response(code, str(exc))
         except CodecError as exc:
             return cmd.make_response(_REFUSAL.get(cmd.code, ResponseCode.SYSTEM_ERROR), str(exc))
@@ -169,7 +149,7 @@ class BrokerRequestHandlers:
             for sub in data.get("subscriptionDataSet") or []:
                 require(isinstance(sub, dict), "subscriptionDataSet", "must hold objects")
                 subs.append(SubscriptionData.parse(
-                    str(sub.get("topic", "")), sub.get("subString"), _int(sub.get("subVersion", 0), "subVersion"),
+                    str(sub.get("topic", "")), sub.get("subString"), as_int(sub.get("subVersion", 0), "subVersion"),
                 ))
             consumers.append(ConsumerData(
                 str(data.get("groupName", "")), tuple(subs),
@@ -251,7 +231,7 @@ class BrokerRequestHandlers:
             return self._pull_response(cmd, response)
 
         # Registered before the call: the core may deliver a held pull at once (an arrival during the call).
-        conn.hold_pull(request, encode)
+        conn.hold(request, encode)
         response = self.broker.pull(request, conn)
         if response is None:
             return None
@@ -311,7 +291,7 @@ class BrokerRequestHandlers:
         for mq in doc.get("mqSet") or []:
             require(isinstance(mq, dict), "mqSet", "must hold objects")
             queues.append(MessageQueue(str(mq.get("topic", "")), str(mq.get("brokerName", "")),
-                                       _int(mq.get("queueId"), "mqSet.queueId")))
+                                       as_int(mq.get("queueId"), "mqSet.queueId")))
         return group, client_id, queues
 
     def lock_batch_mq(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
@@ -330,9 +310,3 @@ class BrokerRequestHandlers:
         self.broker.run_retention(manual=True)
         return cmd.make_response()
 
-
-def _int(value: object, field: str) -> int:
-    try:
-        return int(str(value))
-    except ValueError:
-        raise InvalidRequest(field, f"must be an integer, got {value!r}") from None

@@ -52,6 +52,13 @@ class RequestCode(enum.IntEnum):
     GET_ROUTEINFO_BY_TOPIC = 105
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
+    #: POP consumption (RocketMQ 5): the broker allocates (QUERY_ASSIGNMENT) and tracks invisibility.
+    QUERY_ASSIGNMENT = 400
+    #: Sets a group's request mode for a topic (PULL or POP) and its popShareQueueNum.
+    SET_MESSAGE_REQUEST_MODE = 401
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
 
 
 class ResponseCode(enum.IntEnum):
@@ -77,8 +84,15 @@ class ResponseCode(enum.IntEnum):
     SUBSCRIPTION_NOT_EXIST = 24
     SUBSCRIPTION_NOT_LATEST = 25
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
+    #: RocketMQ 5 (ResponseCode.INVALID_PARAMETER); 4.x brokers answer SYSTEM_ERROR instead.
+    INVALID_PARAMETER = 29
     CONSUMER_NOT_ONLINE = 206
-    INVALID_PARAMETER = 215
+    #: An ack whose message is not where its offset says (RocketMQ 5 AckMessageProcessor).
+    NO_MESSAGE = 208
+    #: A pop found nothing and the pops held for its queue are already popPollingSize.
+    POLLING_FULL = 209
+    #: A pop found nothing and its poll time (0 included) has passed.
+    POLLING_TIMEOUT = 210
 
 
 def _ext_value(value: Any) -> str:

@@ -16,7 +16,9 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Callable
+from typing import Any
 
+from reference.broker.pop.protocol import PopMessageRequest, PopResponse
 from reference.broker.protocol import PullMessageRequest, PullResponse
 from reference.net.remoting.command import ONEWAY_FLAG, RemotingCommand, RequestCode
 from reference.net.remoting.frame import MAX_FRAME_BYTES, FrameDecoder, FrameError, encode_frame
@@ -28,8 +30,8 @@ READ_CHUNK_BYTES = 64 * 1024
 
 #: (connection, request) -> the response, or None when the answer comes later (a held pull) or never.
 Dispatch = Callable[["RemotingConnection", RemotingCommand], RemotingCommand | None]
-#: Turns the core's late answer to a held pull into the response frame for that request.
-PullEncoder = Callable[[PullResponse], RemotingCommand]
+#: Turns the core's late answer to a held request (a pull, a pop) into the response frame for that request.
+Encoder = Callable[[Any], RemotingCommand]
 
 _ids = itertools.count(1)
 
@@ -50,7 +52,7 @@ class RemotingConnection:
         self.key = f"{self.peer[0]}:{self.peer[1]}#{next(_ids)}"
         #: The client id its last heartbeat named ("" before any).
         self.client_id = ""
-        self._held: dict[int, PullEncoder] = {}
+        self._held: dict[int, Encoder] = {}
         self._opaque = itertools.count(1)
         self.closed = False
 
@@ -98,14 +100,21 @@ class RemotingConnection:
             self._on_close(self)
 
     # -- the broker core's Channel ------------------------------------------------------------
-    def hold_pull(self, request: PullMessageRequest, encode: PullEncoder) -> None:
-        """Remember how to answer ``request`` when the core delivers it (see :meth:`deliver_pull`)."""
+    def hold(self, request: PullMessageRequest | PopMessageRequest, encode: Encoder) -> None:
+        """Remember how to answer ``request`` when the core delivers it (:meth:`deliver_pull`,
+        :meth:`deliver_pop`). Registered before the core is called: it may answer during the call."""
         self._held[id(request)] = encode
 
-    def deliver_pull(self, request: PullMessageRequest, response: PullResponse) -> None:
+    def _deliver(self, request: object, response: object) -> None:
         encode = self._held.pop(id(request), None)
         if encode is not None:
             self.send(encode(response))
+
+    def deliver_pull(self, request: PullMessageRequest, response: PullResponse) -> None:
+        self._deliver(request, response)
+
+    def deliver_pop(self, request: PopMessageRequest, response: PopResponse) -> None:
+        self._deliver(request, response)
 
     def notify_consumer_ids_changed(self, group: str) -> None:
         """NOTIFY_CONSUMER_IDS_CHANGED as a oneway request on the client's own connection (§5.12)."""
