@@ -445,15 +445,24 @@ def test_bad_handles_are_refused(target) -> None:  # type: ignore[no-untyped-def
 @pytest.mark.req("PACK-7")
 @pytest.mark.needs("query_offset")
 def test_consume_offset_moves_in_pop_order(target) -> None:  # type: ignore[no-untyped-def]
+    """The offset may pass an unacknowledged batch only once its checkpoint is in the revive log: a broker
+    that buffers checkpoints (the reference; RocketMQ with enablePopBufferMerge) keeps it before batch A until A
+    is acknowledged; one that writes each checkpoint at once (RocketMQ 5's default) may commit past A at pop
+    time, and then A's messages must still come back when their invisibility ends."""
     target.create_topic(T, 1)
     send_n(target, 0, 4)
-    batch_a = pop_now(target, queue_id=0, max_nums=2, invisible_ms=60_000).messages
+    batch_a = pop_now(target, queue_id=0, max_nums=2, invisible_ms=5_000).messages
     batch_b = pop_now(target, queue_id=0, max_nums=2, invisible_ms=60_000).messages
     for m in batch_b:
         target.ack(G, T, m.handle)
-    assert target.query_offset(G, T, 0)[1] <= 0, "must not move past batch A, which is neither acked nor stored"
+    if target.query_offset(G, T, 0)[1] > 0:  # past batch A, so A's checkpoint must be stored
+        revived = collect_redeliveries(target, 2, 5_000 + REVIVE_DELAY_MS + SLACK_MS)
+        assert sorted(m.msg_id for m in revived) == sorted(m.msg_id for m in batch_a), (
+            "the offset moved past batch A, which is unacknowledged: its checkpoint must bring it back"
+        )
+        return
     target.ack(G, T, batch_a[0].handle)
-    assert target.query_offset(G, T, 0)[1] <= 0
+    assert target.query_offset(G, T, 0)[1] <= 0, "must not move past batch A, half of which is unacknowledged"
     target.ack(G, T, batch_a[1].handle)
     deadline = time.monotonic() + WIRE_WAKE_S
     while target.query_offset(G, T, 0)[1] != 4 and not clocked(target) and time.monotonic() < deadline:
