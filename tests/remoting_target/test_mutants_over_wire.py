@@ -22,7 +22,6 @@ from conformance.targets.launch import launch_broker
 
 pytestmark = pytest.mark.slow
 
-_NO_POP = "POP is not served over the remoting transport (no POP request codes; in-process and HTTP targets test it)"
 _NO_PERMITS = "Pulsar-style permits are not a RocketMQ remoting feature (the in-process and HTTP targets test them)"
 #: Broker faults the suite cannot catch through ``remoting://`` with a control channel, and why.
 UNREACHABLE = {
@@ -37,9 +36,6 @@ UNREACHABLE = {
         "RETAIN-1 needs clock_control to age messages past fileReservedTime (72 h); the control channel's "
         "expiry treats every full segment as expired, which is exactly what this fault does anyway"
     ),
-    "pop-revive-ignores-late-acks": _NO_POP,
-    "pop-ack-key-without-pop-time": _NO_POP,
-    "pop-invisible-from-request": _NO_POP,
     "flow-batch-counts-as-one-permit": _NO_PERMITS,
     "flow-permits-go-negative": _NO_PERMITS,
 }
