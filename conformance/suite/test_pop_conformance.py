@@ -16,6 +16,7 @@ whose claim is an exact instant, or that need a thousand held requests, need ``c
 from __future__ import annotations
 
 import contextlib
+import random
 import time
 
 import pytest
@@ -511,3 +512,45 @@ def test_restart_loses_nothing_and_revives_nothing_twice(target) -> None:  # typ
     assert pop_now(target).messages == (), "nothing may be revived twice or come back acknowledged"
     send_n(target, 0, 1)
     assert len(pop_now(target).messages) == 1, "the queue's offset survived both restarts"
+
+
+@pytest.mark.req("REVIVE-7")
+@pytest.mark.needs("consumer_registry")
+def test_at_least_once_with_crashing_slow_and_retrying_consumers(target) -> None:  # type: ignore[no-untyped-def]
+    """Three consumers share a topic's queues (popShareQueueNum 1) and pop the queues assigned to them; each
+    delivery is acknowledged, dropped (the consumer crashed: never acknowledged) or kept longer (a slow consumer
+    changes its invisible time). Every message ends acknowledged, and each redelivery comes no earlier than the
+    invisibility of the delivery before it ended."""
+    rng = random.Random(7)
+    invisible, step = 3_000, 500
+    target.create_topic(T, 4)
+    sent = {m for q in range(4) for m in send_n(target, q, 5)}
+    clients = ("c1", "c2", "c3")
+    for cid in clients:
+        target.heartbeat(f"conn-{cid}", cid, G, {T: "*"})
+    assigned = {cid: sorted({q[2] for q in target.query_assignment(G, T, cid, pop_share_queue_num=1)})
+                for cid in clients}
+    assert set().union(*assigned.values()) == {0, 1, 2, 3}, assigned
+    acked: set[str] = set()
+    visible_again: dict[str, int] = {}  # msg id -> when its current invisibility ends (test time, ms)
+    now, started = 0, time.monotonic()
+    limit = 60_000 if clocked(target) else 60_000 + 6 * WIRE_REVIVE_SLACK_MS
+    while acked != sent and now <= limit:
+        for cid in clients:
+            for queue_id in assigned[cid]:
+                for m in pop_now(target, queue_id=queue_id, max_nums=4, invisible_ms=invisible).messages:
+                    assert m.msg_id not in acked, f"{m.msg_id} was delivered again after its ack"
+                    earliest = visible_again.get(m.msg_id, 0) - tolerance(target)
+                    assert now >= earliest, f"{m.msg_id} delivered at {now} ms, still invisible until {earliest} ms"
+                    fate = rng.random()
+                    if fate < 0.6:
+                        target.ack(G, T, m.handle)
+                        acked.add(m.msg_id)
+                    elif fate < 0.8:  # a crash: the delivery is never acknowledged
+                        visible_again[m.msg_id] = now + invisible
+                    else:  # slow: the consumer keeps it longer, then crashes too
+                        target.change_invisible(G, T, m.handle, invisible)
+                        visible_again[m.msg_id] = now + invisible
+        target.advance(step)
+        now = now + step if clocked(target) else int((time.monotonic() - started) * 1000)
+    assert acked == sent, f"{len(sent - acked)} of {len(sent)} messages were never acknowledged"
