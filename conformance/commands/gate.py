@@ -9,6 +9,7 @@ registered). Progress goes to stderr as plain lines, so a CI log shows where the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 
@@ -36,20 +37,18 @@ def _say(text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from conformance.peers.maven import rocketmq_classpath
-    from conformance.peers.rocketmq import RocketMQPeer
-    from conformance.targets.control import serve_control
+    from conformance.peers.rocketmq import served
 
     started = time.monotonic()
+    stack = contextlib.ExitStack()
     try:
         info = peer_info(args.name)
         _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
         rocketmq_classpath(info.version)
         _say(f"starting {info.name}")
-        peer = RocketMQPeer(info).start()
+        target = stack.enter_context(served(info))
     except PeerError as exc:
         raise UsageError(str(exc)) from None
-    control = serve_control(peer)
-    target = f"{peer.target}?control={control.address}"
     _say(f"{info.name} ready at {target} after {time.monotonic() - started:.1f} s; running the suite")
     conform = ["conform", "--target", target, "--report-dir", args.report_dir, "--implementation", info.name]
     if not args.no_expect and info.name in expectations.known():
@@ -60,11 +59,8 @@ def run(args: argparse.Namespace) -> int:
         conform += ["--only", *args.only]
     if args.json:
         conform.append("--json")
-    try:
+    with stack:
         parsed = build_parser().parse_args(conform)
         code = int(parsed.func(parsed))
-    finally:
-        control.stop()
-        peer.stop()
     _say(f"{info.name}: exit {code}, {time.monotonic() - started:.1f} s wall time, start and stop included")
     return code

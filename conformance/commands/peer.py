@@ -9,6 +9,7 @@ removes its data. Exit 2 with one line when it cannot start.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
@@ -64,8 +65,7 @@ def parse_listen(text: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from conformance.peers.rocketmq import RocketMQPeer
-    from conformance.targets.control import serve_control
+    from conformance.peers.rocketmq import served
 
     port = parse_listen(args.listen)
     stop = threading.Event()
@@ -75,15 +75,12 @@ def _run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    stack = contextlib.ExitStack()
     try:
-        peer = RocketMQPeer(peer_info(args.name), port, log=sys.stderr if args.verbose else None).start()
+        target = stack.enter_context(served(peer_info(args.name), port, log=sys.stderr if args.verbose else None))
     except PeerError as exc:
         raise UsageError(str(exc)) from None
-    control = serve_control(peer)
-    try:
-        print(f"ready {peer.target}?control={control.address}", flush=True)
+    with stack:
+        print(f"ready {target}", flush=True)
         stop.wait()
-    finally:
-        control.stop()
-        peer.stop()
     return 0

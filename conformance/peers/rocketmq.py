@@ -30,6 +30,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -331,3 +332,23 @@ class RocketMQPeer:
             time.sleep(0.2)
         raise PeerError(f"{self.info.name} broker never registered with its name server within "
                         f"{START_TIMEOUT_S:.0f} s ({last})")
+
+
+@contextlib.contextmanager
+def served(info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None) -> Iterator[str]:
+    """The peer running with its control channel, for as long as the block runs: yields the target
+    (``remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT``); both are stopped and the data removed on the way
+    out. PeerError if the peer cannot start. What ``mqtck peer run`` serves and ``mqtck gate`` gates."""
+    from conformance.targets.control import serve_control
+
+    peer = RocketMQPeer(info, namesrv_port, log=log).start()
+    try:
+        control = serve_control(peer)
+    except BaseException:
+        peer.stop()
+        raise
+    try:
+        yield f"{peer.target}?control={control.address}"
+    finally:
+        control.stop()
+        peer.stop()

@@ -75,6 +75,9 @@ PRODUCER_GROUP = "mqtck-conformance"
 SETTLE_S = 0.25
 #: Wait for a response that is not a held pull.
 REQUEST_TIMEOUT_S = 30.0
+#: How much later than its hold time a held request may be answered: RocketMQ's PullRequestHoldService checks
+#: every 5 s (long polling), and a loaded machine adds seconds.
+HOLD_SLACK_S = 15.0
 #: Pull sysFlag bits (§5.4).
 COMMIT_OFFSET_FLAG, SUSPEND_FLAG, SUBSCRIPTION_FLAG = 0x1, 0x2, 0x4
 #: The remark shape of a refused request: ``field: rule``.
@@ -148,8 +151,12 @@ def _int(ext: dict[str, str], key: str, default: int = 0) -> int:
 
 
 class _PendingRemoting:
-    def __init__(self, future: Future[PullReply]) -> None:
+    """A pull or a pop in flight. Its answer is due by its hold time (suspend or poll time) plus one check of
+    the broker's hold service; :data:`HOLD_SLACK_S` later it counts as never answered."""
+
+    def __init__(self, future: Future[Any], hold_ms: int = 0) -> None:
         self._future = future
+        self._wait_s = max(REQUEST_TIMEOUT_S, hold_ms / 1000 + HOLD_SLACK_S)
 
     def done(self) -> bool:
         try:
@@ -160,9 +167,12 @@ class _PendingRemoting:
             return True
         return True
 
-    def result(self) -> PullReply:
-        # A held pull is answered by its suspend time plus one hold check at most; the request timeout bounds it.
-        return self._future.result(timeout=REQUEST_TIMEOUT_S + 60.0)
+    def result(self) -> Any:
+        try:
+            return self._future.result(timeout=self._wait_s)
+        except FutureTimeout:
+            raise AssertionError(f"no answer {self._wait_s:.0f} s after the request (its hold time plus "
+                                 f"{HOLD_SLACK_S:.0f} s)") from None
 
 
 class RemotingTarget:
@@ -263,7 +273,7 @@ class RemotingTarget:
         # A refusal comes back at once; surface it here, as the in-process target does.
         with contextlib.suppress(FutureTimeout):
             out.result(timeout=SETTLE_S)
-        return _PendingRemoting(out)
+        return _PendingRemoting(out, suspend_ms)
 
     @staticmethod
     def _pull_reply(response: RemotingCommand, offset: int, held_ms: int) -> PullReply:
@@ -389,9 +399,10 @@ class RemotingTarget:
                 out.set_exception(exc)
 
         wire.add_done_callback(finish)
-        with contextlib.suppress(FutureTimeout):
-            out.result(timeout=SETTLE_S)
-        return _PendingRemoting(out)
+        if poll_ms <= 0:  # answered at once: a refusal surfaces here. A held pop's refusal surfaces at result(),
+            with contextlib.suppress(FutureTimeout):  # so that a thousand held pops (POP-7) need no wait each.
+                out.result(timeout=SETTLE_S)
+        return _PendingRemoting(out, poll_ms)
 
     def _pop_reply(self, response: RemotingCommand, topic: str, held_ms: int) -> PopReply:
         if response.code not in (ResponseCode.SUCCESS, ResponseCode.POLLING_FULL, ResponseCode.POLLING_TIMEOUT,

@@ -47,7 +47,8 @@ class PopConfig:
     #: Longest long poll a pop may ask for (the gRPC clients' long_polling_timeout is at most 20 s;
     #: we allow up to the pull path's suspend ceiling).
     max_poll_time_ms: int = 3_600_000
-    #: Seed 004 §4.2.1: held pops per queue key before POLLING_FULL (RocketMQ's popPollingSize, 1024).
+    #: Seed 004 §4.2.1: held pops per queue key beyond which POLLING_FULL (RocketMQ's popPollingSize, 1024; it holds
+    #: one more, comparing with ">").
     pop_polling_size: int = 1_024
 
     def __post_init__(self) -> None:

@@ -12,8 +12,9 @@ received it: ``born time + poll time``. It is answered at the first of:
    consumer took the message meanwhile it finds nothing and is held again, with the same deadline;
 2. **its deadline**: answered POLLING_TIMEOUT, exactly then.
 
-When ``pop_polling_size`` pops are already held under the key, a further one is answered
-POLLING_FULL at once instead of being held.
+When more than ``pop_polling_size`` pops are already held under the key, a further one is answered
+POLLING_FULL at once instead of being held (RocketMQ 5's PopLongPollingService compares the held count with
+``>``, so the key holds popPollingSize + 1 at most).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ class PopLongPollingService:
         if held.request.poll_time_ms <= 0 or now >= held.deadline:
             return PollingResult.NOT_POLLING
         waiting = self._table.setdefault(held.key, [])
-        if len(waiting) >= self.config.pop_polling_size:
+        if len(waiting) > self.config.pop_polling_size:
             return PollingResult.POLLING_FULL
         waiting.append(held)
         held.timer = self.clock.call_later(held.deadline - now, lambda: self._on_deadline(held))
