@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.targets import parse_target
+from conformance.targets import TargetError, parse_target
 from conformance.targets.remoting import RemotingTarget, derive_status
 from reference.net.remoting.client import RemotingClient
-from reference.net.remoting.command import RequestCode, ResponseCode
+from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode
 
 
 def _conform(target: str, report_dir: Path) -> dict:
@@ -112,5 +112,59 @@ def test_client_records_notifications_and_fails_pending_requests_on_close(remoti
         target._main.close()  # noqa: SLF001
         with pytest.raises(ConnectionError):
             pending.result()
+    finally:
+        target.close()
+
+
+def test_pop_answer_infos_and_retry_marks_read_as_the_java_client_reads_them() -> None:
+    from conformance.targets.remoting import _offset_info, retry_mark, wire_strategy_name
+
+    assert _offset_info("0 1 5;1 0 7") == {("0", 1): [5], ("1", 0): [7]}
+    assert _offset_info("0 2 3,4,9") == {("0", 2): [3, 4, 9]}
+    assert _offset_info("") == {} and _offset_info("garbage") == {}
+    assert [retry_mark(t) for t in ("T", "%RETRY%G_T", "%RETRY%G+T")] == ["0", "1", "2"]
+    # RocketMQ's QueryAssignmentProcessor knows strategies by getName(); unknown names go as they are.
+    assert wire_strategy_name("AllocateMessageQueueAveragely") == "AVG"
+    assert wire_strategy_name("AllocateMessageQueueAveragelyByCircle") == "AVG_BY_CIRCLE"
+    assert wire_strategy_name("NoSuchStrategy") == "NoSuchStrategy"
+
+
+def test_handle_refusals_read_as_invalid_receipt_handle() -> None:
+    from conformance.targets.remoting import handle_error
+
+    no_message = RemotingCommand(ResponseCode.NO_MESSAGE, remark="offset is illegal")
+    assert handle_error(no_message).code == "INVALID_RECEIPT_HANDLE"
+    named = RemotingCommand(ResponseCode.SYSTEM_ERROR, remark="receiptHandle: malformed")
+    assert (handle_error(named).code, handle_error(named).field) == ("INVALID_RECEIPT_HANDLE", "receiptHandle")
+    other = RemotingCommand(ResponseCode.TOPIC_NOT_EXIST, remark="topic: no such topic")
+    assert handle_error(other).code == "TOPIC_NOT_EXIST"
+
+
+def test_the_reference_broker_serves_pop_over_remoting(remoting_broker) -> None:  # type: ignore[no-untyped-def]
+    """The POP codes in RocketMQ 5's shapes: the handles a client builds from the answer are the ones the broker
+    issued (an ack with each is accepted once), and a retried message carries its handle in POP_CK."""
+    server = remoting_broker()
+    target = RemotingTarget(server.namesrv)
+    try:
+        assert "pop" in target.capabilities
+        target.create_topic("PT", 2)
+        for q in (0, 1):
+            target.send("PT", q, b"m%d" % q, "A")
+        reply = target.pop("G", "PT", -1, 32, 60_000, 0).result()
+        assert reply.code == "SUCCESS" and sorted(m.queue_id for m in reply.messages) == [0, 1]
+        for m in reply.messages:
+            assert m.handle.split(" ")[5] == target.broker_name and not m.retry
+            target.ack("G", "PT", m.handle)
+        with pytest.raises(TargetError) as err:
+            target.ack("G", "PT", reply.messages[0].handle)
+        assert err.value.code == "INVALID_RECEIPT_HANDLE"
+        assert target.pop("G", "PT", -1, 32, 60_000, 0).result().code == "POLLING_TIMEOUT"
+        client = RemotingClient(target.broker_addr)
+        try:
+            r = client.invoke(RequestCode.POP_MESSAGE, {"consumerGroup": "G", "topic": "PT", "queueId": "0"},
+                              timeout_s=5)
+            assert r.code == ResponseCode.INVALID_PARAMETER and r.remark.startswith("maxMsgNums:"), r
+        finally:
+            client.close()
     finally:
         target.close()
