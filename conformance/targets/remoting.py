@@ -258,22 +258,28 @@ class RemotingTarget:
         }
         if expression is not None:
             ext["subscription"] = expression
+        # A refusal comes back at once; surface it here, as the in-process target does.
+        return self._held(RequestCode.PULL_MESSAGE, ext, lambda r, held_ms: self._pull_reply(r, offset, held_ms),
+                          suspend_ms, settle=True)
+
+    def _held(self, code: int, ext: dict[str, Any], parse: Any, hold_ms: int, settle: bool) -> _PendingRemoting:
+        """Send a request that may be held (a pull, a pop); its answer, parsed with the time it was held, comes
+        through the returned pending. ``settle``: wait a moment here for an answer already on its way."""
         started = time.monotonic()
-        wire = self._main.invoke_async(RequestCode.PULL_MESSAGE, ext)
-        out: Future[PullReply] = Future()
+        wire = self._main.invoke_async(code, ext)
+        out: Future[Any] = Future()
 
         def finish(f: Future[RemotingCommand]) -> None:
-            held_ms = int((time.monotonic() - started) * 1000)
             try:
-                out.set_result(self._pull_reply(f.result(), offset, held_ms))
+                out.set_result(parse(f.result(), int((time.monotonic() - started) * 1000)))
             except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
                 out.set_exception(exc)
 
         wire.add_done_callback(finish)
-        # A refusal comes back at once; surface it here, as the in-process target does.
-        with contextlib.suppress(FutureTimeout):
-            out.result(timeout=SETTLE_S)
-        return _PendingRemoting(out, suspend_ms)
+        if settle:
+            with contextlib.suppress(FutureTimeout):
+                out.result(timeout=SETTLE_S)
+        return _PendingRemoting(out, hold_ms)
 
     @staticmethod
     def _pull_reply(response: RemotingCommand, offset: int, held_ms: int) -> PullReply:
@@ -387,22 +393,10 @@ class RemotingTarget:
             "invisibleTime": str(invisible_ms), "pollTime": str(poll_ms), "bornTime": str(int(time.time() * 1000)),
             "initMode": INIT_MODE_MIN, "expType": "TAG", "exp": expression,
         }
-        started = time.monotonic()
-        wire = self._main.invoke_async(POP_CODES["POP_MESSAGE"], ext)
-        out: Future[PopReply] = Future()
-
-        def finish(f: Future[RemotingCommand]) -> None:
-            held_ms = int((time.monotonic() - started) * 1000)
-            try:
-                out.set_result(self._pop_reply(f.result(), topic, held_ms))
-            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
-                out.set_exception(exc)
-
-        wire.add_done_callback(finish)
-        if poll_ms <= 0:  # answered at once: a refusal surfaces here. A held pop's refusal surfaces at result(),
-            with contextlib.suppress(FutureTimeout):  # so that a thousand held pops (POP-7) need no wait each.
-                out.result(timeout=SETTLE_S)
-        return _PendingRemoting(out, poll_ms)
+        # Answered at once, a refusal surfaces here; a held pop's surfaces at result(), so that a thousand held
+        # pops (POP-7) need no wait each.
+        return self._held(POP_CODES["POP_MESSAGE"], ext, lambda r, held_ms: self._pop_reply(r, topic, held_ms),
+                          poll_ms, settle=poll_ms <= 0)
 
     def _pop_reply(self, response: RemotingCommand, topic: str, held_ms: int) -> PopReply:
         if response.code not in (ResponseCode.SUCCESS, ResponseCode.POLLING_FULL, ResponseCode.POLLING_TIMEOUT,
