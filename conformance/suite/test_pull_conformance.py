@@ -171,13 +171,14 @@ def test_bad_pulls_are_refused_naming_the_field(target) -> None:  # type: ignore
         assert err.field == field, f"{args} {kwargs}: error should name {field}, got {err}"
 
 
-@pytest.mark.req("INPUT-2")
+@pytest.mark.req("INPUT-2", "QOFF-3")
 @pytest.mark.needs("commit_offset", "query_offset")
 def test_bad_offset_updates_are_refused(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("CT", 1)
     target.commit_offset("G", "CT", 0, 1)
     for args, field in ((("", "CT", 0, 1), "consumerGroup"), (("G", "CT", 0, -1), "commitOffset"),
-                        (("G", "CT", 9, 1), "queueId"), (("G", "NOPE", 0, 1), "topic")):
+                        (("G", "CT", 9, 1), "queueId"), (("G", "CT", -1, 1), "queueId"),
+                        (("G", "NOPE", 0, 1), "topic")):
         with pytest.raises(TargetError) as err:
             target.commit_offset(*args)
         assert err.value.field == field
