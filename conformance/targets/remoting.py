@@ -349,6 +349,15 @@ class RemotingTarget:
             "consumerGroup": self._n(group),
         }, client=self._conn(conn))
 
+    def close_conn(self, conn: str) -> None:
+        """Close ``conn``'s TCP connection, as a consumer process that exits does (capability remoting_wire):
+        the broker sees its channel close."""
+        with self._lock:
+            client = self._conns.pop(conn, None)
+        if client is not None:
+            client.close()
+        self._client_of_conn.pop(conn, None)
+
     def consumer_ids(self, group: str) -> list[str]:
         r = self._main.invoke(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": self._n(group)},
                               timeout_s=REQUEST_TIMEOUT_S)

@@ -1,0 +1,245 @@
+"""STORE, QOFF, OFFSET, CGRP and LPOLL requirements a broker shows through the Target interface in real time.
+
+Each test claims only what a correct Apache RocketMQ broker (4.9.7, 5.x) shows over the wire as well as the
+reference does in-process: how tags are matched (by Java hash code), what a send's offset message id holds,
+where a new group's offset query starts, how many messages one pull returns at most, how far a filtered pull
+that finds nothing moves, that a closed channel leaves its group. Apache builds the consume queue after a send is
+acknowledged, so tests that pull right after sending wait until the queue's max offset shows the sends.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from reference.net.remoting.message_codec import decode_records
+
+#: How long a send may take to show in its consume queue (Apache dispatches asynchronously).
+VISIBLE_S = 5.0
+#: OFFSET-10: maxTransferCountOnMessageInMemory, the most messages one pull of in-memory data returns.
+MAX_TRANSFER_COUNT_IN_MEMORY = 32
+#: OFFSET-12: one pull scans at most max(16000, maxMsgNums x 20) bytes of 20-byte consume-queue units.
+MAX_FILTER_BYTES, CQ_UNIT_BYTES = 16_000, 20
+#: Tags whose Java String.hashCode() is the same (2112): a broker filtering by hash code cannot tell them apart.
+COLLIDING_TAGS = ("Aa", "BB")
+
+
+def visible(target, topic: str, queue_id: int, count: int) -> None:  # type: ignore[no-untyped-def]
+    """Wait until ``queue_id`` of ``topic`` holds ``count`` messages."""
+    deadline = time.monotonic() + VISIBLE_S
+    while target.min_max(topic, queue_id)[1] < count:
+        assert time.monotonic() < deadline, f"{count} sent messages never showed in queue {queue_id}"
+        time.sleep(0.02)
+
+
+# -- STORE ------------------------------------------------------------------------------------------------
+@pytest.mark.req("STORE-2")
+@pytest.mark.needs("pull")
+def test_tag_subscriptions_are_matched_by_java_hash_code(target) -> None:  # type: ignore[no-untyped-def]
+    """"Aa" and "BB" share a Java hash code: the broker answers a subscription to one with both (the client
+    re-checks the string); an untagged message (hash 0) and another tag are not matched."""
+    target.create_topic("ST2", 1)
+    for tag in (*COLLIDING_TAGS, "C", None):
+        target.send("ST2", 0, f"tag {tag}".encode(), tag)
+    visible(target, "ST2", 0, 4)
+    got = target.start_pull("G", "ST2", 0, 0, expression="Aa").result()
+    assert got.status == "FOUND" and [m.tags for m in got.messages] == list(COLLIDING_TAGS), (
+        "the broker matches by hash code: 'BB' collides with 'Aa' and must be returned too"
+    )
+    everything = target.start_pull("G", "ST2", 0, 0, expression="*").result()
+    assert [m.tags for m in everything.messages] == [*COLLIDING_TAGS, "C", None]
+
+
+@pytest.mark.req("STORE-3")
+@pytest.mark.needs("pull", "remoting_wire")
+def test_offset_message_id_is_store_host_port_and_commit_log_offset(target) -> None:  # type: ignore[no-untyped-def]
+    """The send's msgId is 32 upper-case hex digits: the store host's IPv4 address, its port, the commit-log
+    offset; the pulled record's store host and PHYSICALOFFSET give the same id."""
+    from reference.net.remoting.client import RemotingClient
+    from reference.net.remoting.command import RequestCode, ResponseCode
+    from reference.net.remoting.message_codec import encode_properties
+
+    target.create_topic("ST3", 1)
+    topic = target.namespaced("ST3")
+    client = RemotingClient(target.broker_addr)
+    try:
+        ids = []
+        for i in range(3):
+            r = client.invoke(RequestCode.SEND_MESSAGE, {
+                "producerGroup": "mqtck-wire", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
+                "queueId": 0, "sysFlag": 0, "bornTimestamp": str(int(time.time() * 1000)), "flag": 0,
+                "properties": encode_properties({"UNIQ_KEY": f"{i:032X}", "WAIT": "true"}), "reconsumeTimes": "0",
+                "unitMode": "0", "batch": "false",
+            }, b"body %d" % i, timeout_s=30)
+            assert r.code == ResponseCode.SUCCESS, (r.code, r.remark)
+            ids.append(r.ext_fields.get("msgId", ""))
+        visible(target, "ST3", 0, 3)
+        pulled = client.invoke(RequestCode.PULL_MESSAGE, {
+            "consumerGroup": target.namespaced("G"), "topic": topic, "queueId": 0, "queueOffset": "0",
+            "maxMsgNums": 32, "sysFlag": 4, "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*",
+            "subVersion": "0",
+        }, timeout_s=30)
+        records = decode_records(pulled.body)
+    finally:
+        client.close()
+    host, port = target.broker_addr.rsplit(":", 1)
+    prefix = "".join(f"{int(x):02X}" for x in host.split(".")) + f"{int(port):08X}"
+    for msg_id, record in zip(ids, records, strict=True):
+        assert len(msg_id) == 32 and msg_id == msg_id.upper(), f"offset msgId {msg_id!r}: 32 upper-case hex digits"
+        assert msg_id.startswith(prefix), f"offset msgId {msg_id!r} does not start with the store host {prefix}"
+        assert int(msg_id[16:], 16) == record.commit_log_offset and msg_id == record.offset_msg_id
+
+
+# -- QOFF ---------------------------------------------------------------------------------------------------
+@pytest.mark.req("QOFF-12")
+@pytest.mark.needs("query_offset")
+def test_a_new_group_starts_at_zero_on_a_hot_queue_from_zero(target) -> None:  # type: ignore[no-untyped-def]
+    """No committed offset, min offset 0, and the message at 0 in memory (a few fresh messages): 0."""
+    target.create_topic("QT", 1)
+    assert target.query_offset("NewG", "QT", 0) == ("SUCCESS", 0), "empty queue: nothing at 0 is in disk"
+    for i in range(3):
+        target.send("QT", 0, b"m%d" % i, "A")
+    visible(target, "QT", 0, 3)
+    assert target.query_offset("NewG", "QT", 0) == ("SUCCESS", 0), "min offset 0 and in memory: start at 0"
+
+
+@pytest.mark.req("QOFF-1")
+@pytest.mark.needs("query_offset", "commit_offset")
+def test_a_commit_replaces_the_stored_offset_per_group_and_queue(target) -> None:  # type: ignore[no-untyped-def]
+    """The table holds one next offset per topic@group and queue: a commit replaces it (also with a smaller
+    one), and neither another group nor another queue sees it."""
+    target.create_topic("QT", 2)
+    for i in range(10):
+        target.send("QT", 0, b"m%d" % i, "A")
+    visible(target, "QT", 0, 10)
+    target.commit_offset("G", "QT", 0, 7)
+    assert target.query_offset("G", "QT", 0) == ("SUCCESS", 7)
+    target.commit_offset("G", "QT", 0, 3)
+    assert target.query_offset("G", "QT", 0) == ("SUCCESS", 3), "a commit replaces the stored value"
+    # Never committed: "none" in the table, which a query answers by QOFF-12/13 (0 from a queue whose first
+    # message is hot, or QUERY_NOT_FOUND), never with another group's or queue's offset.
+    none = {("SUCCESS", 0), ("QUERY_NOT_FOUND", -1)}
+    assert target.query_offset("OtherG", "QT", 0) in none and target.query_offset("G", "QT", 1) in none
+
+
+# -- OFFSET -------------------------------------------------------------------------------------------------
+@pytest.mark.req("OFFSET-10")
+@pytest.mark.needs("pull")
+def test_one_pull_of_in_memory_messages_returns_at_most_32(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("OT", 1)
+    for i in range(40):
+        target.send("OT", 0, b"m%d" % i, "A")
+    visible(target, "OT", 0, 40)
+    got = target.start_pull("G", "OT", 0, 0, max_nums=64).result()
+    assert got.status == "FOUND" and len(got.messages) == MAX_TRANSFER_COUNT_IN_MEMORY, (
+        f"maxTransferCountOnMessageInMemory: {len(got.messages)} messages in one pull"
+    )
+    assert got.next_begin_offset == MAX_TRANSFER_COUNT_IN_MEMORY
+    one = target.start_pull("G", "OT", 0, 0, max_nums=1).result()
+    assert len(one.messages) == 1, "the first message is always returned"
+
+
+@pytest.mark.req("OFFSET-12")
+@pytest.mark.needs("pull")
+def test_a_filter_matching_nothing_advances_by_the_units_scanned(target) -> None:  # type: ignore[no-untyped-def]
+    """900 messages tagged A, a pull for tag B from 0: one pull scans max(16000, 32 x 20) bytes = 800 units (or
+    up to the end of the consume-queue segment, when that comes first), answers NO_MATCHED_MESSAGE and moves
+    nextBeginOffset past what it scanned; the next pull moves on from there."""
+    target.create_topic("OT", 1)
+    for i in range(900):
+        target.send("OT", 0, b"a%d" % i, "A")
+    visible(target, "OT", 0, 900)
+    window = max(MAX_FILTER_BYTES, 32 * CQ_UNIT_BYTES) // CQ_UNIT_BYTES
+    if "store_layout" in target.capabilities:
+        window = min(window, target.store_layout().consumequeue_segment_units)
+    first = target.start_pull("G", "OT", 0, 0, expression="B").result()
+    assert first.status == "NO_MATCHED_MESSAGE" and not first.messages, (first.code, first.status)
+    assert first.next_begin_offset == window, f"scanned {first.next_begin_offset} units, expected {window}"
+    second = target.start_pull("G", "OT", 0, first.next_begin_offset, expression="B").result()
+    assert second.status == "NO_MATCHED_MESSAGE" and second.next_begin_offset == min(900, 2 * window)
+
+
+# -- CGRP ---------------------------------------------------------------------------------------------------
+@pytest.mark.req("CGRP-6")
+@pytest.mark.needs("consumer_registry", "remoting_wire")
+def test_a_closed_channel_leaves_its_group_and_the_others_are_told(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("RT", 1)
+    target.heartbeat("c1", "client-1", "G", {"RT": "*"})
+    target.heartbeat("c2", "client-2", "G", {"RT": "*"})
+    assert target.consumer_ids("G") == ["client-1", "client-2"]
+    before = len(target.notifications("c1"))
+    target.close_conn("c2")
+    deadline = time.monotonic() + VISIBLE_S
+    while target.consumer_ids("G") != ["client-1"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert target.consumer_ids("G") == ["client-1"], "a closed channel must leave its group"
+    assert target.notifications("c1")[before:] == ["G"], "the remaining member must be told"
+
+
+# -- LPOLL --------------------------------------------------------------------------------------------------
+@pytest.mark.req("LPOLL-8")
+@pytest.mark.needs("long_poll")
+def test_non_matching_growth_never_answers_a_held_pull_early(target) -> None:  # type: ignore[no-untyped-def]
+    """A pull for tag A held 12 s; only B messages arrive: it must still be held past a periodic check (RocketMQ
+    checks every 5 s), and a matching arrival then answers it."""
+    target.create_topic("LT", 1)
+    pending = target.start_pull("G", "LT", 0, 0, expression="A", suspend_ms=12_000)
+    assert not pending.done()
+    target.send("LT", 0, b"b", "B")
+    target.advance(6_500)
+    assert not pending.done(), "growth by non-matching messages answered the held pull before its hold time"
+    target.send("LT", 0, b"a", "A")
+    reply = pending.result()
+    assert reply.status == "FOUND" and [m.tags for m in reply.messages] == ["A"]
+
+
+
+# -- STORE: a kill while appending -------------------------------------------------------------------------
+@pytest.mark.req("STORE-20", "STORE-7")
+@pytest.mark.needs("kill_restart", "pull")
+def test_a_kill_while_appending_loses_no_acknowledged_message(target) -> None:  # type: ignore[no-untyped-def]
+    """A sender appends to two queues while the broker is killed (SIGKILL): after the restart every message whose
+    send was acknowledged is read back at its queue offset with its bytes, each queue's offsets are contiguous
+    from 0, and the next append takes the next offset. Sends in flight at the kill may or may not be there."""
+    target.create_topic("KT", 2)
+    acked: list[tuple[int, int, bytes]] = []
+    stop = threading.Event()
+
+    def append() -> None:
+        i = 0
+        while not stop.is_set():
+            body = (f"k{i}:".encode() * (1 + i % 300))[: 40 + (i * 37) % 4_000]
+            try:
+                receipt = target.send("KT", i % 2, body, "A")
+            except Exception:  # noqa: BLE001 - the broker went away mid-send: this one is not acknowledged
+                return
+            acked.append((receipt.queue_id, receipt.queue_offset, body))
+            i += 1
+
+    sender = threading.Thread(target=append, daemon=True)
+    sender.start()
+    time.sleep(1.5)
+    target.restart(kill=True)
+    stop.set()
+    sender.join(timeout=30)
+    assert len(acked) >= 10, f"only {len(acked)} sends were acknowledged before the kill"
+    for queue_id in (0, 1):
+        mine = sorted((o, b) for q, o, b in acked if q == queue_id)
+        if not mine:
+            continue
+        visible(target, "KT", queue_id, mine[-1][0] + 1)
+        lo, hi = target.min_max("KT", queue_id)
+        read: dict[int, bytes] = {}
+        offset = lo
+        while offset < hi:
+            reply = target.start_pull("G", "KT", queue_id, offset).result()
+            assert reply.status == "FOUND" and reply.messages, f"queue {queue_id} offset {offset}: {reply.code}"
+            for m in reply.messages:
+                read[m.queue_offset] = m.body
+            offset = reply.next_begin_offset
+        assert lo == 0 and sorted(read) == list(range(hi)), f"queue {queue_id}: offsets not contiguous from 0"
+        for queue_offset, body in mine:
+            assert read.get(queue_offset) == body, f"acknowledged message {queue_id}@{queue_offset} lost or changed"
+        assert target.send("KT", queue_id, b"after", "A").queue_offset == hi, "the next append takes the next offset"
