@@ -9,11 +9,13 @@ acknowledged, so tests that pull right after sending wait until the queue's max 
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
 import pytest
 
+from conformance.targets import TargetError
 from reference.net.remoting.message_codec import decode_records
 
 #: How long a send may take to show in its consume queue (Apache dispatches asynchronously).
@@ -243,3 +245,62 @@ def test_a_kill_while_appending_loses_no_acknowledged_message(target) -> None:  
         for queue_offset, body in mine:
             assert read.get(queue_offset) == body, f"acknowledged message {queue_id}@{queue_offset} lost or changed"
         assert target.send("KT", queue_id, b"after", "A").queue_offset == hi, "the next append takes the next offset"
+
+
+# -- STORE: refused appends, segment boundaries -------------------------------------------------------------
+#: STORE-9: maxMessageSize, RocketMQ's default (4 MiB).
+MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+
+
+@pytest.mark.req("STORE-9")
+@pytest.mark.needs("pull")
+def test_appends_past_the_queues_or_over_max_message_size_are_refused(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("ST9", 2)
+    target.send("ST9", 0, b"kept", "A")
+    visible(target, "ST9", 0, 1)
+    for queue_id, body in ((2, b"past the queues"), (0, b"x" * (MAX_MESSAGE_SIZE + 1))):
+        with pytest.raises(TargetError):
+            target.send("ST9", queue_id, body, "A")
+    time.sleep(0.5)  # what a refused send might have written would show by now
+    assert (target.min_max("ST9", 0), target.min_max("ST9", 1)) == ((0, 1), (0, 0)), "a refused send wrote"
+
+
+@pytest.mark.req("STORE-21")
+@pytest.mark.needs("pull")
+def test_malformed_appends_are_refused_naming_the_field(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("ST9", 1)
+    for topic, tags, field in (("ST9", "a b", "tags"), ("ST9", "a||b", "tags"), ("ST9", "t" * 256, "tags"),
+                               ("NoSuchTopic", "A", "topic")):
+        with pytest.raises(TargetError) as err:
+            target.send(topic, 0, b"bad", tags)
+        assert err.value.field == field, (topic, tags, err.value)
+    assert target.min_max("ST9", 0) == (0, 0), "a refused send wrote"
+
+
+@pytest.mark.req("STORE-4")
+@pytest.mark.needs("pull", "store_layout", "remoting_wire")
+def test_no_record_spans_two_commit_log_segments(target) -> None:  # type: ignore[no-untyped-def]
+    """Records of an eighth of a segment (less the header), past two segment boundaries: each lies within one
+    segment file, and the one that did not fit starts the next segment (the rest was left blank)."""
+    segment = target.store_layout().commitlog_segment_bytes
+    if segment > 16 << 20:
+        pytest.skip(f"not applicable: {segment}-byte commit-log segments are too large to fill in a test")
+    target.create_topic("ST4", 1)
+    count = 20
+    for i in range(count):
+        target.send("ST4", 0, bytes([65 + i % 26]) * (segment // 8 - 300), "A")
+    visible(target, "ST4", 0, count)
+    starts: list[int] = []
+    offset = 0
+    while offset < count:
+        reply = target.start_pull("G", "ST4", 0, offset).result()
+        assert reply.status == "FOUND", (offset, reply.code)
+        starts += [m.commit_log_offset for m in reply.messages]
+        offset = reply.next_begin_offset
+    assert None not in starts and len(starts) == count
+    boundaries = 0
+    for start, following in itertools.pairwise(starts):
+        if following // segment != start // segment:  # the next record is in a later segment
+            assert following % segment == 0, f"a record at {following} does not start its segment"
+            boundaries += 1
+    assert boundaries >= 2, f"only {boundaries} segment boundaries crossed: the test did not test"
