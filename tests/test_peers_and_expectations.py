@@ -103,3 +103,13 @@ def test_profile_strict_gates_its_shoulds() -> None:
     profile = spec.requirements()["INPUT-4"].profile
     v = report.Verdict("INPUT-4", "SHOULD", "INPUT", "", "", "pull", "fail", profile=profile)
     assert report.exit_code([v]) == 0 and report.exit_code([v], ["strict"]) == 1
+
+
+def test_maven_errors_are_one_clean_line() -> None:
+    """What `mqtck peer install` / `gate` print when Maven cannot resolve: its first error, without colour codes."""
+    from conformance.peers.maven import _first_error
+
+    coloured = "[INFO] x\n\x1b[1;31m[ERROR]\x1b[0m No plugin found for prefix 'dependency' -> [Help 1]\n[ERROR] next"
+    assert _first_error(coloured) == "No plugin found for prefix 'dependency' -> [Help 1]"
+    assert _first_error("[ERROR] [0m Could not transfer artifact") == "Could not transfer artifact"
+    assert _first_error("") == "no output"

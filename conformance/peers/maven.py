@@ -8,6 +8,7 @@ downloads them into ``~/.m2`` once, and the resolved classpath is cached per ver
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -57,8 +58,14 @@ def rocketmq_classpath(version: str, *, refresh: bool = False) -> list[str]:
     return cached.read_text(encoding="utf-8").strip().split(os.pathsep)
 
 
+#: ANSI colour codes, which Maven 3.9 writes even in batch mode when its output is not a terminal.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m|\[[0-9;]*m")
+
+
 def _first_error(text: str) -> str:
+    """Maven's first error line, without its colour codes and ``[ERROR]`` tag (at most 300 characters)."""
+    text = _ANSI.sub("", text)
     for line in text.splitlines():
-        if "[ERROR]" in line or "ERROR" in line:
+        if "ERROR" in line:
             return line.replace("[ERROR]", "").strip()[:300]
     return (text.strip().splitlines() or ["no output"])[-1][:300]
