@@ -7,15 +7,29 @@ property suites use the same oracle.
 
 from __future__ import annotations
 
+import time
+
 #: OFFSET-4: beyond the max offset of a queue whose min is 0, the seed's broker (RocketMQ up to 4.9.3) goes
 #: back to 0; since 4.9.4 (ISSUE #4215, DefaultMessageStore.getMessage) Apache RocketMQ goes to the max offset
 #: instead, to stop a consumer re-reading the whole queue. Both conform.
 
 
+#: How long a send may take to show in its consume queue over the wire (Apache dispatches it asynchronously).
+VISIBLE_S = 5.0
+
+
 def fill(target, topic: str, n: int, tags: str = "A", queue: int = 0) -> None:  # type: ignore[no-untyped-def]
-    """Send ``n`` messages of about 100 bytes with ``tags`` to one queue."""
+    """Send ``n`` messages of about 100 bytes with ``tags`` to one queue, and return once a pull can see them:
+    Apache RocketMQ builds the consume queue after it acknowledged the send, so a pull at once may miss the last."""
+    last = None
     for i in range(n):
-        target.send(topic, queue, f"m{i}".encode() * 50, tags)
+        last = target.send(topic, queue, f"m{i}".encode() * 50, tags)
+    if last is None or "clock_control" in target.capabilities:
+        return
+    deadline = time.monotonic() + VISIBLE_S
+    while target.min_max(topic, queue)[1] <= last.queue_offset:
+        assert time.monotonic() < deadline, f"the messages sent to {topic}/{queue} never showed in its queue"
+        time.sleep(0.02)
 
 
 def expected_correction(offset: int, lo: int, hi: int) -> tuple[str, int] | None:
