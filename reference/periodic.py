@@ -14,10 +14,13 @@ from reference.clock import Clock, TimerHandle
 
 class PeriodicTask:
     """Runs ``action`` ``initial_delay_ms`` after :meth:`start`, then every ``interval_ms`` (measured
-    from the end of the previous run, like scheduleWithFixedDelay)."""
+    from the end of the previous run, like scheduleWithFixedDelay). ``interval_ms`` may be a function,
+    read after each run: a loop like RocketMQ's PullRequestHoldService reads its wait from the broker's
+    configuration each time round, so a setting changed at run time applies from the next wait on."""
 
     def __init__(
-        self, clock: Clock, initial_delay_ms: int, interval_ms: int, action: Callable[[], object]
+        self, clock: Clock, initial_delay_ms: int, interval_ms: int | Callable[[], int],
+        action: Callable[[], object],
     ) -> None:
         self._clock = clock
         self._initial_delay_ms = initial_delay_ms
@@ -34,7 +37,8 @@ class PeriodicTask:
         try:
             self._action()
         finally:
-            self._timer = self._clock.call_later(self._interval_ms, self._run)
+            interval = self._interval_ms() if callable(self._interval_ms) else self._interval_ms
+            self._timer = self._clock.call_later(interval, self._run)
 
     def cancel(self) -> None:
         if self._timer is not None:

@@ -50,12 +50,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", required=True, help="store directory (created if missing; recovered if not)")
     p.add_argument("--trace", default=None, help="record a trace here (*.jsonl, *.jsonl.gz or a Parquet dir)")
     p.add_argument("--segment-bytes", type=int, default=None, help="commit-log segment size")
+    p.add_argument("--clean-interval-ms", type=int, default=None,
+                   help="how often the clean service runs (cleanResourceInterval, default 10000); gating runs use "
+                        "1000 so that retention tests wait less")
     p.add_argument("--sim-clock", action="store_true",
                    help="simulated time, advanced only by POST /admin/clock/advance (HTTP only)")
     p.add_argument("--short-polling", action="store_true",
                    help="long polling off: hold a pull at most shortPollingTimeMills (1 s)")
     p.add_argument("--control", action="store_true",
-                   help="--remoting: also serve the control channel (restart, retention expiry, store layout) on "
+                   help="--remoting: also serve the control channel (restart, retention expiry, store layout, run-time "
+                        "settings, manual delete) on "
                         "loopback; the serving line ends with ?control=HOST:PORT")
     p.add_argument("--mutant", metavar="NAME", default=None,
                    help="--remoting: serve the broker with this seeded broker fault of the catalogue")
@@ -123,6 +127,10 @@ def run(args: argparse.Namespace) -> int:
         if args.file_reserved_hours < 0:
             raise UsageError("--file-reserved-hours must be >= 0")
         store_config.file_reserved_time_hours = args.file_reserved_hours
+    if args.clean_interval_ms is not None:
+        if args.clean_interval_ms < 100:
+            raise UsageError("--clean-interval-ms must be >= 100")
+        store_config.clean_resource_interval_ms = args.clean_interval_ms
     clock = SimClock() if args.sim_clock else RealClock()
     config = BrokerConfig(long_polling_enable=not args.short_polling)
     trace = Trace(sink_for(args.trace), run=f"broker-{data_dir.name}", clock=clock) if args.trace else None

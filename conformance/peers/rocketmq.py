@@ -12,11 +12,18 @@ Facts this launcher encodes (each found running the real thing here):
   ``diskMaxUsedSpaceRatio`` and the two ``rocketmq.broker.diskSpace*`` system properties are raised;
 * the broker binds ``listenPort``, ``listenPort - 2`` (the VIP channel) and ``listenPort + 1`` (HA), so its
   port is chosen with both neighbours free;
-* everything binds and advertises 127.0.0.1 (``brokerIP1``, the name server address).
+* everything binds and advertises 127.0.0.1 (``brokerIP1``, the name server address);
+* the clean service's hours (``deleteWhen``) are in the JVM's time zone: the JVMs run in UTC
+  (``-Duser.timezone=UTC``), as the reference reads them;
+* the clean service runs every ``cleanResourceInterval`` (10 s by default, set at start only): the peer runs it
+  every second, so that retention tests wait seconds, not tens of seconds (its first run stays 60 s after boot,
+  fixed in DefaultMessageStore).
 
 The runner owns the processes, so it also offers what the wire cannot: a restart (clean or SIGKILL, data
 kept), retention on demand (every closed commit-log segment expired and cleaned now, through RocketMQ's own
-admin requests) and the store's segment sizes. ``mqtck peer run`` publishes these on the control channel.
+admin requests), settings changed at run time (UPDATE_BROKER_CONFIG), a manual delete request
+(DELETE_EXPIRED_COMMITLOG) and the store's segment sizes. ``mqtck peer run`` publishes these on the control
+channel.
 """
 
 from __future__ import annotations
@@ -51,6 +58,8 @@ DISK_RATIO_PROPERTIES = (
     "-Drocketmq.broker.diskSpaceWarningLevelRatio=0.99",
     "-Drocketmq.broker.diskSpaceCleanForciblyRatio=0.99",
 )
+#: deleteWhen names hours of the JVM's time zone: UTC, as the reference reads them.
+TIMEZONE_PROPERTY = "-Duser.timezone=UTC"
 #: Commit-log segment size the peer is started with: small, so retention has closed segments to delete
 #: after a few MiB of sends (RocketMQ's default is 1 GiB). Tests learn it from the control channel.
 COMMITLOG_SEGMENT_BYTES = 1 << 20
@@ -64,13 +73,15 @@ STOP_TIMEOUT_S = 20.0
 BOOT_SUCCESS = "boot success"
 #: RocketMQ admin request codes the runner uses (RequestCode.java).
 UPDATE_BROKER_CONFIG = 25
+GET_BROKER_CONFIG = 26
 GET_BROKER_RUNTIME_INFO = 28
 DELETE_EXPIRED_COMMITLOG = 329
-#: RocketMQ's defaults: fileReservedTime (72 h), put back after an expire; cleanResourceInterval (10 s).
-FILE_RESERVED_HOURS = 72
-CLEAN_INTERVAL_S = 10.0
-#: The clean service's first run is 60 s after the broker starts, then every cleanResourceInterval
-#: (10 s): an expire request waits at most that long for the deletion.
+#: How often the peer's clean service runs (cleanResourceInterval; RocketMQ's default is 10 000 ms).
+CLEAN_INTERVAL_MS = 1_000
+#: An expire makes every hour a clean hour and keeps nothing reserved, until the deletion is seen.
+EVERY_HOUR = ";".join(f"{h:02d}" for h in range(24))
+#: The clean service's first run is 60 s after the broker starts, then every cleanResourceInterval: an
+#: expire request waits at most this long for the deletion.
 EXPIRE_TIMEOUT_S = 90.0
 
 _LOGBACK = """<configuration>
@@ -198,12 +209,42 @@ class RocketMQPeer:
 
     # -- what the owner of the process can do (the control channel) -------------------------------
     def describe(self) -> dict[str, object]:
+        assert self.dir is not None, "not started"
+        usage = shutil.disk_usage(self.dir)
         return {
             "implementation": self.info.name,
-            "capabilities": ["restart", "retention_expire", "store_layout"],
+            "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete"],
             "store": {"commitlog_segment_bytes": COMMITLOG_SEGMENT_BYTES,
-                      "consumequeue_segment_units": CONSUMEQUEUE_SEGMENT_UNITS},
+                      "consumequeue_segment_units": CONSUMEQUEUE_SEGMENT_UNITS,
+                      "clean_interval_ms": CLEAN_INTERVAL_MS,
+                      "disk_used_ratio": round(usage.used / usage.total, 4) if usage.total else 1.0},
         }
+
+    def configure(self, settings: dict[str, object]) -> dict[str, object]:
+        """Change broker settings with RocketMQ's UPDATE_BROKER_CONFIG; the values they replace are read first
+        with GET_BROKER_CONFIG, typed as the control channel's settings are."""
+        from reference.net.remoting.client import RemotingClient
+
+        client = RemotingClient(self.broker_address)
+        try:
+            current = self._broker_config(client)
+            previous = {name: _typed(name, current.get(name, "")) for name in settings}
+            self._update_config(client, {k: _property(v) for k, v in settings.items()})
+        finally:
+            client.close()
+        return previous
+
+    def manual_delete(self) -> None:
+        """DELETE_EXPIRED_COMMITLOG: the next 20 clean runs delete expired segments at any hour."""
+        from reference.net.remoting.client import RemotingClient
+
+        client = RemotingClient(self.broker_address)
+        try:
+            response = client.invoke(DELETE_EXPIRED_COMMITLOG, {}, timeout_s=10.0)
+            if response.code != 0:
+                raise PeerError(f"DELETE_EXPIRED_COMMITLOG refused: {response.code} {response.remark}")
+        finally:
+            client.close()
 
     def restart(self, kill: bool = False) -> None:
         """Stop the broker (SIGTERM: its shutdown hook flushes; SIGKILL: nothing runs) and start it again on the
@@ -218,8 +259,9 @@ class RocketMQPeer:
 
     def expire_and_clean(self) -> int:
         """Every closed commit-log segment counts as expired and is deleted now (RocketMQ's own clean service:
-        ``fileReservedTime=0`` plus a manual delete request); then the reservation is put back. Returns how many
-        commit-log segments were deleted.
+        ``fileReservedTime=0`` and every hour a ``deleteWhen`` hour); then both are put back. Returns how many
+        commit-log segments were deleted. No manual delete request is used: it would go on forcing the next 20
+        clean runs, which tests of the hour and disk triggers must not inherit.
 
         Done when the broker's runtime info shows ``commitLogMinOffset`` at the start of the segment being
         written (RocketMQ keeps a pre-created next file, so counting files says nothing), plus one more clean
@@ -229,8 +271,10 @@ class RocketMQPeer:
         client = RemotingClient(self.broker_address)
         try:
             before = self._commitlog_bounds(client)[0]
-            self._update_config(client, {"fileReservedTime": "0"})
-            client.invoke(DELETE_EXPIRED_COMMITLOG, {}, timeout_s=10.0)
+            current = self._broker_config(client)
+            restore = {"fileReservedTime": current.get("fileReservedTime", "72"),
+                       "deleteWhen": current.get("deleteWhen", "04")}
+            self._update_config(client, {"fileReservedTime": "0", "deleteWhen": EVERY_HOUR})
             deadline = time.monotonic() + EXPIRE_TIMEOUT_S
             while True:
                 lo, hi = self._commitlog_bounds(client)
@@ -240,10 +284,10 @@ class RocketMQPeer:
                     raise PeerError(f"retention did not reach the segment being written within {EXPIRE_TIMEOUT_S} s "
                                     f"(commit log [{lo}, {hi}))")
                 time.sleep(0.2)
-            time.sleep(CLEAN_INTERVAL_S)
+            time.sleep(2 * CLEAN_INTERVAL_MS / 1000)
         finally:
             with contextlib.suppress(Exception):
-                self._update_config(client, {"fileReservedTime": str(FILE_RESERVED_HOURS)})
+                self._update_config(client, restore)
             client.close()
         return (lo - before) // COMMITLOG_SEGMENT_BYTES
 
@@ -264,6 +308,15 @@ class RocketMQPeer:
         return files[0], files[-2] if len(files) > 1 else files[0]
 
     # -- plumbing ----------------------------------------------------------------------------------
+    @staticmethod
+    def _broker_config(client: object) -> dict[str, str]:
+        """GET_BROKER_CONFIG: every setting, from the properties text of the answer's body."""
+        response = client.invoke(GET_BROKER_CONFIG, {}, timeout_s=10.0)  # type: ignore[attr-defined]
+        if response.code != 0:
+            raise PeerError(f"GET_BROKER_CONFIG refused: {response.code} {response.remark}")
+        pairs = (line.split("=", 1) for line in response.body.decode("utf-8", "replace").splitlines() if "=" in line)
+        return {k.strip(): v.strip() for k, v in pairs}
+
     @staticmethod
     def _update_config(client: object, props: dict[str, str]) -> None:
         body = "".join(f"{k}={v}\n" for k, v in props.items()).encode("utf-8")
@@ -288,13 +341,14 @@ class RocketMQPeer:
             "autoCreateSubscriptionGroup": "true", "diskMaxUsedSpaceRatio": "95",
             "mappedFileSizeCommitLog": str(COMMITLOG_SEGMENT_BYTES),
             "mappedFileSizeConsumeQueue": str(CONSUMEQUEUE_SEGMENT_UNITS * 20),
+            "cleanResourceInterval": str(CLEAN_INTERVAL_MS),
         }
         (self.dir / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
 
     def _launch(self, main: str, *args: str) -> _Jvm:
         assert self.dir is not None
         env = dict(os.environ, ROCKETMQ_HOME=str(self.dir))
-        cmd = [self._java, HEAP, *JDK17_FLAGS, *DISK_RATIO_PROPERTIES, f"-Duser.home={self.dir}",
+        cmd = [self._java, HEAP, *JDK17_FLAGS, *DISK_RATIO_PROPERTIES, TIMEZONE_PROPERTY, f"-Duser.home={self.dir}",
                "-cp", self._classpath, main, *args]
         proc = subprocess.Popen(cmd, cwd=self.dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
@@ -332,6 +386,23 @@ class RocketMQPeer:
             time.sleep(0.2)
         raise PeerError(f"{self.info.name} broker never registered with its name server within "
                         f"{START_TIMEOUT_S:.0f} s ({last})")
+
+
+def _property(value: object) -> str:
+    """A control-channel setting as a RocketMQ property value (booleans lower case, as Java prints them)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _typed(name: str, text: str) -> object:
+    """A RocketMQ property value typed as the control channel's setting ``name`` is."""
+    if name == "longPollingEnable":
+        return text.lower() == "true"
+    if name == "deleteWhen":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise PeerError(f"GET_BROKER_CONFIG: {name}={text!r} is not an integer") from None
 
 
 @contextlib.contextmanager

@@ -7,13 +7,22 @@ property suites use the same oracle.
 
 from __future__ import annotations
 
+import math
 import time
+
+import pytest
 
 #: OFFSET-4: beyond the max offset of a queue whose min is 0, the seed's broker (RocketMQ up to 4.9.3) goes
 #: back to 0; since 4.9.4 (ISSUE #4215, DefaultMessageStore.getMessage) Apache RocketMQ goes to the max offset
 #: instead, to stop a consumer re-reading the whole queue. Both conform.
 
 
+#: Bodies for the retention tests are an eighth of a commit-log segment, capped at this: well under RocketMQ's
+#: default maxMessageSize (4 MiB).
+MAX_BODY_BYTES = 1 << 20
+#: Segments larger than this are too large to fill three of in a test (Apache RocketMQ's default is 1 GiB:
+#: its runner should configure smaller ones for gating).
+MAX_SEGMENT_BYTES = 256 << 20
 #: How long a send may take to show in its consume queue over the wire (Apache dispatches it asynchronously).
 VISIBLE_S = 5.0
 
@@ -30,6 +39,39 @@ def fill(target, topic: str, n: int, tags: str = "A", queue: int = 0) -> None:  
     while target.min_max(topic, queue)[1] <= last.queue_offset:
         assert time.monotonic() < deadline, f"the messages sent to {topic}/{queue} never showed in its queue"
         time.sleep(0.02)
+
+
+def body(tag: str, i: int, size: int) -> bytes:
+    """Message ``i``'s body of ``size`` bytes: recomputable, so nothing large is kept to compare."""
+    stamp = f"{tag}:{i}:".encode()
+    return (stamp * (size // len(stamp) + 1))[:size]
+
+
+def segment_bytes(target) -> int:  # type: ignore[no-untyped-def]
+    """The target's commit-log segment size (capability ``store_layout``); not applicable when too large to fill."""
+    size = target.store_layout().commitlog_segment_bytes
+    if size > MAX_SEGMENT_BYTES:
+        pytest.skip(f"not applicable: commit-log segments of {size} bytes are too large to fill in a test "
+                    f"(at most {MAX_SEGMENT_BYTES})")
+    return size
+
+
+def fill_three_segments(target, topic: str, queue: int, segment: int) -> list:  # type: ignore[no-untyped-def]
+    """Send bodies of an eighth of a segment to one queue until they reach a third commit-log segment: the
+    first two are then complete and the third is the one being written. The receipts, in order."""
+    size = min(segment // 8, MAX_BODY_BYTES)
+    limit = math.ceil(4 * segment / size) + 8
+    receipts = []
+    for i in range(limit):
+        r = target.send(topic, queue, body(topic, i, size))
+        if r.commit_log_offset is None:
+            pytest.skip("not applicable: the target does not report commit-log offsets")
+        receipts.append(r)
+        if r.commit_log_offset // segment >= receipts[0].commit_log_offset // segment + 2:
+            return receipts
+    span = f"{receipts[0].commit_log_offset} .. {receipts[-1].commit_log_offset}"
+    raise AssertionError(f"{limit} messages of {size} bytes did not span three commit-log segments of {segment} "
+                         f"bytes: commit-log offsets {span}")
 
 
 def expected_correction(offset: int, lo: int, hi: int) -> tuple[str, int] | None:

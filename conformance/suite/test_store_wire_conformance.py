@@ -21,28 +21,15 @@ A restart or an expiry acts on the whole broker: run these tests with the broker
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
+from conformance.suite.support import MAX_BODY_BYTES, body, fill_three_segments, segment_bytes
 from conformance.targets import TargetError
 
-#: Bodies for the retention tests are an eighth of a commit-log segment, capped at this: well under RocketMQ's
-#: default maxMessageSize (4 MiB).
-MAX_BODY_BYTES = 1 << 20
-#: Segments larger than this are too large to fill three of in a test (Apache RocketMQ's default is 1 GiB:
-#: its runner should configure smaller ones for gating).
-MAX_SEGMENT_BYTES = 256 << 20
 #: Body sizes of the restart tests: small ones and ones of several KiB (never empty: RocketMQ's clients refuse
 #: an empty body, and a 5.x broker fails on one).
 RESTART_SIZES = (1, 100, 1_000, 4_000, 12_000, 30_000, 7)
 T = "SW"
-
-
-def body(tag: str, i: int, size: int) -> bytes:
-    """Message ``i``'s body of ``size`` bytes: recomputable, so nothing large is kept to compare."""
-    stamp = f"{tag}:{i}:".encode()
-    return (stamp * (size // len(stamp) + 1))[:size]
 
 
 def pull_all(target, topic: str, queue: int, start: int, end: int, group: str = "G"):  # type: ignore[no-untyped-def]
@@ -161,38 +148,12 @@ def test_queue_offsets_count_messages_not_bytes(target) -> None:  # type: ignore
 
 
 # -- retention ----------------------------------------------------------------------------------------------
-def _segment_bytes(target) -> int:  # type: ignore[no-untyped-def]
-    size = target.store_layout().commitlog_segment_bytes
-    if size > MAX_SEGMENT_BYTES:
-        pytest.skip(f"not applicable: commit-log segments of {size} bytes are too large to fill in a test "
-                    f"(at most {MAX_SEGMENT_BYTES})")
-    return size
-
-
-def _fill_three_segments(target, topic: str, queue: int, segment: int) -> list:  # type: ignore[no-untyped-def]
-    """Send bodies of an eighth of a segment to one queue until they reach a third commit-log segment: the
-    first two are then complete and the third is the one being written. The receipts, in order."""
-    size = min(segment // 8, MAX_BODY_BYTES)
-    limit = math.ceil(4 * segment / size) + 8
-    receipts = []
-    for i in range(limit):
-        r = target.send(topic, queue, body(topic, i, size))
-        if r.commit_log_offset is None:
-            pytest.skip("not applicable: the target does not report commit-log offsets")
-        receipts.append(r)
-        if r.commit_log_offset // segment >= receipts[0].commit_log_offset // segment + 2:
-            return receipts
-    span = f"{receipts[0].commit_log_offset} .. {receipts[-1].commit_log_offset}"
-    raise AssertionError(f"{limit} messages of {size} bytes did not span three commit-log segments of {segment} "
-                         f"bytes: commit-log offsets {span}")
-
-
 @pytest.mark.req("RETAIN-5", "RETAIN-7", "OFFSET-2", "OFFSET-5", "QOFF-13")
 @pytest.mark.needs("pull", "query_offset", "retention_expire", "store_layout")
 def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target) -> None:  # type: ignore[no-untyped-def]
-    segment = _segment_bytes(target)
+    segment = segment_bytes(target)
     target.create_topic(T, 1)
-    receipts = _fill_three_segments(target, T, 0, segment)
+    receipts = fill_three_segments(target, T, 0, segment)
     size = len(body(T, 0, min(segment // 8, MAX_BODY_BYTES)))
     n = len(receipts)
     assert target.min_max(T, 0) == (0, n)
@@ -242,11 +203,11 @@ def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target
 def test_raised_min_offsets_survive_a_restart(target) -> None:  # type: ignore[no-untyped-def]
     """Two queues, the second only written while the first two segments filled: after the expiry each
     queue's min offset is its first message left in the commit log, and a restart keeps it there."""
-    segment = _segment_bytes(target)
+    segment = segment_bytes(target)
     target.create_topic(T, 2)
     size = min(segment // 8, MAX_BODY_BYTES)
     early = [target.send(T, 1, body("early", i, 10)) for i in range(3)]
-    receipts = _fill_three_segments(target, T, 0, segment)
+    receipts = fill_three_segments(target, T, 0, segment)
     late = target.send(T, 1, body("late", 0, 10))
     kept_from = late.commit_log_offset // segment * segment
     assert kept_from <= receipts[-1].commit_log_offset, "the late message is in the segment being written"

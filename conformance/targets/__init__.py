@@ -38,6 +38,11 @@ CAPABILITIES = frozenset(
         "retention_expire",
         # store_layout(): the store's segment sizes are known.
         "store_layout",
+        # configure(settings): RocketMQ broker settings changed at run time (longPollingEnable, deleteWhen,
+        # fileReservedTime, diskMaxUsedSpaceRatio; conformance.targets.control.BROKER_SETTINGS).
+        "broker_config",
+        # request_manual_delete(): RocketMQ's DELETE_EXPIRED_COMMITLOG (the next clean runs delete at any hour).
+        "manual_delete",
         # Raw remoting frames to the target's name server and broker (remoting targets: ``namesrv``,
         # ``broker_addr``, ``namespaced(name)``): the REMOTING family's wire tests.
         "remoting_wire",
@@ -140,6 +145,10 @@ class StoreLayout:
     commitlog_segment_bytes: int
     #: 20-byte units per consume-queue segment file (mappedFileSizeConsumeQueue / 20).
     consumequeue_segment_units: int
+    #: How often the clean service runs (cleanResourceInterval; RocketMQ's default 10 s).
+    clean_interval_ms: int = 10_000
+    #: How full the store's disk was when the target was opened, in [0, 1] (None: unknown).
+    disk_used_ratio: float | None = None
 
 
 class Target(Protocol):
@@ -193,6 +202,14 @@ class Target(Protocol):
         ...
     def store_layout(self) -> StoreLayout:
         """The store's segment sizes."""
+        ...
+    # -- run-time settings (capability "broker_config"), manual delete (capability "manual_delete") --
+    def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Change RocketMQ broker settings now (``conformance.targets.control.BROKER_SETTINGS``); returns the
+        values they replaced, to put back."""
+        ...
+    def request_manual_delete(self) -> None:
+        """Ask for a manual delete: the next clean runs delete expired segments at any hour."""
         ...
     # -- client simulation (capability "client_simulation") -----------------------------------------
     def simulate(self, scenario: Any) -> list[dict[str, Any]]:

@@ -13,17 +13,27 @@ The contract (both sides live in this module, so that it is written down once):
 
 ``GET /capabilities``
     ``{"implementation": str, "capabilities": [...], "store": {"commitlog_segment_bytes": int,
-    "consumequeue_segment_units": int}}``. The capabilities a runner may offer are :data:`CONTROL_CAPABILITIES`:
-    ``restart`` (a clean restart and a kill -9 restart, data kept), ``retention_expire`` (every commit-log
-    segment but the one being written counts as expired and the clean service runs now) and ``store_layout``
-    (the segment sizes in ``store`` are the broker's). Any other name is ignored by the client: a runner
-    cannot grant, say, clock control through this channel.
+    "consumequeue_segment_units": int, "clean_interval_ms": int, "disk_used_ratio": float}}``. The capabilities
+    a runner may offer are :data:`CONTROL_CAPABILITIES`: ``restart`` (a clean restart and a kill -9 restart,
+    data kept), ``retention_expire`` (every commit-log segment but the one being written counts as expired and
+    the clean service runs now), ``store_layout`` (the segment sizes in ``store`` are the broker's),
+    ``broker_config`` (``POST /config`` changes the settings of :data:`BROKER_SETTINGS` at run time) and
+    ``manual_delete`` (``POST /retention/manual-delete``). ``clean_interval_ms`` (how often the clean service
+    runs) and ``disk_used_ratio`` (how full the store's disk is now, in [0, 1]) are optional. Any other name
+    is ignored by the client: a runner cannot grant, say, clock control through this channel.
 ``POST /restart`` with ``{"kill": bool}``
     ``200 {"ok": true}`` once the broker serves again and is registered with its name server, at the same
     broker address. Existing connections may be dropped; the client reconnects.
 ``POST /retention/expire``
     ``200 {"ok": true, "deleted_commitlog_segments": n}`` once the clean (commit log, consume queues, min
-    offsets) has finished.
+    offsets) has finished. It leaves no trigger behind (no manual delete request is left pending).
+``POST /config`` with ``{"settings": {NAME: value, ...}}``
+    ``200 {"ok": true, "previous": {NAME: value, ...}}`` once the broker uses the new values: RocketMQ's own
+    property names and meanings (``UPDATE_BROKER_CONFIG``), the ones of :data:`BROKER_SETTINGS` only;
+    ``previous`` holds the values they replaced, for the caller to put back.
+``POST /retention/manual-delete``
+    ``200 {"ok": true}``: as RocketMQ's ``DELETE_EXPIRED_COMMITLOG``, the next clean runs (20) delete expired
+    segments whatever the hour or disk usage.
 Errors
     a 4xx or 5xx status with ``{"error": "one line"}``.
 
@@ -50,15 +60,28 @@ import httpx
 log = logging.getLogger("mqtck.control")
 
 #: What a runner may offer through the channel (each is also a target capability, ``conformance.targets``).
-CONTROL_CAPABILITIES = frozenset({"restart", "retention_expire", "store_layout"})
+CONTROL_CAPABILITIES = frozenset({"restart", "retention_expire", "store_layout", "broker_config", "manual_delete"})
 #: The ``store`` keys, each a positive integer.
 STORE_KEYS = ("commitlog_segment_bytes", "consumequeue_segment_units")
+#: The broker settings ``POST /config`` may change, by RocketMQ's property names (BrokerConfig and
+#: MessageStoreConfig), with the rule a value must meet: ``longPollingEnable`` (arrivals wake held pulls; off:
+#: short polling), ``deleteWhen`` (the hours of the clean runs, "04" or "04;16"; UTC at the reference and at
+#: the peers mqtck launches), ``fileReservedTime`` (hours a segment is kept) and ``diskMaxUsedSpaceRatio``
+#: (percent of disk usage that triggers deletion at any hour; RocketMQ reads it clamped to [10, 95]).
+BROKER_SETTINGS: dict[str, str] = {
+    "longPollingEnable": "true or false",
+    "deleteWhen": "hours 00-23 joined by ';'",
+    "fileReservedTime": "an integer >= 0",
+    "diskMaxUsedSpaceRatio": "an integer in [10, 95]",
+}
 #: How long the client waits for ``GET /capabilities`` (a runner answers it at once).
 PROBE_TIMEOUT_S = 5.0
 #: How long the client waits for a restart or an expire: a JVM broker may take tens of seconds to come back.
 OPERATION_TIMEOUT_S = 180.0
 #: Largest request body the server reads.
 MAX_BODY_BYTES = 4096
+#: The ``POST`` paths.
+OPERATIONS = ("/restart", "/retention/expire", "/config", "/retention/manual-delete")
 
 
 class BrokerControl(Protocol):
@@ -79,6 +102,14 @@ class BrokerControl(Protocol):
         were deleted."""
         ...
 
+    def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Apply checked :data:`BROKER_SETTINGS` to the running broker; return the values they replaced."""
+        ...
+
+    def manual_delete(self) -> None:
+        """Ask the broker for a manual delete (RocketMQ's DELETE_EXPIRED_COMMITLOG)."""
+        ...
+
 
 class ControlError(Exception):
     """The control channel refused or failed an operation (the message is one line)."""
@@ -92,6 +123,33 @@ class ControlDescription:
     capabilities: frozenset[str]
     commitlog_segment_bytes: int | None
     consumequeue_segment_units: int | None
+    #: How often the broker's clean service runs (None: not said; RocketMQ's default is 10 s).
+    clean_interval_ms: int | None = None
+    #: How full the store's disk was when asked, in [0, 1] (None: not said).
+    disk_used_ratio: float | None = None
+
+
+def check_settings(doc: object) -> dict[str, Any]:
+    """Validate a ``POST /config`` body's ``settings`` (ValueError naming the field and the rule)."""
+    if not isinstance(doc, dict) or not doc:
+        raise ValueError("settings: must be a non-empty object of broker settings")
+    for name, value in doc.items():
+        rule = BROKER_SETTINGS.get(name)
+        if rule is None:
+            raise ValueError(f"settings.{name}: not a setting this channel changes ({', '.join(BROKER_SETTINGS)})")
+        if not _setting_ok(name, value):
+            raise ValueError(f"settings.{name}: must be {rule}, got {value!r}")
+    return dict(doc)
+
+
+def _setting_ok(name: str, value: object) -> bool:
+    if name == "longPollingEnable":
+        return isinstance(value, bool)
+    if name == "deleteWhen":
+        return isinstance(value, str) and all(p.isdigit() and 0 <= int(p) <= 23 for p in value.split(";"))
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return value >= 0 if name == "fileReservedTime" else 10 <= value <= 95
 
 
 def check_description(doc: object) -> ControlDescription:
@@ -114,11 +172,18 @@ def check_description(doc: object) -> ControlDescription:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
             raise ValueError(f"store.{key}: must be an integer > 0, got {value!r}")
         sizes[key] = value
+    interval = store.get("clean_interval_ms")
+    if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int) or interval <= 0):
+        raise ValueError(f"store.clean_interval_ms: must be an integer > 0, got {interval!r}")
+    ratio = store.get("disk_used_ratio")
+    if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 <= ratio <= 1):
+        raise ValueError(f"store.disk_used_ratio: must be a number in [0, 1], got {ratio!r}")
     offered = frozenset(caps) & CONTROL_CAPABILITIES
     if "store_layout" in offered and None in sizes.values():
         raise ValueError(f"store: store_layout is offered but store lacks {', '.join(STORE_KEYS)}")
     return ControlDescription(implementation, offered, sizes["commitlog_segment_bytes"],
-                              sizes["consumequeue_segment_units"])
+                              sizes["consumequeue_segment_units"], interval,
+                              None if ratio is None else float(ratio))
 
 
 # -- server ------------------------------------------------------------------------------------------------
@@ -219,8 +284,22 @@ def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0
                     return {"ok": True, "deleted_commitlog_segments": int(control.expire_and_clean())}
 
                 self._run("expire", expire)
+            elif path == "/config":
+                try:
+                    settings = check_settings(body.get("settings"))
+                except ValueError as exc:
+                    self._error(400, str(exc))
+                    return
+                self._run("config", lambda: {"ok": True, "previous": control.configure(settings)})
+            elif path == "/retention/manual-delete":
+
+                def manual() -> dict[str, Any]:
+                    control.manual_delete()
+                    return {"ok": True}
+
+                self._run("manual delete", manual)
             else:
-                self._error(404, f"no such operation {self.path!r}: POST /restart or /retention/expire")
+                self._error(404, f"no such operation {self.path!r}: POST {', '.join(OPERATIONS)}")
 
     httpd = ThreadingHTTPServer((host, port), Handler)
     httpd.daemon_threads = True
@@ -260,6 +339,18 @@ class ControlClient:
             raise ControlError(f"control channel {self.address}: POST /retention/expire: "
                                f"deleted_commitlog_segments must be an integer >= 0, got {deleted!r}")
         return deleted
+
+    def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """``POST /config``: the previous values of the settings changed."""
+        doc = self._post("/config", {"settings": settings})
+        previous = doc.get("previous")
+        if not isinstance(previous, dict) or set(previous) != set(settings):
+            raise ControlError(f"control channel {self.address}: POST /config: previous must name the settings "
+                               f"changed ({', '.join(settings)}), got {previous!r}")
+        return previous
+
+    def manual_delete(self) -> None:
+        self._post("/retention/manual-delete", {})
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         try:

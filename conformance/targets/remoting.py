@@ -518,7 +518,16 @@ class RemotingTarget:
         self._controlled("store_layout")
         offer = self._offer
         assert offer is not None and offer.commitlog_segment_bytes and offer.consumequeue_segment_units
-        return StoreLayout(offer.commitlog_segment_bytes, offer.consumequeue_segment_units)
+        extra = {"clean_interval_ms": offer.clean_interval_ms} if offer.clean_interval_ms else {}
+        return StoreLayout(offer.commitlog_segment_bytes, offer.consumequeue_segment_units,
+                           disk_used_ratio=offer.disk_used_ratio, **extra)
+
+    def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """The runner changes broker settings (RocketMQ's names) and says what they were."""
+        return self._controlled("broker_config").configure(settings)
+
+    def request_manual_delete(self) -> None:
+        self._controlled("manual_delete").manual_delete()
 
 
 def wire_strategy_name(name: str) -> str:

@@ -22,7 +22,7 @@ MAX_SUSPEND_TIMEOUT_MS = 3_600_000
 class BrokerConfig:
     broker_name: str = "broker-a"
     #: Seed 000: longPollingEnable. Off means short polling: hold ``short_polling_time_ms`` and no
-    #: wake-up on arrival (the arrival listener is only installed when long polling is on).
+    #: wake-up on arrival (arrivals notify held pulls only while it is on; it may change at run time).
     long_polling_enable: bool = True
     short_polling_time_ms: int = SHORT_POLLING_TIME_MS
     long_polling_check_interval_ms: int = LONG_POLLING_CHECK_INTERVAL_MS

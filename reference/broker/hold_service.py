@@ -7,8 +7,8 @@ A held request is answered exactly once, by re-executing it with suspending forb
 first of:
 
 1. **a matching arrival**: the store's arrival listener reports a new message in the queue whose
-   tags hash code passes the request's filter (only while long polling is on; RocketMQ installs the
-   listener only then). A non-matching arrival never wakes it.
+   tags hash code passes the request's filter (only while long polling is on; RocketMQ's dispatch
+   notifies only then). A non-matching arrival never wakes it.
 2. **a check that finds a match**: every ``hold_check_interval_ms`` (5 s long polling, 1 s short)
    each held request whose queue grew is woken if a unit after its offset passes its filter. Here
    we look at the consume-queue tag codes instead of waking on any growth as RocketMQ's periodic
@@ -55,14 +55,15 @@ class PullRequestHoldService:
         self.clock = clock
         self._wake = wake
         self._table: dict[tuple[str, int], list[HeldPullRequest]] = {}
-        interval = config.hold_check_interval_ms
-        self._checker = PeriodicTask(clock, interval, interval, self.check_hold_requests)
+        # The wait is read from the configuration after every check, as RocketMQ's loop does: switching long
+        # polling off or on at run time takes effect from the next wait on.
+        self._checker = PeriodicTask(clock, config.hold_check_interval_ms, lambda: config.hold_check_interval_ms,
+                                     self.check_hold_requests)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
-        """Schedule the periodic check and, with long polling on, listen for arrivals."""
-        if self.config.long_polling_enable:
-            self.store.add_arrival_listener(self.on_message_arriving)
+        """Schedule the periodic check and listen for arrivals (which wake only while long polling is on)."""
+        self.store.add_arrival_listener(self.on_message_arriving)
         self._checker.start()
 
     def shutdown(self) -> None:
@@ -84,8 +85,11 @@ class PullRequestHoldService:
     def on_message_arriving(
         self, topic: str, queue_id: int, max_offset: int, tags_code: int | None, store_timestamp: int
     ) -> None:
-        """The store's arrival listener: a message is in the consume queue; wake matching requests."""
-        self.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+        """The store's arrival listener: a message is in the consume queue; wake matching requests. With long
+        polling off an arrival wakes nothing: RocketMQ's dispatch asks ``isLongPollingEnable()`` before each
+        notification, so the setting can change at run time (``reference.broker.settings``)."""
+        if self.config.long_polling_enable:
+            self.notify_message_arriving(topic, queue_id, max_offset, tags_code)
 
     def check_hold_requests(self) -> None:
         """The periodic check: wake requests with a match or past their deadline."""

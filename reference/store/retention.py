@@ -52,7 +52,6 @@ class CleanService:
         self._config = config
         self._clock = clock
         self._disk_usage_ratio = disk_usage_ratio
-        self._delete_hours = config.delete_when_hours()
         self._manual_delete_times = 0
         #: fileReservedTime of the run in progress when one run replaced it (None: the config's).
         self._one_run_reserved_hours: int | None = None
@@ -68,7 +67,8 @@ class CleanService:
         if self._one_run_reserved_hours is not None:
             return True
         hour = datetime.datetime.fromtimestamp(self._clock.now_ms() / 1000, datetime.UTC).hour
-        time_up = hour in self._delete_hours
+        # Read at every run, as RocketMQ's isTimeToDelete does: deleteWhen may change at run time.
+        time_up = hour in self._config.delete_when_hours()
         ratio = self._disk_usage_ratio()
         space_full = ratio < 0 or ratio > self._config.disk_max_used_space_ratio / 100
         manual = self._manual_delete_times > 0

@@ -116,7 +116,9 @@ class MessageStore:
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._arrival_listeners: list[ArrivalListener] = []
         self._retention_listeners: list[RetentionListener] = []
-        self._clean = CleanService(self.config, self.clock, disk_usage_ratio or disk_usage_of(self.data_dir))
+        #: How full the store's disk is, in [0, 1] (negative: unreadable); the clean service's space trigger.
+        self.disk_used_ratio = disk_usage_ratio or disk_usage_of(self.data_dir)
+        self._clean = CleanService(self.config, self.clock, self.disk_used_ratio)
         self._periodic = PeriodicTask(
             self.clock, self.config.clean_resource_initial_delay_ms, self.config.clean_resource_interval_ms,
             self.run_retention,

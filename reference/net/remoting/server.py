@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from reference.broker.broker import Broker
+from reference.broker.settings import apply_settings
 from reference.net.remoting.broker_handlers import BrokerRequestHandlers
 from reference.net.remoting.connection import Dispatch, RemotingConnection
 from reference.net.remoting.frame import MAX_FRAME_BYTES
@@ -190,13 +191,22 @@ class LoopControl:
         self.implementation = implementation
 
     def describe(self) -> dict[str, Any]:
-        config = self._on_loop(lambda: self.servers.broker.store.config)
+        store = self._on_loop(lambda: self.servers.broker.store)
+        config = store.config
         return {
             "implementation": self.implementation,
-            "capabilities": ["restart", "retention_expire", "store_layout"],
+            "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete"],
             "store": {"commitlog_segment_bytes": config.commit_log_segment_bytes,
-                      "consumequeue_segment_units": config.consume_queue_units_per_segment},
+                      "consumequeue_segment_units": config.consume_queue_units_per_segment,
+                      "clean_interval_ms": config.clean_resource_interval_ms,
+                      "disk_used_ratio": round(min(max(store.disk_used_ratio(), 0.0), 1.0), 4)},
         }
+
+    def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
+        return self._on_loop(lambda: apply_settings(self.servers.broker, settings))
+
+    def manual_delete(self) -> None:
+        self._on_loop(self.servers.broker.store.request_manual_delete)
 
     def restart(self, kill: bool) -> None:
         self._on_loop(lambda: self.servers.restart_broker(kill))
