@@ -13,8 +13,10 @@ Recording is cheap when off: components hold a :class:`SourceRecorder` and call 
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -229,6 +231,40 @@ class ParquetSink:
 
     def close(self) -> None:
         self._flush()
+
+
+class RingSink:
+    """Keeps the newest ``capacity`` rows in memory, numbered from 0 in the order written, and passes every
+    row on to ``inner`` (a file, or nothing). A broker's runner reads it to serve its trace on the control
+    channel (``GET /trace?from=N``) while the recording goes on; the bound keeps a long-lived runner's memory
+    flat (a reader that falls more than ``capacity`` rows behind is told how many it missed)."""
+
+    enabled = True
+
+    def __init__(self, inner: TraceSink | None = None, capacity: int = 200_000) -> None:
+        if capacity <= 0:
+            raise ValueError(f"capacity: must be > 0, got {capacity!r}")
+        self.inner = inner if inner is not None and getattr(inner, "enabled", True) else None
+        self._rows: deque[dict[str, Any]] = deque(maxlen=capacity)
+        #: The number of the next row written (rows ``[next - len(rows), next)`` are held).
+        self.next = 0
+
+    def write(self, row: dict[str, Any]) -> None:
+        self._rows.append(row)
+        self.next += 1
+        if self.inner is not None:
+            self.inner.write(row)
+
+    def since(self, start: int) -> tuple[list[dict[str, Any]], int, int]:
+        """(the rows numbered ``start`` on that are still held, the number of the first of them, ``next``)."""
+        first = self.next - len(self._rows)
+        begin = max(start, first)
+        rows = list(itertools.islice(self._rows, begin - first, None))
+        return rows, min(begin, self.next), self.next
+
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()
 
 
 def rows_to_table(rows: Iterable[dict[str, Any]]) -> pa.Table:

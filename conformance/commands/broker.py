@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from reference.broker.config import BrokerConfig
     from reference.clock import Clock
     from reference.store.config import MessageStoreConfig
-    from reference.trace import Trace
+    from reference.trace import RingSink, Trace
 
 LOOPBACK = "127.0.0.1"
 
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from reference.broker.config import BrokerConfig
     from reference.clock import RealClock, SimClock
     from reference.store.config import MessageStoreConfig
-    from reference.trace import Trace, sink_for
+    from reference.trace import RingSink, Trace, sink_for
 
     if not args.stdio and args.http is None and args.remoting is None:
         raise UsageError("choose a transport: --stdio, --http [HOST:]PORT or --remoting [HOST:]PORT")
@@ -135,7 +135,11 @@ def run(args: argparse.Namespace) -> int:
     config = BrokerConfig(long_polling_enable=not args.short_polling)
     trace = Trace(sink_for(args.trace), run=f"broker-{data_dir.name}", clock=clock) if args.trace else None
     if args.remoting is not None:
-        return _run_remoting(args, data_dir, clock, config, store_config, trace, mutant)
+        ring = None
+        if args.control:  # the control channel serves the trace too (capability trace), kept in a bounded ring
+            ring = RingSink(trace.sink if trace is not None else None)
+            trace = Trace(ring, run=f"broker-{data_dir.name}", clock=clock)
+        return _run_remoting(args, data_dir, clock, config, store_config, trace, mutant, ring)
     broker = Broker(data_dir, clock, config=config, store_config=store_config, trace=trace)
     try:
         if address is not None:
@@ -154,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_remoting(
     args: argparse.Namespace, data_dir: Path, clock: Clock, config: BrokerConfig, store_config: MessageStoreConfig,
-    trace: Trace | None, mutant: Mutant | None = None,
+    trace: Trace | None, mutant: Mutant | None = None, ring: RingSink | None = None,
 ) -> int:
     """The broker is built once its port is bound: its address is every record's STOREHOST. Each broker runs
     on its own process clock, so that a control-channel kill can stop all its timers at once."""
@@ -178,7 +182,7 @@ def _run_remoting(
         from reference.net.remoting.server import LoopControl
 
         implementation = "mqtck-reference" + (f" (seeded fault {mutant.name})" if mutant is not None else "")
-        channel = serve_control(LoopControl(servers, asyncio.get_running_loop(), implementation), LOOPBACK)
+        channel = serve_control(LoopControl(servers, asyncio.get_running_loop(), implementation, ring), LOOPBACK)
         return f"?control={channel.address}", channel.stop
 
     extension: Extension | None = control if args.control else None

@@ -211,6 +211,10 @@ class Target(Protocol):
     def request_manual_delete(self) -> None:
         """Ask for a manual delete: the next clean runs delete expired segments at any hour."""
         ...
+    # -- the broker's trace (capability "trace") ---------------------------------------------------
+    def trace_rows(self) -> list[dict[str, Any]]:
+        """The trace rows (schema v1) the broker recorded since this target was opened."""
+        ...
     # -- client simulation (capability "client_simulation") -----------------------------------------
     def simulate(self, scenario: Any) -> list[dict[str, Any]]:
         """Run a ``reference.sim.scenario.Scenario`` with this target's client; the trace rows."""

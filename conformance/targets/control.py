@@ -18,9 +18,13 @@ The contract (both sides live in this module, so that it is written down once):
     data kept), ``retention_expire`` (every commit-log segment but the one being written counts as expired and
     the clean service runs now), ``store_layout`` (the segment sizes in ``store`` are the broker's),
     ``broker_config`` (``POST /config`` changes the settings of :data:`BROKER_SETTINGS` at run time) and
-    ``manual_delete`` (``POST /retention/manual-delete``). ``clean_interval_ms`` (how often the clean service
+    ``manual_delete`` (``POST /retention/manual-delete``) and ``trace`` (``GET /trace``: the broker's trace
+    rows, schema v1, as the runner records them). ``clean_interval_ms`` (how often the clean service
     runs) and ``disk_used_ratio`` (how full the store's disk is now, in [0, 1]) are optional. Any other name
     is ignored by the client: a runner cannot grant, say, clock control through this channel.
+``GET /trace?from=N``
+    ``{"rows": [...], "first": F, "next": M}``: the rows numbered N on that the runner still holds (F is the
+    number of the first; F > N when older rows were dropped), and the number the next row will get.
 ``POST /restart`` with ``{"kill": bool}``
     ``200 {"ok": true}`` once the broker serves again and is registered with its name server, at the same
     broker address. Existing connections may be dropped; the client reconnects.
@@ -54,13 +58,16 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
+from urllib.parse import parse_qs
 
 import httpx
 
 log = logging.getLogger("mqtck.control")
 
 #: What a runner may offer through the channel (each is also a target capability, ``conformance.targets``).
-CONTROL_CAPABILITIES = frozenset({"restart", "retention_expire", "store_layout", "broker_config", "manual_delete"})
+CONTROL_CAPABILITIES = frozenset(
+    {"restart", "retention_expire", "store_layout", "broker_config", "manual_delete", "trace"}
+)
 #: The ``store`` keys, each a positive integer.
 STORE_KEYS = ("commitlog_segment_bytes", "consumequeue_segment_units")
 #: The broker settings ``POST /config`` may change, by RocketMQ's property names (BrokerConfig and
@@ -85,7 +92,9 @@ OPERATIONS = ("/restart", "/retention/expire", "/config", "/retention/manual-del
 
 
 class BrokerControl(Protocol):
-    """What a runner implements; :func:`serve_control` calls it from its HTTP thread, one call at a time."""
+    """What a runner implements; :func:`serve_control` calls it from its HTTP thread, one call at a time. A
+    runner that records its broker's trace also has ``trace_since(start) -> (rows, first, next)`` (the rows
+    numbered ``start`` on, the number of the first of them, the number of the next row) and offers ``trace``."""
 
     def describe(self) -> dict[str, Any]:
         """The ``GET /capabilities`` document."""
@@ -257,8 +266,22 @@ def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0
             self._answer(200, result)
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            if self.path.split("?", 1)[0] != "/capabilities":
-                self._error(404, f"no such resource {self.path!r}: GET /capabilities")
+            path, _, query = self.path.partition("?")
+            trace_since = getattr(control, "trace_since", None)
+            if path == "/trace" and trace_since is not None:
+                start = parse_qs(query).get("from", ["0"])[-1]
+                if not start.isdigit():
+                    self._error(400, f"from: must be an integer >= 0, got {start!r}")
+                    return
+
+                def trace() -> dict[str, Any]:
+                    rows, first, after = trace_since(int(start))
+                    return {"rows": rows, "first": first, "next": after}
+
+                self._run("trace", trace)
+                return
+            if path != "/capabilities":
+                self._error(404, f"no such resource {self.path!r}: GET /capabilities or /trace")
                 return
             self._run("describe", control.describe)
 
@@ -351,6 +374,21 @@ class ControlClient:
 
     def manual_delete(self) -> None:
         self._post("/retention/manual-delete", {})
+
+    def trace(self, start: int) -> tuple[list[dict[str, Any]], int]:
+        """``GET /trace?from=start``: (the rows, the number the next row will get)."""
+        try:
+            response = httpx.get(f"{self._base}/trace", params={"from": start}, timeout=OPERATION_TIMEOUT_S)
+        except httpx.HTTPError as exc:
+            raise ControlError(f"control channel {self.address}: GET /trace: {exc.__class__.__name__}: {exc}") from None
+        doc = self._json(response, "GET /trace")
+        rows, first, after = doc.get("rows"), doc.get("first"), doc.get("next")
+        if not isinstance(rows, list) or not isinstance(first, int) or not isinstance(after, int):
+            raise ControlError(f"control channel {self.address}: GET /trace: rows, first and next are required")
+        if first > start:
+            raise ControlError(f"control channel {self.address}: GET /trace: rows {start}..{first - 1} were dropped "
+                               "before they were read")
+        return rows, after
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         try:

@@ -20,6 +20,7 @@ from reference.sim.simulation import Simulation
 from reference.store.config import MessageStoreConfig
 from reference.store.filter import SubscriptionData
 from reference.store.message import Message
+from reference.trace import MemorySink, Trace
 
 from . import (
     HOLD_SLACK_MS,
@@ -121,6 +122,9 @@ class ReferenceTarget:
         self.mutant = mutant
         self.clock = SimClock()
         self._workdir = workdir
+        #: What the broker records (capability ``trace``), across restarts.
+        self._trace_sink = MemorySink()
+        self._trace = Trace(self._trace_sink, run=name, clock=self.clock)
         self.broker = self._open_broker()
         self._channels: dict[str, RecordingChannel] = {}
         self._pull_channel = RecordingChannel("conformance-pull")
@@ -128,7 +132,7 @@ class ReferenceTarget:
     def _open_broker(self) -> Broker:
         broker = Broker(
             self._workdir, self.clock, store_config=MessageStoreConfig(**CONFORMANCE_STORE),
-            components=self.mutant.components if self.mutant else None,
+            components=self.mutant.components if self.mutant else None, trace=self._trace,
         )
         broker.start()
         self._pop_channel = RecordingPopChannel("conformance-pop")
@@ -234,6 +238,9 @@ class ReferenceTarget:
         """A clean broker restart on the same data (held requests and consumers are dropped)."""
         self.broker.shutdown()
         self.broker = self._open_broker()
+
+    def trace_rows(self) -> list[dict[str, Any]]:
+        return list(self._trace_sink.rows)
 
     # -- client simulation -----------------------------------------------------------------------
     def simulate(self, scenario: Scenario) -> list[dict[str, Any]]:

@@ -189,6 +189,8 @@ class RemotingTarget:
         self.capabilities = wire_capabilities(self.broker_addr)
         if self._offer is not None:
             self.capabilities = self.capabilities | offered_capabilities(self._offer)
+        #: Where this target's part of the runner's trace begins (capability ``trace``).
+        self._trace_from = self._control.trace(TRACE_END)[1] if self._control and "trace" in self.capabilities else 0
         self._main = self._connect()
         self._conns: dict[str, RemotingClient] = {}
         self._client_of_conn: dict[str, str] = {}
@@ -528,6 +530,24 @@ class RemotingTarget:
 
     def request_manual_delete(self) -> None:
         self._controlled("manual_delete").manual_delete()
+
+    def trace_rows(self) -> list[dict[str, Any]]:
+        """This target's rows of the runner's trace since it was opened: those naming one of its topics or groups,
+        with the namespace taken off the names (a retry topic's included), so tests see the names they chose."""
+        rows, _ = self._controlled("trace").trace(self._trace_from)
+        mine = []
+        for row in rows:
+            if not any(self._ns in str(row.get(k) or "") for k in NAMESPACED_COLUMNS):
+                continue
+            mine.append({k: v.replace(self._ns, "") if k in NAMESPACED_COLUMNS and isinstance(v, str) else v
+                         for k, v in row.items()})
+        return mine
+
+
+#: Asks the trace for nothing but its next row number.
+TRACE_END = 1 << 62
+#: Trace columns that carry this target's namespaced names (a POP row's retry topic is in its detail).
+NAMESPACED_COLUMNS = ("topic", "group", "client_id", "detail")
 
 
 def wire_strategy_name(name: str) -> str:

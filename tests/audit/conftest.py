@@ -8,7 +8,9 @@ import pytest
 @pytest.fixture(scope="session")
 def spark():
     pytest.importorskip("pyspark")
-    from conformance.audit.session import SparkSettings, spark_session
+    from conformance.audit.session import DRIVER_MEMORY, SparkSettings, spark_session
 
-    session = spark_session(SparkSettings(master="local[2]", driver_memory="1g", shuffle_partitions=2))
+    # The CLI's heap: one driver audits every trace of the worker's tests. With 1 GiB, a GC log showed up to
+    # 628 MiB live during the larger audits, and a CI run once lost the driver in the middle of one.
+    session = spark_session(SparkSettings(master="local[2]", driver_memory=DRIVER_MEMORY, shuffle_partitions=2))
     yield session

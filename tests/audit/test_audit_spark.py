@@ -166,8 +166,9 @@ def test_recorded_traces_audit_clean(spark, tmp_path, capsys) -> None:
     trace = tmp_path / "recorded"
     trace.mkdir()
     runs = {name: recorder(trace / f"{name}.jsonl.gz") for name, recorder in sorted(RECORDERS.items())}
-    assert main(["audit", str(trace), "--report-dir", str(tmp_path / "r")]) == 0
-    assert "no MUST violated" in capsys.readouterr().out
+    code = main(["audit", str(trace), "--report-dir", str(tmp_path / "r")])
+    out, err = capsys.readouterr()
+    assert code == 0 and "no MUST violated" in out, f"exit {code}: {err.strip() or out[-2000:]}"
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     allowed = {c.name for c in CATEGORIES if not c.violation}
     for name, run in runs.items():

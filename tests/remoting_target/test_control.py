@@ -17,6 +17,7 @@ from conformance.targets.http import UnreachableTarget
 from conformance.targets.launch import launch_broker
 
 LAYOUT = {"commitlog_segment_bytes": 65536, "consumequeue_segment_units": 1000}
+PREVIOUS = {"longPollingEnable": True, "deleteWhen": "04", "fileReservedTime": 72, "diskMaxUsedSpaceRatio": 75}
 
 
 class FakeControl:
@@ -36,6 +37,19 @@ class FakeControl:
     def expire_and_clean(self) -> int:
         self.calls.append("expire")
         return 3
+
+    def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append(("configure", settings))
+        return {name: PREVIOUS[name] for name in settings}
+
+    def manual_delete(self) -> None:
+        self.calls.append("manual")
+
+    def trace_since(self, start: int) -> tuple[list[dict[str, Any]], int, int]:
+        self.calls.append(("trace", start))
+        rows = [{"event": "SEND", "n": i} for i in range(5)]
+        first = max(start, 2)  # rows 0 and 1 were dropped
+        return rows[first:], first, len(rows)
 
 
 @pytest.fixture
@@ -68,9 +82,44 @@ def test_both_sides_of_the_contract(fake) -> None:  # type: ignore[no-untyped-de
     assert httpx.post(f"http://{address}/retention/expire").json() == {"ok": True, "deleted_commitlog_segments": 3}
 
 
+def test_settings_manual_delete_and_trace_both_sides(fake) -> None:  # type: ignore[no-untyped-def]
+    control, address = fake()
+    client = ControlClient(address)
+    assert client.configure({"longPollingEnable": False, "deleteWhen": "05;17"}) == {
+        "longPollingEnable": True, "deleteWhen": "04"}
+    client.manual_delete()
+    assert client.trace(3) == ([{"event": "SEND", "n": 3}, {"event": "SEND", "n": 4}], 5)
+    assert client.trace(1 << 40) == ([], 5)
+    with pytest.raises(ControlError, match="rows 0..1 were dropped before they were read"):
+        client.trace(0)
+    assert control.calls[:2] == [("configure", {"longPollingEnable": False, "deleteWhen": "05;17"}), "manual"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "error"),
+    [
+        (None, "settings: must be a non-empty object"),
+        ({}, "settings: must be a non-empty object"),
+        ({"brokerName": "x"}, "settings.brokerName: not a setting this channel changes"),
+        ({"longPollingEnable": "false"}, "settings.longPollingEnable: must be true or false"),
+        ({"deleteWhen": "4pm"}, "settings.deleteWhen: must be hours 00-23 joined by ';'"),
+        ({"deleteWhen": "24"}, "settings.deleteWhen: must be hours 00-23"),
+        ({"fileReservedTime": -1}, "settings.fileReservedTime: must be an integer >= 0"),
+        ({"fileReservedTime": True}, "settings.fileReservedTime: must be an integer >= 0"),
+        ({"diskMaxUsedSpaceRatio": 5}, "settings.diskMaxUsedSpaceRatio: must be an integer in [10, 95]"),
+    ],
+)
+def test_bad_settings_are_refused_by_name(fake, settings, error) -> None:  # type: ignore[no-untyped-def]
+    control, address = fake()
+    r = httpx.post(f"http://{address}/config", json={} if settings is None else {"settings": settings})
+    assert r.status_code == 400 and r.json()["error"].startswith(error), r.json()
+    assert control.calls == []
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body", "status", "error"),
     [
+        ("GET", "/trace?from=-1", None, 400, "from: must be an integer >= 0"),
         ("POST", "/restart", {"kill": "yes"}, 400, "kill: must be true or false"),
         ("POST", "/restart", [1], 400, "body: must be a JSON object"),
         ("POST", "/nowhere", {}, 404, "no such operation"),
@@ -151,12 +200,34 @@ def runner(tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_runner_advertises_its_control(runner) -> None:  # type: ignore[no-untyped-def]
     assert runner.url.startswith(f"remoting://{runner.address}?control=127.0.0.1:")
     caps = target_capabilities(runner.url)
-    assert {"restart", "kill_restart", "retention_expire", "store_layout", "pull"} <= caps
+    assert {"restart", "kill_restart", "retention_expire", "store_layout", "pull", "broker_config", "manual_delete",
+            "trace"} <= caps
     assert "clock_control" not in caps and "retention_control" not in caps
     target = open_target(runner.url, "")
     try:
         layout = target.store_layout()
         assert (layout.commitlog_segment_bytes, layout.consumequeue_segment_units) == (65536, 300_000)
+        assert layout.clean_interval_ms == 10_000 and 0 <= (layout.disk_used_ratio or 0) <= 1
+    finally:
+        target.close()
+
+
+def test_runner_changes_settings_at_run_time_and_serves_its_trace(runner) -> None:  # type: ignore[no-untyped-def]
+    """The reference runner's POST /config answers the values it replaced and a second change puts them back;
+    a refused setting changes nothing; the trace holds this target's rows, with its own names."""
+    target = open_target(runner.url, "")
+    try:
+        before = target.configure({"longPollingEnable": False, "fileReservedTime": 0})
+        assert before == {"longPollingEnable": True, "fileReservedTime": 72}
+        assert target.configure(before) == {"longPollingEnable": False, "fileReservedTime": 0}
+        with pytest.raises(ControlError, match="settings.deleteWhen"):
+            target.configure({"deleteWhen": "25"})
+        assert target.configure({"deleteWhen": "04"}) == {"deleteWhen": "04"}
+        target.request_manual_delete()
+        target.create_topic("TRC", 1)
+        target.send("TRC", 0, b"traced", "A")
+        rows = target.trace_rows()
+        assert [(r["event"], r["topic"], r["offset"]) for r in rows if r["event"] == "SEND"] == [("SEND", "TRC", 0)]
     finally:
         target.close()
 

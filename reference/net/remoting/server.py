@@ -36,6 +36,7 @@ from reference.net.remoting.connection import Dispatch, RemotingConnection
 from reference.net.remoting.frame import MAX_FRAME_BYTES
 from reference.net.remoting.namesrv import AUTO_CREATE_QUEUE_NUMS, NameServer
 from reference.sim.process import ProcessClock
+from reference.trace import RingSink
 
 log = logging.getLogger("mqtck.remoting")
 
@@ -185,17 +186,20 @@ class LoopControl:
     the serving loop (the broker is single-threaded) and waited for from the caller's thread."""
 
     def __init__(self, servers: RemotingServers, loop: asyncio.AbstractEventLoop,
-                 implementation: str = "mqtck-reference") -> None:
+                 implementation: str = "mqtck-reference", ring: RingSink | None = None) -> None:
         self.servers = servers
         self.loop = loop
         self.implementation = implementation
+        #: The broker's trace, when the runner keeps one for the channel (capability ``trace``).
+        self.ring = ring
 
     def describe(self) -> dict[str, Any]:
         store = self._on_loop(lambda: self.servers.broker.store)
         config = store.config
         return {
             "implementation": self.implementation,
-            "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete"],
+            "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete",
+                             *(["trace"] if self.ring is not None else [])],
             "store": {"commitlog_segment_bytes": config.commit_log_segment_bytes,
                       "consumequeue_segment_units": config.consume_queue_units_per_segment,
                       "clean_interval_ms": config.clean_resource_interval_ms,
@@ -207,6 +211,13 @@ class LoopControl:
 
     def manual_delete(self) -> None:
         self._on_loop(self.servers.broker.store.request_manual_delete)
+
+    def trace_since(self, start: int) -> tuple[list[dict[str, Any]], int, int]:
+        """The trace rows numbered ``start`` on (read on the loop, which writes them)."""
+        if self.ring is None:
+            raise RuntimeError("this runner keeps no trace")
+        ring = self.ring
+        return self._on_loop(lambda: ring.since(start))
 
     def restart(self, kill: bool) -> None:
         self._on_loop(lambda: self.servers.restart_broker(kill))
