@@ -58,6 +58,8 @@ DISK_RATIO_PROPERTIES = (
     "-Drocketmq.broker.diskSpaceWarningLevelRatio=0.99",
     "-Drocketmq.broker.diskSpaceCleanForciblyRatio=0.99",
 )
+#: The magics a RocketMQ commit-log record starts with (MessageDecoder.MESSAGE_MAGIC_CODE and _V2, as unsigned).
+ROCKETMQ_MAGICS = frozenset({-626843481 & 0xFFFFFFFF, -626843477 & 0xFFFFFFFF})
 #: deleteWhen names hours of the JVM's time zone: UTC, as the reference reads them.
 TIMEZONE_PROPERTY = "-Duser.timezone=UTC"
 #: Commit-log segment size the peer is started with: small, so retention has closed segments to delete
@@ -213,7 +215,8 @@ class RocketMQPeer:
         usage = shutil.disk_usage(self.dir)
         return {
             "implementation": self.info.name,
-            "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete"],
+            "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete",
+                             "torn_restart"],
             "store": {"commitlog_segment_bytes": COMMITLOG_SEGMENT_BYTES,
                       "consumequeue_segment_units": CONSUMEQUEUE_SEGMENT_UNITS,
                       "clean_interval_ms": CLEAN_INTERVAL_MS,
@@ -234,6 +237,18 @@ class RocketMQPeer:
             client.close()
         return previous
 
+    def tear_and_restart(self, commit_log_offset: int) -> None:
+        """SIGKILL the broker, tear the record at ``commit_log_offset`` in its commit log (the magic overwritten, as
+        a write cut short leaves it) and start it again: RocketMQ recovers abnormally (the abort file is left)."""
+        from reference.store.record import tear_record
+
+        assert self._broker is not None and self.dir is not None, "not started"
+        self._broker.stop(signal.SIGKILL)
+        try:
+            tear_record(self.dir / "store" / "commitlog", COMMITLOG_SEGMENT_BYTES, commit_log_offset, ROCKETMQ_MAGICS)
+        finally:
+            self._relaunch_broker()
+
     def manual_delete(self) -> None:
         """DELETE_EXPIRED_COMMITLOG: the next 20 clean runs delete expired segments at any hour."""
         from reference.net.remoting.client import RemotingClient
@@ -251,6 +266,10 @@ class RocketMQPeer:
         same store and port; returns once it has registered again."""
         assert self._broker is not None, "not started"
         self._broker.stop(signal.SIGKILL if kill else signal.SIGTERM)
+        self._relaunch_broker()
+
+    def _relaunch_broker(self) -> None:
+        """Start the stopped broker again on the same store and port; return once it has registered."""
         deadline = time.monotonic() + STOP_TIMEOUT_S
         while not port_free(self.host, self.broker_port) and time.monotonic() < deadline:
             time.sleep(0.1)

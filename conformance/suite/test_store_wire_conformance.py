@@ -21,9 +21,11 @@ A restart or an expiry acts on the whole broker: run these tests with the broker
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from conformance.suite.support import MAX_BODY_BYTES, body, fill_three_segments, segment_bytes
+from conformance.suite.support import MAX_BODY_BYTES, VISIBLE_S, body, fill_three_segments, segment_bytes
 from conformance.targets import TargetError
 
 #: Body sizes of the restart tests: small ones and ones of several KiB (never empty: RocketMQ's clients refuse
@@ -94,6 +96,38 @@ def test_sent_messages_survive_a_restart(target, kill: bool) -> None:  # type: i
     assert r.queue_offset == len(RESTART_SIZES), "appending goes on after the recovered end of the queue"
     (m,) = target.start_pull("G", T, 1, r.queue_offset).result().messages
     assert m.body == b"after"
+
+
+@pytest.mark.req("STORE-6")
+@pytest.mark.needs("pull", "torn_restart")
+def test_recovery_cuts_the_log_at_a_torn_record(target) -> None:  # type: ignore[no-untyped-def]
+    """The newest record is torn (its magic overwritten) in the files of a killed broker: after recovery the
+    queue ends before it, every earlier message is intact, and the next send takes its queue offset and its
+    place in the commit log."""
+    topic = "ST6"
+    target.create_topic(topic, 1)
+    bodies = [body("t", i, size) for i, size in enumerate(RESTART_SIZES)]
+    sent = [(target.send(topic, 0, b, "A"), b) for b in bodies]
+    torn = sent[-1][0]
+    if torn.commit_log_offset is None:
+        pytest.skip("not applicable: the target does not report commit-log offsets")
+    deadline = time.monotonic() + VISIBLE_S
+    while target.min_max(topic, 0)[1] < len(sent):
+        assert time.monotonic() < deadline, "the sent messages never showed in their queue"
+        time.sleep(0.02)
+    target.restart_torn(torn.commit_log_offset)
+    kept = len(sent) - 1
+    assert target.min_max(topic, 0) == (0, kept), "the queue ends before the torn record"
+    pulled = pull_all(target, topic, 0, 0, kept)
+    for m, (r, b) in zip(pulled, sent, strict=False):
+        assert (m.queue_offset, m.body, m.msg_id) == (r.queue_offset, b, r.msg_id), f"offset {m.queue_offset}"
+    r = target.start_pull("G", topic, 0, kept).result()
+    assert r.status != "FOUND", f"the torn record was returned: {r.messages}"
+    again = target.send(topic, 0, b"after the tear", "A")
+    assert again.queue_offset == kept, "the next send takes the torn record's queue offset"
+    assert again.commit_log_offset == torn.commit_log_offset, (
+        f"the next send takes the torn record's place in the commit log ({torn.commit_log_offset}), "
+        f"not {again.commit_log_offset}")
 
 
 @pytest.mark.req("STORE-8")

@@ -43,6 +43,8 @@ CAPABILITIES = frozenset(
         "broker_config",
         # request_manual_delete(): RocketMQ's DELETE_EXPIRED_COMMITLOG (the next clean runs delete at any hour).
         "manual_delete",
+        # restart_torn(offset): killed, the record at that commit-log offset torn, restarted (crash recovery).
+        "torn_restart",
         # Raw remoting frames to the target's name server and broker (remoting targets: ``namesrv``,
         # ``broker_addr``, ``namespaced(name)``): the REMOTING family's wire tests.
         "remoting_wire",
@@ -210,6 +212,10 @@ class Target(Protocol):
         ...
     def request_manual_delete(self) -> None:
         """Ask for a manual delete: the next clean runs delete expired segments at any hour."""
+        ...
+    def restart_torn(self, commit_log_offset: int) -> None:
+        """Capability ``torn_restart``: kill the broker, tear the record at ``commit_log_offset`` (as a write cut
+        short leaves it) and restart it on that data."""
         ...
     # -- the broker's trace (capability "trace") ---------------------------------------------------
     def trace_rows(self) -> list[dict[str, Any]]:

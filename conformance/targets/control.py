@@ -17,17 +17,22 @@ The contract (both sides live in this module, so that it is written down once):
     a runner may offer are :data:`CONTROL_CAPABILITIES`: ``restart`` (a clean restart and a kill -9 restart,
     data kept), ``retention_expire`` (every commit-log segment but the one being written counts as expired and
     the clean service runs now), ``store_layout`` (the segment sizes in ``store`` are the broker's),
-    ``broker_config`` (``POST /config`` changes the settings of :data:`BROKER_SETTINGS` at run time) and
-    ``manual_delete`` (``POST /retention/manual-delete``) and ``trace`` (``GET /trace``: the broker's trace
-    rows, schema v1, as the runner records them). ``clean_interval_ms`` (how often the clean service
-    runs) and ``disk_used_ratio`` (how full the store's disk is now, in [0, 1]) are optional. Any other name
-    is ignored by the client: a runner cannot grant, say, clock control through this channel.
+    ``broker_config`` (``POST /config`` changes the settings of :data:`BROKER_SETTINGS` at run time),
+    ``manual_delete`` (``POST /retention/manual-delete``), ``torn_restart`` (``POST /restart/torn``) and
+    ``trace`` (``GET /trace``: the broker's trace rows, schema v1, as the runner records them).
+    ``clean_interval_ms`` (how often the clean service runs) and ``disk_used_ratio`` (how full the store's
+    disk is now, in [0, 1]) are optional. Any other name is ignored by the client: a runner cannot grant, say,
+    clock control through this channel.
 ``GET /trace?from=N``
     ``{"rows": [...], "first": F, "next": M}``: the rows numbered N on that the runner still holds (F is the
     number of the first; F > N when older rows were dropped), and the number the next row will get.
 ``POST /restart`` with ``{"kill": bool}``
     ``200 {"ok": true}`` once the broker serves again and is registered with its name server, at the same
     broker address. Existing connections may be dropped; the client reconnects.
+``POST /restart/torn`` with ``{"commit_log_offset": N}``
+    ``200 {"ok": true}``: the broker is killed (as SIGKILL), the record at commit-log offset N is torn (its magic
+    overwritten, as a write cut short leaves it) and the broker restarts on that data, recovering as after a
+    crash; 500 naming the offset if no record starts there.
 ``POST /retention/expire``
     ``200 {"ok": true, "deleted_commitlog_segments": n}`` once the clean (commit log, consume queues, min
     offsets) has finished. It leaves no trigger behind (no manual delete request is left pending).
@@ -66,7 +71,7 @@ log = logging.getLogger("mqtck.control")
 
 #: What a runner may offer through the channel (each is also a target capability, ``conformance.targets``).
 CONTROL_CAPABILITIES = frozenset(
-    {"restart", "retention_expire", "store_layout", "broker_config", "manual_delete", "trace"}
+    {"restart", "retention_expire", "store_layout", "broker_config", "manual_delete", "trace", "torn_restart"}
 )
 #: The ``store`` keys, each a positive integer.
 STORE_KEYS = ("commitlog_segment_bytes", "consumequeue_segment_units")
@@ -88,7 +93,7 @@ OPERATION_TIMEOUT_S = 180.0
 #: Largest request body the server reads.
 MAX_BODY_BYTES = 4096
 #: The ``POST`` paths.
-OPERATIONS = ("/restart", "/retention/expire", "/config", "/retention/manual-delete")
+OPERATIONS = ("/restart", "/restart/torn", "/retention/expire", "/config", "/retention/manual-delete")
 
 
 class BrokerControl(Protocol):
@@ -117,6 +122,11 @@ class BrokerControl(Protocol):
 
     def manual_delete(self) -> None:
         """Ask the broker for a manual delete (RocketMQ's DELETE_EXPIRED_COMMITLOG)."""
+        ...
+
+    def tear_and_restart(self, commit_log_offset: int) -> None:
+        """Kill the broker, tear the record at ``commit_log_offset`` and restart it on that data (ValueError when
+        no record starts there); return once it serves again, registered with its name server."""
         ...
 
 
@@ -314,6 +324,17 @@ def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0
                     self._error(400, str(exc))
                     return
                 self._run("config", lambda: {"ok": True, "previous": control.configure(settings)})
+            elif path == "/restart/torn":
+                offset = body.get("commit_log_offset")
+                if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                    self._error(400, f"commit_log_offset: must be an integer >= 0, got {offset!r}")
+                    return
+
+                def torn() -> dict[str, Any]:
+                    control.tear_and_restart(offset)
+                    return {"ok": True}
+
+                self._run("torn restart", torn)
             elif path == "/retention/manual-delete":
 
                 def manual() -> dict[str, Any]:
@@ -374,6 +395,9 @@ class ControlClient:
 
     def manual_delete(self) -> None:
         self._post("/retention/manual-delete", {})
+
+    def tear_and_restart(self, commit_log_offset: int) -> None:
+        self._post("/restart/torn", {"commit_log_offset": commit_log_offset})
 
     def trace(self, start: int) -> tuple[list[dict[str, Any]], int]:
         """``GET /trace?from=start``: (the rows, the number the next row will get)."""

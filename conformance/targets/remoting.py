@@ -45,6 +45,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -503,12 +504,20 @@ class RemotingTarget:
         """The runner restarts the broker (``kill``: as after SIGKILL); then every connection is made again.
         Held pulls of before are failed; consumers must heartbeat again, as after any broker restart."""
         control = self._controlled("kill_restart" if kill else "restart")
+        self._reconnect_after(lambda: control.restart(kill))
+
+    def restart_torn(self, commit_log_offset: int) -> None:
+        """The runner kills the broker, tears the record at ``commit_log_offset`` and starts it again."""
+        control = self._controlled("torn_restart")
+        self._reconnect_after(lambda: control.tear_and_restart(commit_log_offset))
+
+    def _reconnect_after(self, restart: Callable[[], None]) -> None:
         for client in [self._main, *self._conns.values()]:
             client.close()
         with self._lock:
             self._conns.clear()
         self._client_of_conn.clear()
-        control.restart(kill)
+        restart()
         self.broker_addr, self.broker_name = discover_route(self.namesrv)
         self._main = self._connect()
 

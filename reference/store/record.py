@@ -37,9 +37,11 @@ import struct
 import zlib
 from collections.abc import Mapping
 from mmap import mmap
+from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
 
+from reference.store.mapped_file import NAME_DIGITS
 from reference.store.message import UNIQ_KEY, StoredMessage, offset_msg_id
 
 MESSAGE_MAGIC = 0x6D71746B  # "mqtk"
@@ -191,3 +193,32 @@ def read_record(buf: mmap, pos: int) -> StoredMessage:
 
 def store_timestamp_at(buf: mmap, pos: int) -> int:
     return HEADER.unpack_from(buf, pos)[6]
+
+
+#: What :func:`tear_record` writes over a record's magic: no commit log's magic or blank marker.
+TORN_MAGIC = b"\x00\x0b\xad\x00"
+
+
+def tear_record(commitlog_dir: str | Path, segment_bytes: int, offset: int,
+                magics: frozenset[int] = frozenset({MESSAGE_MAGIC})) -> None:
+    """Overwrite the magic of the record at commit-log ``offset``, as a torn write leaves it, in a stopped
+    broker's files; ValueError if no record with one of ``magics`` starts there.
+
+    RocketMQ's commit log shares the two facts this needs with ours: segment files are named by their first
+    offset in 20 digits, and a record starts with its int32 total size and its magic; so a peer's runner
+    tears an Apache store with this too, naming RocketMQ's magics. Recovery must cut the log there (STORE-6)."""
+    path = Path(commitlog_dir) / f"{offset // segment_bytes * segment_bytes:0{NAME_DIGITS}d}"
+    position = offset % segment_bytes
+    try:
+        with path.open("r+b") as fh:
+            fh.seek(position)
+            prefix = fh.read(8)
+            if len(prefix) < 8:
+                raise ValueError(f"commit-log offset {offset}: {path.name} ends before it")
+            total, magic = struct.unpack(">iI", prefix)
+            if magic not in magics or total <= 8:
+                raise ValueError(f"commit-log offset {offset}: no record starts there (size {total}, magic {magic:#x})")
+            fh.seek(position + 4)
+            fh.write(TORN_MAGIC)
+    except FileNotFoundError:
+        raise ValueError(f"commit-log offset {offset}: no segment file {path.name}") from None

@@ -45,6 +45,9 @@ class FakeControl:
     def manual_delete(self) -> None:
         self.calls.append("manual")
 
+    def tear_and_restart(self, commit_log_offset: int) -> None:
+        self.calls.append(("torn", commit_log_offset))
+
     def trace_since(self, start: int) -> tuple[list[dict[str, Any]], int, int]:
         self.calls.append(("trace", start))
         rows = [{"event": "SEND", "n": i} for i in range(5)]
@@ -88,11 +91,13 @@ def test_settings_manual_delete_and_trace_both_sides(fake) -> None:  # type: ign
     assert client.configure({"longPollingEnable": False, "deleteWhen": "05;17"}) == {
         "longPollingEnable": True, "deleteWhen": "04"}
     client.manual_delete()
+    client.tear_and_restart(4096)
     assert client.trace(3) == ([{"event": "SEND", "n": 3}, {"event": "SEND", "n": 4}], 5)
     assert client.trace(1 << 40) == ([], 5)
     with pytest.raises(ControlError, match="rows 0..1 were dropped before they were read"):
         client.trace(0)
-    assert control.calls[:2] == [("configure", {"longPollingEnable": False, "deleteWhen": "05;17"}), "manual"]
+    assert control.calls[:3] == [("configure", {"longPollingEnable": False, "deleteWhen": "05;17"}), "manual",
+                                 ("torn", 4096)]
 
 
 @pytest.mark.parametrize(
@@ -120,6 +125,8 @@ def test_bad_settings_are_refused_by_name(fake, settings, error) -> None:  # typ
     ("method", "path", "body", "status", "error"),
     [
         ("GET", "/trace?from=-1", None, 400, "from: must be an integer >= 0"),
+        ("POST", "/restart/torn", {"commit_log_offset": -5}, 400, "commit_log_offset: must be an integer >= 0"),
+        ("POST", "/restart/torn", {}, 400, "commit_log_offset: must be an integer >= 0"),
         ("POST", "/restart", {"kill": "yes"}, 400, "kill: must be true or false"),
         ("POST", "/restart", [1], 400, "body: must be a JSON object"),
         ("POST", "/nowhere", {}, 404, "no such operation"),

@@ -267,3 +267,26 @@ def test_short_segment_in_the_middle_is_refused(make_store, tmp_path: Path) -> N
 
 def mapped_file_name(offset: int) -> str:
     return str(offset).zfill(mapped_file.NAME_DIGITS)
+
+
+@pytest.mark.req("STORE-6")
+def test_a_torn_record_cuts_recovery_there(tmp_path: Path) -> None:
+    """tear_record, as the runners' torn restart uses it: the torn record and what follows are gone after
+    recovery, the next append takes its offsets; a position where no record starts is refused, untouched."""
+    from reference.store.record import tear_record
+
+    config = MessageStoreConfig(commit_log_segment_bytes=4096)
+    store = MessageStore(tmp_path / "d", config, SimClock())
+    store.create_topic("T", 1)
+    results = [store.put_message(Message("T", b"m%d" % i, 0)) for i in range(5)]
+    store.close()
+    with pytest.raises(ValueError, match="no record starts there"):
+        tear_record(tmp_path / "d" / "commitlog", 4096, results[3].commit_log_offset + 1)
+    tear_record(tmp_path / "d" / "commitlog", 4096, results[3].commit_log_offset)
+    store = MessageStore(tmp_path / "d", config, SimClock())
+    try:
+        assert [m.body for m in _all(store, "T", 0)] == [b"m0", b"m1", b"m2"]
+        again = store.put_message(Message("T", b"again", 0))
+        assert (again.queue_offset, again.commit_log_offset) == (3, results[3].commit_log_offset)
+    finally:
+        store.close()

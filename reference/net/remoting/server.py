@@ -36,6 +36,7 @@ from reference.net.remoting.connection import Dispatch, RemotingConnection
 from reference.net.remoting.frame import MAX_FRAME_BYTES
 from reference.net.remoting.namesrv import AUTO_CREATE_QUEUE_NUMS, NameServer
 from reference.sim.process import ProcessClock
+from reference.store.record import tear_record
 from reference.trace import RingSink
 
 log = logging.getLogger("mqtck.remoting")
@@ -130,13 +131,15 @@ class RemotingServers:
         await self.broker_service.close()
         self.broker.shutdown()
 
-    def restart_broker(self, kill: bool = False) -> None:
+    def restart_broker(self, kill: bool = False, tear_at: int | None = None) -> None:
         """Replace the broker by a new one on the same data and address (on the serving loop).
 
         Its connections are closed first (held pulls are dropped; clients reconnect and register again).
         Clean: the old broker shuts down (offsets persisted, store closed). ``kill``: it is :func:`crash`-ed,
         so commits since the last offset persist are lost and the new broker recovers the store as after
-        SIGKILL. The trace gets CRASH (``clean`` in its detail for a clean restart) and RESTART."""
+        SIGKILL. ``tear_at``: after the kill, the record at that commit-log offset is torn (its magic overwritten,
+        :func:`reference.store.record.tear_record`) before the new broker recovers. The trace gets CRASH
+        (``clean`` in its detail for a clean restart) and RESTART."""
         if self.make_broker is None or self.name_server is None:
             raise RuntimeError("these servers were started without a broker factory: they cannot restart")
         old = self.broker
@@ -146,6 +149,8 @@ class RemotingServers:
         self.broker_service.close_connections()
         if kill:
             crash(old)
+            if tear_at is not None:
+                tear_record(old.store.data_dir / "commitlog", old.store.config.commit_log_segment_bytes, tear_at)
         else:
             old.rec.record("CRASH", detail={"clean": True})
             old.shutdown()
@@ -199,7 +204,7 @@ class LoopControl:
         return {
             "implementation": self.implementation,
             "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete",
-                             *(["trace"] if self.ring is not None else [])],
+                             "torn_restart", *(["trace"] if self.ring is not None else [])],
             "store": {"commitlog_segment_bytes": config.commit_log_segment_bytes,
                       "consumequeue_segment_units": config.consume_queue_units_per_segment,
                       "clean_interval_ms": config.clean_resource_interval_ms,
@@ -211,6 +216,16 @@ class LoopControl:
 
     def manual_delete(self) -> None:
         self._on_loop(self.servers.broker.store.request_manual_delete)
+
+    def tear_and_restart(self, commit_log_offset: int) -> None:
+        # Checked on the live store first, so that a bad offset refuses before anything is killed.
+        def check() -> None:
+            store = self.servers.broker.store
+            if not store.get_commit_log_min_offset() <= commit_log_offset < store.get_commit_log_max_offset():
+                raise ValueError(f"commit_log_offset {commit_log_offset} is not in the commit log")
+
+        self._on_loop(check)
+        self._on_loop(lambda: self.servers.restart_broker(kill=True, tear_at=commit_log_offset))
 
     def trace_since(self, start: int) -> tuple[list[dict[str, Any]], int, int]:
         """The trace rows numbered ``start`` on (read on the loop, which writes them)."""
