@@ -7,14 +7,11 @@ import pytest
 from conformance.targets import open_target
 
 NOT_APPLICABLE = "not applicable: target lacks capability"
-#: Tests that need these run after the others, in this order (stable within each group): retention and
-#: run-time settings, then restarts. A RocketMQ broker's clean service first runs 60 s after the broker
-#: starts, so retention tests that come after a minute of other tests never wait for it; a restart would
-#: start that minute again, so restarts come last.
-LATE_GROUPS: tuple[frozenset[str], ...] = (
-    frozenset({"retention_expire", "broker_config", "manual_delete"}),
-    frozenset({"restart", "kill_restart"}),
-)
+#: Capabilities of the tests that run late. A RocketMQ broker's clean service first runs 60 s after the broker
+#: starts, so retention tests that come after a minute of other tests never wait for it; a restart starts that
+#: minute again, so restarts come last, and of those first the one that also needs retention.
+RETENTION = frozenset({"retention_expire", "broker_config", "manual_delete"})
+RESTARTS = frozenset({"restart", "kill_restart", "torn_restart"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -22,11 +19,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Order the suite so that a run against a real broker waits as little as it can (:data:`LATE_GROUPS`)."""
+    """Order the suite so that a run against a real broker waits as little as it can: other tests, then retention
+    (:data:`RETENTION`), then retention with a restart, then restarts (:data:`RESTARTS`); stable within each."""
 
     def group(item: pytest.Item) -> int:
         needs = {cap for mark in item.iter_markers("needs") for cap in mark.args}
-        return max((i + 1 for i, caps in enumerate(LATE_GROUPS) if needs & caps), default=0)
+        retention, restart = bool(needs & RETENTION), bool(needs & RESTARTS)
+        return [[0, 3], [1, 2]][retention][restart]
 
     items.sort(key=group)
 
