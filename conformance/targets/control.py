@@ -60,6 +60,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
@@ -225,6 +226,16 @@ class ControlServer:
         self._thread.join(timeout=5)
 
 
+def _ok(action: Callable[[], object]) -> Callable[[], dict[str, Any]]:
+    """An operation whose answer is ``{"ok": true}`` once ``action`` returned."""
+
+    def run() -> dict[str, Any]:
+        action()
+        return {"ok": True}
+
+    return run
+
+
 def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0) -> ControlServer:
     """Serve ``control`` on ``host:port`` (0: a free port) from a daemon thread; returns at once."""
     lock = threading.Lock()
@@ -305,12 +316,7 @@ def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0
                 if not isinstance(kill, bool):
                     self._error(400, f"kill: must be true or false, got {kill!r}")
                     return
-
-                def restart() -> dict[str, Any]:
-                    control.restart(kill)
-                    return {"ok": True}
-
-                self._run("restart", restart)
+                self._run("restart", _ok(lambda: control.restart(kill)))
             elif path == "/retention/expire":
 
                 def expire() -> dict[str, Any]:
@@ -329,19 +335,9 @@ def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0
                 if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
                     self._error(400, f"commit_log_offset: must be an integer >= 0, got {offset!r}")
                     return
-
-                def torn() -> dict[str, Any]:
-                    control.tear_and_restart(offset)
-                    return {"ok": True}
-
-                self._run("torn restart", torn)
+                self._run("torn restart", _ok(lambda: control.tear_and_restart(offset)))
             elif path == "/retention/manual-delete":
-
-                def manual() -> dict[str, Any]:
-                    control.manual_delete()
-                    return {"ok": True}
-
-                self._run("manual delete", manual)
+                self._run("manual delete", _ok(control.manual_delete))
             else:
                 self._error(404, f"no such operation {self.path!r}: POST {', '.join(OPERATIONS)}")
 

@@ -281,6 +281,7 @@ def test_unreachable_control_of_a_live_name_server_is_a_usage_error(runner, tmp_
         (["--remoting", "127.0.0.1:0", "--mutant", "alloc-circle-starts-at-second"], "allocation strategies"),
         (["--http", "127.0.0.1:0", "--control"], "--control needs --remoting"),
         (["--stdio", "--mutant", "hold-ignore-deadline"], "--mutant needs --remoting"),
+        (["--remoting", "127.0.0.1:0", "--clean-interval-ms", "5"], "--clean-interval-ms must be >= 100"),
     ],
 )
 def test_runner_usage_errors(flags: list[str], error: str, tmp_path: Path) -> None:
