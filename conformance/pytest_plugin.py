@@ -22,6 +22,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--mqtck-only", default=None, help="comma-separated requirement IDs: run only tests marked with one"
     )
+    group.addoption(
+        "--mqtck-phase", default="all", choices=("all", "shared", "exclusive"),
+        help="shared: only tests that leave the broker as it is (safe on parallel workers); exclusive: only those "
+             "that act on the whole broker (restart, retention, run-time settings); all (default): both",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

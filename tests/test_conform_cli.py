@@ -73,3 +73,25 @@ def test_only_and_usage_errors(tmp_path: Path) -> None:
         bad = conform(*args, "--report-dir", str(tmp_path))
         assert bad.returncode == 2, args
         assert len(bad.stderr.strip().splitlines()) == 1 and "error" in bad.stderr, bad.stderr
+
+
+def _collected(phase: str) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "conformance/suite",
+         f"--mqtck-phase={phase}"], capture_output=True, text=True, timeout=120,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return [line for line in result.stdout.splitlines() if "::" in line]
+
+
+def test_parallel_runs_leave_the_whole_broker_tests_to_one_worker_afterwards() -> None:
+    """With -n N the suite runs in two phases: the shared one on N workers, then, alone, the tests that restart
+    the broker, run its retention or change its settings; together they are the whole suite, once each."""
+    every, shared, exclusive = _collected("all"), _collected("shared"), _collected("exclusive")
+    assert sorted(shared + exclusive) == sorted(every) and not set(shared) & set(exclusive)
+    assert any("test_messages_topics_and_offsets_survive_a_restart" in t for t in exclusive)
+    assert any("test_short_polling_arrivals_wake_nothing" in t for t in exclusive), "it switches long polling off"
+    assert not any("restart" in t.split("::")[-1] for t in shared)
+    # The order of a whole run: the shared tests first, then retention, then restarts.
+    assert every[: len(shared)] == shared and every[len(shared):] == exclusive

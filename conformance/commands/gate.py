@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report-dir", default="reports", help="where the run is written (default: reports)")
     p.add_argument("--junit", default=None, help="also write the JUnit XML here")
     p.add_argument("--only", nargs="+", default=None, metavar="ID", help="run only tests of these requirement IDs")
+    p.add_argument("-n", "--workers", type=int, default=1,
+                   help="parallel workers for the tests that leave the broker as it is (default 1); those that "
+                        "restart it, run its retention or change its settings always run alone, afterwards")
     p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of a table")
     p.add_argument("--no-expect", action="store_true",
                    help="ignore the peer's reviewed expectations (every failure gates)")
@@ -39,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     from conformance.peers.maven import rocketmq_classpath
     from conformance.peers.rocketmq import served
 
+    if args.workers < 1:
+        raise UsageError("-n/--workers must be >= 1")
     started = time.monotonic()
     stack = contextlib.ExitStack()
     try:
@@ -50,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     _say(f"{info.name} ready at {target} after {time.monotonic() - started:.1f} s; running the suite")
-    conform = ["conform", "--target", target, "--report-dir", args.report_dir, "--implementation", info.name]
+    conform = ["conform", "--target", target, "--report-dir", args.report_dir, "--implementation", info.name,
+               "--workers", str(args.workers)]
     if not args.no_expect and info.name in expectations.known():
         conform += ["--expect", info.name]
     if args.junit:

@@ -18,7 +18,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs(*capabilities): target capabilities the test requires")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def acts_on_the_whole_broker(item: pytest.Item) -> bool:
+    """Whether the test restarts the broker, runs its retention or changes its settings: it must have the broker
+    to itself (``mqtck conform -n N`` runs these after the others, on one worker)."""
+    needs = {cap for mark in item.iter_markers("needs") for cap in mark.args}
+    return bool(needs & (RETENTION | RESTARTS))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Order the suite so that a run against a real broker waits as little as it can: other tests, then retention
     (:data:`RETENTION`), then retention with a restart, then restarts (:data:`RESTARTS`); stable within each."""
 
@@ -28,6 +35,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return [[0, 3], [1, 2]][retention][restart]
 
     items.sort(key=group)
+    phase = config.getoption("--mqtck-phase", default="all")
+    if phase != "all":
+        keep = [item for item in items if acts_on_the_whole_broker(item) == (phase == "exclusive")]
+        dropped = [item for item in items if item not in keep]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
 
 
 @pytest.fixture
