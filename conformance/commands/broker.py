@@ -50,6 +50,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", required=True, help="store directory (created if missing; recovered if not)")
     p.add_argument("--trace", default=None, help="record a trace here (*.jsonl, *.jsonl.gz or a Parquet dir)")
     p.add_argument("--segment-bytes", type=int, default=None, help="commit-log segment size")
+    p.add_argument("--channel-expired-ms", type=int, default=None,
+                   help="a consumer channel silent this long is removed at the next housekeeping scan "
+                        "(channelExpiredTimeout, default 120000)")
+    p.add_argument("--channel-scan-ms", type=int, default=None,
+                   help="how often the housekeeping scan runs (default 10000)")
     p.add_argument("--clean-interval-ms", type=int, default=None,
                    help="how often the clean service runs (cleanResourceInterval, default 10000); gating runs use "
                         "1000 so that retention tests wait less")
@@ -133,6 +138,12 @@ def run(args: argparse.Namespace) -> int:
         store_config.clean_resource_interval_ms = args.clean_interval_ms
     clock = SimClock() if args.sim_clock else RealClock()
     config = BrokerConfig(long_polling_enable=not args.short_polling)
+    for flag, value, field in (("--channel-expired-ms", args.channel_expired_ms, "channel_expired_timeout_ms"),
+                               ("--channel-scan-ms", args.channel_scan_ms, "channel_scan_interval_ms")):
+        if value is not None:
+            if value < 100:
+                raise UsageError(f"{flag} must be >= 100")
+            setattr(config, field, value)
     trace = Trace(sink_for(args.trace), run=f"broker-{data_dir.name}", clock=clock) if args.trace else None
     if args.remoting is not None:
         ring = None

@@ -78,6 +78,9 @@ UPDATE_BROKER_CONFIG = 25
 GET_BROKER_CONFIG = 26
 GET_BROKER_RUNTIME_INFO = 28
 DELETE_EXPIRED_COMMITLOG = 329
+#: RocketMQ's consumer-channel housekeeping: channelExpiredTimeout and the scan's interval (ms).
+CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
+CHANNEL_SCAN_INTERVAL_MS = 10_000
 #: How often the peer's clean service runs (cleanResourceInterval; RocketMQ's default is 10 000 ms).
 CLEAN_INTERVAL_MS = 1_000
 #: An expire makes every hour a clean hour and keeps nothing reserved, until the deletion is seen.
@@ -221,6 +224,9 @@ class RocketMQPeer:
                       "consumequeue_segment_units": CONSUMEQUEUE_SEGMENT_UNITS,
                       "clean_interval_ms": CLEAN_INTERVAL_MS,
                       "disk_used_ratio": round(usage.used / usage.total, 4) if usage.total else 1.0},
+            # ClientHousekeepingService: every 10 s, channels silent for 120 s (fixed in 4.x; 5.x's default).
+            "registry": {"channel_expired_timeout_ms": CHANNEL_EXPIRED_TIMEOUT_MS,
+                         "channel_scan_interval_ms": CHANNEL_SCAN_INTERVAL_MS},
         }
 
     def configure(self, settings: dict[str, object]) -> dict[str, object]:

@@ -180,6 +180,40 @@ def test_a_closed_channel_leaves_its_group_and_the_others_are_told(target) -> No
     assert target.notifications("c1")[before:] == ["G"], "the remaining member must be told"
 
 
+#: A silent channel's expiry is waited for over the wire only when it comes within this long (RocketMQ's 120 s
+#: timeout plus a 10 s scan is too long for a gate: there the simulated-time CGRP-6 test and the close test judge).
+MAX_EXPIRY_WAIT_MS = 30_000
+#: How often the test keeps its live member's channel fresh.
+KEEPALIVE_S = 0.5
+
+
+@pytest.mark.req("CGRP-6")
+@pytest.mark.needs("consumer_registry", "remoting_wire")
+def test_a_silent_channel_expires_and_a_live_one_stays(target) -> None:  # type: ignore[no-untyped-def]
+    """Two members; one keeps sending heartbeats, the other falls silent: after channelExpiredTimeout and the
+    next housekeeping scan only the live one is left."""
+    expiry = target.channel_expiry()  # remoting_wire: a remoting target
+    if expiry is None:
+        pytest.skip("not applicable: the target does not say when silent channels expire")
+    timeout_ms, scan_ms = expiry
+    bound_ms = timeout_ms + scan_ms
+    if bound_ms > MAX_EXPIRY_WAIT_MS:
+        pytest.skip(f"not applicable: a silent channel expires after up to {bound_ms / 1000:.0f} s here, longer than "
+                    f"this test waits ({MAX_EXPIRY_WAIT_MS / 1000:.0f} s)")
+    target.create_topic("RX", 1)
+    target.heartbeat("x1", "client-live", "GX", {"RX": "*"})
+    target.heartbeat("x2", "client-silent", "GX", {"RX": "*"})
+    silent_since = time.monotonic()
+    deadline = silent_since + (bound_ms + 2 * scan_ms) / 1000 + VISIBLE_S
+    while target.consumer_ids("GX") != ["client-live"]:
+        assert time.monotonic() < deadline, (
+            f"a channel silent for {time.monotonic() - silent_since:.1f} s is still registered "
+            f"(channelExpiredTimeout {timeout_ms} ms, scan every {scan_ms} ms): {target.consumer_ids('GX')}")
+        time.sleep(KEEPALIVE_S)
+        target.heartbeat("x1", "client-live", "GX", {"RX": "*"})
+    assert time.monotonic() - silent_since >= timeout_ms / 1000 - 0.5, "removed before channelExpiredTimeout"
+
+
 # -- LPOLL --------------------------------------------------------------------------------------------------
 @pytest.mark.req("LPOLL-8")
 @pytest.mark.needs("long_poll")

@@ -13,16 +13,17 @@ The contract (both sides live in this module, so that it is written down once):
 
 ``GET /capabilities``
     ``{"implementation": str, "capabilities": [...], "store": {"commitlog_segment_bytes": int,
-    "consumequeue_segment_units": int, "clean_interval_ms": int, "disk_used_ratio": float}}``. The capabilities
+    "consumequeue_segment_units": int, "clean_interval_ms": int, "disk_used_ratio": float}, "registry":
+    {"channel_expired_timeout_ms": int, "channel_scan_interval_ms": int}}``. The capabilities
     a runner may offer are :data:`CONTROL_CAPABILITIES`: ``restart`` (a clean restart and a kill -9 restart,
     data kept), ``retention_expire`` (every commit-log segment but the one being written counts as expired and
     the clean service runs now), ``store_layout`` (the segment sizes in ``store`` are the broker's),
     ``broker_config`` (``POST /config`` changes the settings of :data:`BROKER_SETTINGS` at run time),
     ``manual_delete`` (``POST /retention/manual-delete``), ``torn_restart`` (``POST /restart/torn``) and
     ``trace`` (``GET /trace``: the broker's trace rows, schema v1, as the runner records them).
-    ``clean_interval_ms`` (how often the clean service runs) and ``disk_used_ratio`` (how full the store's
-    disk is now, in [0, 1]) are optional. Any other name is ignored by the client: a runner cannot grant, say,
-    clock control through this channel.
+    ``clean_interval_ms`` (how often the clean service runs), ``disk_used_ratio`` (how full the store's
+    disk is now, in [0, 1]) and ``registry`` (when silent consumer channels expire) are optional. Any other
+    name is ignored by the client: a runner cannot grant, say, clock control through this channel.
 ``GET /trace?from=N``
     ``{"rows": [...], "first": F, "next": M}``: the rows numbered N on that the runner still holds (F is the
     number of the first; F > N when older rows were dropped), and the number the next row will get.
@@ -76,6 +77,8 @@ CONTROL_CAPABILITIES = frozenset(
 )
 #: The ``store`` keys, each a positive integer.
 STORE_KEYS = ("commitlog_segment_bytes", "consumequeue_segment_units")
+#: The optional ``registry`` keys (ms), each a positive integer: how the broker expires silent consumer channels.
+REGISTRY_KEYS = ("channel_expired_timeout_ms", "channel_scan_interval_ms")
 #: The broker settings ``POST /config`` may change, by RocketMQ's property names (BrokerConfig and
 #: MessageStoreConfig), with the rule a value must meet: ``longPollingEnable`` (arrivals wake held pulls; off:
 #: short polling), ``deleteWhen`` (the hours of the clean runs, "04" or "04;16"; UTC at the reference and at
@@ -147,6 +150,9 @@ class ControlDescription:
     clean_interval_ms: int | None = None
     #: How full the store's disk was when asked, in [0, 1] (None: not said).
     disk_used_ratio: float | None = None
+    #: channelExpiredTimeout and the housekeeping scan's interval, ms (None: not said).
+    channel_expired_timeout_ms: int | None = None
+    channel_scan_interval_ms: int | None = None
 
 
 def check_settings(doc: object) -> dict[str, Any]:
@@ -198,12 +204,22 @@ def check_description(doc: object) -> ControlDescription:
     ratio = store.get("disk_used_ratio")
     if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 <= ratio <= 1):
         raise ValueError(f"store.disk_used_ratio: must be a number in [0, 1], got {ratio!r}")
+    registry = doc.get("registry", {})
+    if not isinstance(registry, dict):
+        raise ValueError("registry: must be an object")
+    timing: dict[str, int | None] = {}
+    for key in REGISTRY_KEYS:
+        value = registry.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise ValueError(f"registry.{key}: must be an integer > 0, got {value!r}")
+        timing[key] = value
     offered = frozenset(caps) & CONTROL_CAPABILITIES
     if "store_layout" in offered and None in sizes.values():
         raise ValueError(f"store: store_layout is offered but store lacks {', '.join(STORE_KEYS)}")
     return ControlDescription(implementation, offered, sizes["commitlog_segment_bytes"],
                               sizes["consumequeue_segment_units"], interval,
-                              None if ratio is None else float(ratio))
+                              None if ratio is None else float(ratio), timing["channel_expired_timeout_ms"],
+                              timing["channel_scan_interval_ms"])
 
 
 # -- server ------------------------------------------------------------------------------------------------

@@ -533,6 +533,13 @@ class RemotingTarget:
         return StoreLayout(offer.commitlog_segment_bytes, offer.consumequeue_segment_units,
                            disk_used_ratio=offer.disk_used_ratio, **extra)
 
+    def channel_expiry(self) -> tuple[int, int] | None:
+        """(channelExpiredTimeout, the housekeeping scan's interval) in ms, when the runner says them."""
+        offer = self._offer
+        if offer is None or offer.channel_expired_timeout_ms is None or offer.channel_scan_interval_ms is None:
+            return None
+        return offer.channel_expired_timeout_ms, offer.channel_scan_interval_ms
+
     def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
         """The runner changes broker settings (RocketMQ's names) and says what they were."""
         return self._controlled("broker_config").configure(settings)

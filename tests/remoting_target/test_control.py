@@ -162,6 +162,11 @@ def test_unreachable_control_is_a_control_error() -> None:
         ({"implementation": "x", "capabilities": "restart"}, "capabilities"),
         ({"implementation": "x", "capabilities": [], "store": {"commitlog_segment_bytes": 0}}, "store.commitlog"),
         ({"implementation": "x", "capabilities": ["store_layout"]}, "store: store_layout is offered"),
+        ({"implementation": "x", "capabilities": [], "registry": {"channel_scan_interval_ms": 0}},
+         "registry.channel_scan_interval_ms"),
+        ({"implementation": "x", "capabilities": [], "registry": []}, "registry: must be an object"),
+        ({"implementation": "x", "capabilities": [], "store": {"disk_used_ratio": 2}}, "store.disk_used_ratio"),
+        ({"implementation": "x", "capabilities": [], "store": {"clean_interval_ms": 0}}, "store.clean_interval_ms"),
     ],
 )
 def test_descriptions_are_checked(doc, field) -> None:  # type: ignore[no-untyped-def]
@@ -215,6 +220,7 @@ def test_runner_advertises_its_control(runner) -> None:  # type: ignore[no-untyp
         layout = target.store_layout()
         assert (layout.commitlog_segment_bytes, layout.consumequeue_segment_units) == (65536, 300_000)
         assert layout.clean_interval_ms == 10_000 and 0 <= (layout.disk_used_ratio or 0) <= 1
+        assert target.channel_expiry() == (120_000, 10_000), "RocketMQ's housekeeping defaults"
     finally:
         target.close()
 

@@ -29,14 +29,13 @@ UNREACHABLE = {
         "LPOLL-4's race needs race_control: in real time the server answers 'not found' and suspends the pull in "
         "one step of its loop, so no send can fall between them and the missing re-check never shows"
     ),
-    "registry-channels-never-expire": (
-        "CGRP-6 needs clock_control: a channel expires after 120 s without heartbeats, too long to wait for"
-    ),
     "flow-batch-counts-as-one-permit": _NO_PERMITS,
     "flow-permits-go-negative": _NO_PERMITS,
 }
-#: The store the gating runners use: 1 MiB commit-log segments, the clean service every second.
-GATING_STORE = ("--segment-bytes", str(1 << 20), "--clean-interval-ms", "1000")
+#: The runner as gating uses it: 1 MiB commit-log segments, the clean service every second; and silent consumer
+#: channels expiring within seconds, so that CGRP-6's expiry is judged over the wire.
+GATING_STORE = ("--segment-bytes", str(1 << 20), "--clean-interval-ms", "1000", "--channel-expired-ms", "3000",
+                "--channel-scan-ms", "1000")
 BROKER_FAULTS = sorted(name for name, mutant in CATALOGUE.items() if is_broker_fault(mutant))
 CAUGHT = [name for name in BROKER_FAULTS if name not in UNREACHABLE]
 

@@ -201,6 +201,7 @@ class LoopControl:
     def describe(self) -> dict[str, Any]:
         store = self._on_loop(lambda: self.servers.broker.store)
         config = store.config
+        broker_config = self.servers.broker.config
         return {
             "implementation": self.implementation,
             "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete",
@@ -209,6 +210,8 @@ class LoopControl:
                       "consumequeue_segment_units": config.consume_queue_units_per_segment,
                       "clean_interval_ms": config.clean_resource_interval_ms,
                       "disk_used_ratio": round(min(max(store.disk_used_ratio(), 0.0), 1.0), 4)},
+            "registry": {"channel_expired_timeout_ms": broker_config.channel_expired_timeout_ms,
+                         "channel_scan_interval_ms": broker_config.channel_scan_interval_ms},
         }
 
     def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
