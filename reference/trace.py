@@ -233,6 +233,11 @@ class ParquetSink:
         self._flush()
 
 
+#: Rows a :class:`RingSink` keeps by default: about 30 MB of row dicts, far more than a conformance test reads
+#: between its operations and the rows it checks.
+RING_ROWS = 50_000
+
+
 class RingSink:
     """Keeps the newest ``capacity`` rows in memory, numbered from 0 in the order written, and passes every
     row on to ``inner`` (a file, or nothing). A broker's runner reads it to serve its trace on the control
@@ -241,7 +246,7 @@ class RingSink:
 
     enabled = True
 
-    def __init__(self, inner: TraceSink | None = None, capacity: int = 200_000) -> None:
+    def __init__(self, inner: TraceSink | None = None, capacity: int = RING_ROWS) -> None:
         if capacity <= 0:
             raise ValueError(f"capacity: must be > 0, got {capacity!r}")
         self.inner = inner if inner is not None and getattr(inner, "enabled", True) else None

@@ -131,17 +131,15 @@ def run(args: argparse.Namespace) -> int:
     ]
     console = Console(stderr=True)
     started = time.monotonic()
-    codes = []
     with Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=True, disable=args.json,
     ) as progress:
         for phase_args in phases:
-            codes.append(pytest.main(phase_args, plugins=[_Progress(progress)]))
+            code = pytest.main(phase_args, plugins=[_Progress(progress)])
+            if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+                raise UsageError(f"the suite could not run (pytest exit {int(code)}); see {run_dir}")
     elapsed = time.monotonic() - started
-    for code in codes:
-        if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
-            raise UsageError(f"the suite could not run (pytest exit {int(code)}); see {run_dir}")
     results = report.load_results(sorted(run_dir.glob("results.jsonl*")))
     vs = report.verdicts(results, expected)
     extra: dict = {"duration_s": round(elapsed, 3), "run": run_dir.name,

@@ -9,7 +9,8 @@ from conformance.targets import open_target
 NOT_APPLICABLE = "not applicable: target lacks capability"
 #: Capabilities of the tests that run late. A RocketMQ broker's clean service first runs 60 s after the broker
 #: starts, so retention tests that come after a minute of other tests never wait for it; a restart starts that
-#: minute again, so restarts come last, and of those first the one that also needs retention.
+#: minute again, so restarts come last, and of those first the one that also needs retention. A manual delete
+#: request goes on forcing deletions for 20 clean runs: its test is the last of the retention ones.
 RETENTION = frozenset({"retention_expire", "broker_config", "manual_delete"})
 RESTARTS = frozenset({"restart", "kill_restart", "torn_restart"})
 
@@ -32,7 +33,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     def group(item: pytest.Item) -> int:
         needs = {cap for mark in item.iter_markers("needs") for cap in mark.args}
         retention, restart = bool(needs & RETENTION), bool(needs & RESTARTS)
-        return [[0, 3], [1, 2]][retention][restart]
+        if "manual_delete" in needs and not restart:
+            return 2  # a manual request forces the next 20 clean runs: after the other retention tests
+        return [[0, 4], [1, 3]][retention][restart]
 
     items.sort(key=group)
     phase = config.getoption("--mqtck-phase", default="all")

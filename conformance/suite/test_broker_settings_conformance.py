@@ -55,8 +55,10 @@ LATE_SLACK_MS = 1_000
 #: A pull's suspend timeout in the short-polling test: far longer than what short polling holds it.
 ASKED_SUSPEND_MS = 15_000
 #: Rounds of the "arrivals wake nothing" test, the wait before each send, and the latency at least one round
-#: must exceed: an answer at the next check comes 0-1000 ms after the send, evenly, so all six rounds under
-#: 100 ms has a chance of 1e-6; a broker that wakes held pulls on arrival answers each within milliseconds.
+#: must exceed. An answer comes at the first check after the send, up to 1000 ms later; a round's pull is sent
+#: just after the previous answer, i.e. just after a check, so the next check comes about 700 ms after its
+#: send. Even if the phases were spread evenly, all six rounds under 100 ms would have a chance of 1e-6; a
+#: broker that wakes held pulls on arrival answers each within milliseconds.
 ARRIVAL_ROUNDS = 6
 ARRIVAL_WAIT_S = 0.3
 NOT_WOKEN_MS = 100
@@ -135,6 +137,8 @@ class Retention:
         self.deleted(self.fill(), "the clean service at a deleteWhen hour with fileReservedTime 0")
 
     def require_disk(self, lowest: float | None = None, highest: float = FORCED_CLEAN_RATIO) -> None:
+        """Skip unless the disk's usage lets the test judge: above ``lowest`` (to trigger by disk), and below
+        RocketMQ 5's forced cleaning (which deletes even reserved segments) and the 95 % ratio the test sets."""
         disk = self.disk
         if disk is None:
             pytest.skip("not applicable: the target does not say how full its disk is")
@@ -204,6 +208,7 @@ def test_short_polling_arrivals_wake_nothing(target, settings) -> None:  # type:
 # -- retention ----------------------------------------------------------------------------------------------
 @pytest.mark.req("RETAIN-2")
 def test_expired_segments_go_at_a_clean_hour_and_not_at_others(target, settings, retention) -> None:  # type: ignore[no-untyped-def]
+    retention.require_disk()
     retention.running(settings)
     settings(deleteWhen=_hours(ELSEWHERE))
     topic = retention.fill()
@@ -246,6 +251,7 @@ def test_a_manual_delete_request_deletes_expired_segments_at_any_hour(target, se
     """Last of the module: the request goes on forcing the next clean runs (20)."""
     if "manual_delete" not in target.capabilities:
         pytest.skip("not applicable: the target's runner offers no manual delete request (manual_delete)")
+    retention.require_disk()
     retention.running(settings)
     settings(deleteWhen=_hours(ELSEWHERE))
     topic = retention.fill()

@@ -149,6 +149,7 @@ def test_recovery_cuts_the_log_at_a_torn_record(target) -> None:  # type: ignore
     kept = len(sent) - 1
     assert target.min_max(topic, 0) == (0, kept), "the queue ends before the torn record"
     pulled = pull_all(target, topic, 0, 0, kept)
+    assert len(pulled) == kept, f"{len(pulled)} messages before the torn one, {kept} sent"
     for m, (r, b) in zip(pulled, sent, strict=False):
         assert (m.queue_offset, m.body, m.msg_id) == (r.queue_offset, b, r.msg_id), f"offset {m.queue_offset}"
     r = target.start_pull("G", topic, 0, kept).result()

@@ -172,7 +172,8 @@ def _setting_ok(name: str, value: object) -> bool:
     if name == "longPollingEnable":
         return isinstance(value, bool)
     if name == "deleteWhen":
-        return isinstance(value, str) and all(p.isdigit() and 0 <= int(p) <= 23 for p in value.split(";"))
+        return isinstance(value, str) and all(p.isascii() and p.isdigit() and 0 <= int(p) <= 23
+                                              for p in value.split(";"))
     if isinstance(value, bool) or not isinstance(value, int):
         return False
     return value >= 0 if name == "fileReservedTime" else 10 <= value <= 95
@@ -307,7 +308,7 @@ def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0
             trace_since = getattr(control, "trace_since", None)
             if path == "/trace" and trace_since is not None:
                 start = parse_qs(query).get("from", ["0"])[-1]
-                if not start.isdigit():
+                if not (start.isascii() and start.isdigit()):
                     self._error(400, f"from: must be an integer >= 0, got {start!r}")
                     return
 

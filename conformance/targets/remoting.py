@@ -517,9 +517,11 @@ class RemotingTarget:
         with self._lock:
             self._conns.clear()
         self._client_of_conn.clear()
-        restart()
-        self.broker_addr, self.broker_name = discover_route(self.namesrv)
-        self._main = self._connect()
+        try:
+            restart()
+        finally:  # a refused restart leaves the broker serving: connect again either way
+            self.broker_addr, self.broker_name = discover_route(self.namesrv)
+            self._main = self._connect()
 
     def expire_retention(self) -> int:
         """The runner expires every commit-log segment but the one being written and runs the clean service."""

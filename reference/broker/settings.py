@@ -5,7 +5,8 @@ An operator of a RocketMQ broker changes ``longPollingEnable``, ``deleteWhen``, 
 hold service's wait and the dispatch's arrival notice; every clean run). The reference does the same: its
 runner (``mqtck broker --remoting --control``) offers this as the control channel's ``POST /config``, so a
 conformance test can switch to short polling or make retention fire, on the reference and on a real broker
-alike. A restart goes back to the settings the broker was started with.
+alike. The runner puts the changed settings on the new broker after a restart, as RocketMQ keeps them (its
+UPDATE_BROKER_CONFIG writes them to the broker's configuration file).
 """
 
 from __future__ import annotations

@@ -238,9 +238,18 @@ def test_runner_changes_settings_at_run_time_and_serves_its_trace(runner) -> Non
         assert target.configure({"deleteWhen": "04"}) == {"deleteWhen": "04"}
         target.request_manual_delete()
         target.create_topic("TRC", 1)
-        target.send("TRC", 0, b"traced", "A")
+        sent = target.send("TRC", 0, b"traced", "A")
         rows = target.trace_rows()
         assert [(r["event"], r["topic"], r["offset"]) for r in rows if r["event"] == "SEND"] == [("SEND", "TRC", 0)]
+        # A torn restart at an offset where no record starts is refused before anything is killed.
+        assert sent.commit_log_offset is not None
+        with pytest.raises(ControlError, match="no record starts there"):
+            target.restart_torn(sent.commit_log_offset + 1)
+        assert target.send("TRC", 0, b"still serving", "A").queue_offset == 1
+        assert target.configure({"longPollingEnable": True}) == {"longPollingEnable": True}
+        target.configure({"fileReservedTime": 5})
+        target.restart()
+        assert target.configure({"fileReservedTime": 72}) == {"fileReservedTime": 5}, "settings outlive a restart"
     finally:
         target.close()
 
