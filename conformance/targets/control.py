@@ -179,6 +179,24 @@ def _setting_ok(name: str, value: object) -> bool:
     return value >= 0 if name == "fileReservedTime" else 10 <= value <= 95
 
 
+def _section(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    section = doc.get(name, {})
+    if not isinstance(section, dict):
+        raise ValueError(f"{name}: must be an object")
+    return section
+
+
+def _positive_ints(name: str, section: dict[str, Any], keys: tuple[str, ...]) -> dict[str, int | None]:
+    """The section's ``keys``, each absent (None) or an integer > 0 (ValueError naming ``name.key`` otherwise)."""
+    out: dict[str, int | None] = {}
+    for key in keys:
+        value = section.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise ValueError(f"{name}.{key}: must be an integer > 0, got {value!r}")
+        out[key] = value
+    return out
+
+
 def check_description(doc: object) -> ControlDescription:
     """Validate a ``GET /capabilities`` document (ValueError naming the field); unknown capabilities are
     dropped, and ``store_layout`` needs both ``store`` sizes."""
@@ -190,35 +208,17 @@ def check_description(doc: object) -> ControlDescription:
     caps = doc.get("capabilities")
     if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
         raise ValueError("capabilities: must be a list of strings")
-    store = doc.get("store", {})
-    if not isinstance(store, dict):
-        raise ValueError("store: must be an object")
-    sizes: dict[str, int | None] = {}
-    for key in STORE_KEYS:
-        value = store.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-            raise ValueError(f"store.{key}: must be an integer > 0, got {value!r}")
-        sizes[key] = value
-    interval = store.get("clean_interval_ms")
-    if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int) or interval <= 0):
-        raise ValueError(f"store.clean_interval_ms: must be an integer > 0, got {interval!r}")
+    store, registry = _section(doc, "store"), _section(doc, "registry")
+    sizes = _positive_ints("store", store, (*STORE_KEYS, "clean_interval_ms"))
+    timing = _positive_ints("registry", registry, REGISTRY_KEYS)
     ratio = store.get("disk_used_ratio")
     if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 <= ratio <= 1):
         raise ValueError(f"store.disk_used_ratio: must be a number in [0, 1], got {ratio!r}")
-    registry = doc.get("registry", {})
-    if not isinstance(registry, dict):
-        raise ValueError("registry: must be an object")
-    timing: dict[str, int | None] = {}
-    for key in REGISTRY_KEYS:
-        value = registry.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-            raise ValueError(f"registry.{key}: must be an integer > 0, got {value!r}")
-        timing[key] = value
     offered = frozenset(caps) & CONTROL_CAPABILITIES
-    if "store_layout" in offered and None in sizes.values():
+    if "store_layout" in offered and any(sizes[key] is None for key in STORE_KEYS):
         raise ValueError(f"store: store_layout is offered but store lacks {', '.join(STORE_KEYS)}")
     return ControlDescription(implementation, offered, sizes["commitlog_segment_bytes"],
-                              sizes["consumequeue_segment_units"], interval,
+                              sizes["consumequeue_segment_units"], sizes["clean_interval_ms"],
                               None if ratio is None else float(ratio), timing["channel_expired_timeout_ms"],
                               timing["channel_scan_interval_ms"])
 
