@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from conformance.suite.support import visible
 from conformance.targets import TargetError
 from reference.net.remoting.message_codec import decode_records
 
@@ -26,14 +27,6 @@ MAX_TRANSFER_COUNT_IN_MEMORY = 32
 MAX_FILTER_BYTES, CQ_UNIT_BYTES = 16_000, 20
 #: Tags whose Java String.hashCode() is the same (2112): a broker filtering by hash code cannot tell them apart.
 COLLIDING_TAGS = ("Aa", "BB")
-
-
-def visible(target, topic: str, queue_id: int, count: int) -> None:  # type: ignore[no-untyped-def]
-    """Wait until ``queue_id`` of ``topic`` holds ``count`` messages."""
-    deadline = time.monotonic() + VISIBLE_S
-    while target.min_max(topic, queue_id)[1] < count:
-        assert time.monotonic() < deadline, f"{count} sent messages never showed in queue {queue_id}"
-        time.sleep(0.02)
 
 
 # -- STORE ------------------------------------------------------------------------------------------------

@@ -21,11 +21,9 @@ A restart or an expiry acts on the whole broker: run these tests with the broker
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from conformance.suite.support import MAX_BODY_BYTES, VISIBLE_S, body, fill_three_segments, segment_bytes
+from conformance.suite.support import MAX_BODY_BYTES, body, fill_three_segments, segment_bytes, visible
 from conformance.targets import TargetError
 
 #: Body sizes of the restart tests: small ones and ones of several KiB (never empty: RocketMQ's clients refuse
@@ -141,10 +139,7 @@ def test_recovery_cuts_the_log_at_a_torn_record(target) -> None:  # type: ignore
     torn = sent[-1][0]
     if torn.commit_log_offset is None:
         pytest.skip("not applicable: the target does not report commit-log offsets")
-    deadline = time.monotonic() + VISIBLE_S
-    while target.min_max(topic, 0)[1] < len(sent):
-        assert time.monotonic() < deadline, "the sent messages never showed in their queue"
-        time.sleep(0.02)
+    visible(target, topic, 0, len(sent))
     target.restart_torn(torn.commit_log_offset)
     kept = len(sent) - 1
     assert target.min_max(topic, 0) == (0, kept), "the queue ends before the torn record"
