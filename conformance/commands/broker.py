@@ -144,12 +144,13 @@ def run(args: argparse.Namespace) -> int:
             if value < 100:
                 raise UsageError(f"{flag} must be >= 100")
             setattr(config, field, value)
-    trace = Trace(sink_for(args.trace), run=f"broker-{data_dir.name}", clock=clock) if args.trace else None
+    sink = sink_for(args.trace) if args.trace else None
+    # With a control channel the runner serves the trace too (capability trace), from a bounded ring teed to --trace.
+    ring = RingSink(sink) if args.remoting is not None and args.control else None
+    if ring is not None:
+        sink = ring
+    trace = Trace(sink, run=f"broker-{data_dir.name}", clock=clock) if sink is not None else None
     if args.remoting is not None:
-        ring = None
-        if args.control:  # the control channel serves the trace too (capability trace), kept in a bounded ring
-            ring = RingSink(trace.sink if trace is not None else None)
-            trace = Trace(ring, run=f"broker-{data_dir.name}", clock=clock)
         return _run_remoting(args, data_dir, clock, config, store_config, trace, mutant, ring)
     broker = Broker(data_dir, clock, config=config, store_config=store_config, trace=trace)
     try:

@@ -40,10 +40,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from conformance.peers import PeerError, PeerInfo
 from conformance.peers.maven import require_tool, rocketmq_classpath
+
+if TYPE_CHECKING:
+    from reference.net.remoting.client import RemotingClient
 
 #: Opens and exports the broker's store needs on JDK 17 (it cleans mapped buffers through JDK internals).
 JDK17_FLAGS = (
@@ -232,15 +235,10 @@ class RocketMQPeer:
     def configure(self, settings: dict[str, object]) -> dict[str, object]:
         """Change broker settings with RocketMQ's UPDATE_BROKER_CONFIG; the values they replace are read first
         with GET_BROKER_CONFIG, typed as the control channel's settings are."""
-        from reference.net.remoting.client import RemotingClient
-
-        client = RemotingClient(self.broker_address)
-        try:
+        with self._admin() as client:
             current = self._broker_config(client)
             previous = {name: _typed(name, current.get(name, "")) for name in settings}
             self._update_config(client, {k: _property(v) for k, v in settings.items()})
-        finally:
-            client.close()
         return previous
 
     def tear_and_restart(self, commit_log_offset: int) -> None:
@@ -257,15 +255,10 @@ class RocketMQPeer:
 
     def manual_delete(self) -> None:
         """DELETE_EXPIRED_COMMITLOG: the next 20 clean runs delete expired segments at any hour."""
-        from reference.net.remoting.client import RemotingClient
-
-        client = RemotingClient(self.broker_address)
-        try:
+        with self._admin() as client:
             response = client.invoke(DELETE_EXPIRED_COMMITLOG, {}, timeout_s=10.0)
-            if response.code != 0:
-                raise PeerError(f"DELETE_EXPIRED_COMMITLOG refused: {response.code} {response.remark}")
-        finally:
-            client.close()
+        if response.code != 0:
+            raise PeerError(f"DELETE_EXPIRED_COMMITLOG refused: {response.code} {response.remark}")
 
     def restart(self, kill: bool = False) -> None:
         """Stop the broker (SIGTERM: its shutdown hook flushes; SIGKILL: nothing runs) and start it again on the
@@ -291,29 +284,26 @@ class RocketMQPeer:
         Done when the broker's runtime info shows ``commitLogMinOffset`` at the start of the segment being
         written (RocketMQ keeps a pre-created next file, so counting files says nothing), plus one more clean
         interval: the consume queues' min offsets are corrected on the run after the deletion (5.x)."""
-        from reference.net.remoting.client import RemotingClient
-
-        client = RemotingClient(self.broker_address)
-        try:
+        with self._admin() as client:
             before = self._commitlog_bounds(client)[0]
             current = self._broker_config(client)
             restore = {"fileReservedTime": current.get("fileReservedTime", "72"),
                        "deleteWhen": current.get("deleteWhen", "04")}
             self._update_config(client, {"fileReservedTime": "0", "deleteWhen": EVERY_HOUR})
-            deadline = time.monotonic() + EXPIRE_TIMEOUT_S
-            while True:
-                lo, hi = self._commitlog_bounds(client)
-                if lo >= hi // COMMITLOG_SEGMENT_BYTES * COMMITLOG_SEGMENT_BYTES:
-                    break
-                if time.monotonic() > deadline:
-                    raise PeerError(f"retention did not reach the segment being written within {EXPIRE_TIMEOUT_S} s "
-                                    f"(commit log [{lo}, {hi}))")
-                time.sleep(0.2)
-            time.sleep(2 * CLEAN_INTERVAL_MS / 1000)
-        finally:
-            with contextlib.suppress(Exception):
-                self._update_config(client, restore)
-            client.close()
+            try:
+                deadline = time.monotonic() + EXPIRE_TIMEOUT_S
+                while True:
+                    lo, hi = self._commitlog_bounds(client)
+                    if lo >= hi // COMMITLOG_SEGMENT_BYTES * COMMITLOG_SEGMENT_BYTES:
+                        break
+                    if time.monotonic() > deadline:
+                        raise PeerError(f"retention did not reach the segment being written within "
+                                        f"{EXPIRE_TIMEOUT_S} s (commit log [{lo}, {hi}))")
+                    time.sleep(0.2)
+                time.sleep(2 * CLEAN_INTERVAL_MS / 1000)
+            finally:
+                with contextlib.suppress(Exception):
+                    self._update_config(client, restore)
         return (lo - before) // COMMITLOG_SEGMENT_BYTES
 
     def _commitlog_bounds(self, client: object) -> tuple[int, int]:
@@ -333,6 +323,17 @@ class RocketMQPeer:
         return files[0], files[-2] if len(files) > 1 else files[0]
 
     # -- plumbing ----------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _admin(self) -> Iterator[RemotingClient]:
+        """A remoting connection to the broker for the runner's admin requests, closed after the block."""
+        from reference.net.remoting.client import RemotingClient
+
+        client = RemotingClient(self.broker_address)
+        try:
+            yield client
+        finally:
+            client.close()
+
     @staticmethod
     def _broker_config(client: object) -> dict[str, str]:
         """GET_BROKER_CONFIG: every setting, from the properties text of the answer's body."""
