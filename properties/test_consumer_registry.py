@@ -13,7 +13,7 @@ from reference.broker.config import BrokerConfig
 from reference.broker.consumer_manager import ClientChannelInfo, ConsumerData, ConsumerManager
 from reference.broker.protocol import RecordingChannel
 from reference.clock import SimClock
-from reference.store.filter import SubscriptionData
+from reference.rules.filter import SubscriptionData
 
 KEYS = ("conn-1", "conn-2", "conn-3")
 CLIENTS = ("10.0.0.1@1", "10.0.0.2@2", "10.0.0.3@3")

@@ -20,8 +20,9 @@ from properties.harness import sim_broker
 from reference.broker.broker import BrokerComponents
 from reference.broker.config import BrokerConfig
 from reference.broker.hold_service import PullRequestHoldService
-from reference.broker.protocol import PullMessageRequest, RecordingChannel, ResponseCode
-from reference.store.filter import SubscriptionData
+from reference.broker.protocol import PullMessageRequest, RecordingChannel
+from reference.rules.codes import ResponseCode
+from reference.rules.filter import SubscriptionData
 from reference.store.message import Message
 
 TAGS = ("A", "B", "C")

@@ -29,11 +29,11 @@ from hypothesis.stateful import (
 )
 
 from reference.clock import SimClock
+from reference.rules.filter import SubscriptionData, tags_hash_code
+from reference.rules.status import GetMessageStatus
 from reference.store.config import MessageStoreConfig
-from reference.store.filter import SubscriptionData, tags_hash_code
 from reference.store.message import Message
 from reference.store.record import END_MARKER_BYTES, HEADER_BYTES
-from reference.store.status import GetMessageStatus
 from reference.store.store import MessageStore
 
 TOPIC = "T"

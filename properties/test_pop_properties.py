@@ -29,7 +29,7 @@ from properties.harness import SMALL_STORE
 from reference.broker.broker import Broker, BrokerComponents
 from reference.broker.pop.protocol import PopMessageRequest, PoppedMessage, RecordingPopChannel
 from reference.clock import SimClock
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
 from reference.sim.pop_sim import TrackingSink, audit_pop, format_timeline, scratch_dir
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message

@@ -12,13 +12,14 @@ import pytest
 
 from reference import trace
 from reference.clock import SimClock
+from reference.rules import trace_schema
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def test_published_schemas_are_rendered_from_the_code() -> None:
-    assert json.loads((FIXTURES / "trace-schema-v1.json").read_text()) == trace.json_schema()
-    assert json.loads((FIXTURES / "trace-schema-v1.arrow.json").read_text()) == trace.arrow_schema_json()
+    assert json.loads((FIXTURES / "trace-schema-v1.json").read_text()) == trace_schema.json_schema()
+    assert json.loads((FIXTURES / "trace-schema-v1.arrow.json").read_text()) == trace_schema.arrow_schema_json()
 
 
 def _record_sample(t: trace.Trace, clock: SimClock) -> None:
@@ -51,13 +52,13 @@ def test_recorded_rows_validate_and_round_trip(tmp_path: Path, name: str) -> Non
         rows = [json.loads(x) for x in path.read_text().splitlines()]
     else:
         table = pq.read_table(path)
-        assert table.schema.equals(trace.ARROW_SCHEMA, check_metadata=False)
+        assert table.schema.equals(trace_schema.ARROW_SCHEMA, check_metadata=False)
         rows = [{k: v for k, v in r.items() if v is not None} for r in table.to_pylist()]
     assert rows == [{k: v for k, v in r.items() if v is not None} for r in mem.rows]
-    validator = jsonschema.Draft202012Validator(trace.json_schema())
+    validator = jsonschema.Draft202012Validator(trace_schema.json_schema())
     for row in rows:
         validator.validate(row)
-        assert trace.missing_columns(row) == []
+        assert trace_schema.missing_columns(row) == []
     for source in ("broker:b1", "client:c1"):
         seqs = [r["seq"] for r in rows if r["source"] == source]
         assert seqs == sorted(set(seqs)) and seqs, "seq strictly increasing per source"
@@ -67,10 +68,10 @@ def test_recorded_rows_validate_and_round_trip(tmp_path: Path, name: str) -> Non
 
 @pytest.mark.req("TRACE-1")
 def test_schema_rejects_a_row_missing_a_required_column() -> None:
-    validator = jsonschema.Draft202012Validator(trace.json_schema())
+    validator = jsonschema.Draft202012Validator(trace_schema.json_schema())
     row = {"schema_version": 1, "run": "r", "ts": 1, "source": "s", "seq": 1, "event": "SEND", "topic": "T"}
     assert not validator.is_valid(row)
-    assert set(trace.missing_columns(row)) == {"broker", "queue_id", "offset", "msg_id", "tags"}
+    assert set(trace_schema.missing_columns(row)) == {"broker", "queue_id", "offset", "msg_id", "tags"}
     assert not validator.is_valid({**row, "event": "NOPE"})
     with pytest.raises(KeyError):
         trace.Trace(trace.MemorySink(), "r", SimClock()).source("x").record("SEND", bogus=1)

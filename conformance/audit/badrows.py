@@ -11,7 +11,7 @@ from conformance.audit.params import AuditParams
 from conformance.audit.schema import findings
 from conformance.audit.sequences import REASON, repeated
 from conformance.audit.validate import RAW, is_bad, problem
-from reference.trace import COLUMN_NAMES
+from reference.rules.trace_schema import COLUMN_NAMES
 
 #: The run a bad row is reported under when its own ``run`` is missing.
 UNKNOWN_RUN = "(no run)"

@@ -45,8 +45,8 @@ from conformance.audit.params import AuditParams
 from conformance.audit.schema import NEVER, own_client_source, source_kind
 from conformance.audit.sequences import checked_keys, duplicate_keys, repeated, row_key
 from conformance.audit.validate import valid
-from reference.errors import InvalidRequest
-from reference.store.filter import SubscriptionData
+from reference.rules.errors import InvalidRequest
+from reference.rules.filter import SubscriptionData
 
 RUN = "run"
 #: Events recorded with a client_id by clients or brokers, whose views choose a recorder per client.

@@ -25,9 +25,8 @@ from conformance.audit.frames import TraceFrames
 from conformance.audit.params import AuditParams
 from conformance.audit.queues import RESP, QueuePass
 from conformance.audit.schema import findings, ms, witness
-from reference.broker.protocol import ResponseCode
-from reference.broker.pull_processor import response_code_for
-from reference.store.status import GetMessageStatus
+from reference.rules.codes import ResponseCode, response_code_for
+from reference.rules.status import GetMessageStatus
 
 
 def _holdable() -> Column:

@@ -1,8 +1,8 @@
 """*bad offset correction*: a PULL_RESP whose status or next_offset disagrees with the offset-correction
 table for its (offset, min_offset, max_offset).
 
-The rule has one owner, :data:`reference.store.status.CORRECTION_TABLE` (evaluated by
-:func:`~reference.store.status.check_offset`). Its conditions compare the requested offset with the
+The rule has one owner, :data:`reference.rules.status.CORRECTION_TABLE` (evaluated by
+:func:`~reference.rules.status.check_offset`). Its conditions compare the requested offset with the
 queue's min and max and with 0, and its next offsets are one of those values; so the table's answer
 is constant on each *order class* of (0, min, max, offset), that is, on each way the four can compare
 (0 <= min <= max; the offset anywhere). :func:`expected_correction` evaluates ``check_offset`` on one
@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 
 from conformance.audit.frames import TraceFrames
 from conformance.audit.schema import findings, witness
-from reference.store.status import CORRECTION_TABLE, GetMessageStatus, check_offset
+from reference.rules.status import CORRECTION_TABLE, GetMessageStatus, check_offset
 
 #: The spec statement of each table row, by the row's condition (tests check every row is named).
 ROW_REQUIREMENT = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from reference.broker.config import LONG_POLLING_CHECK_INTERVAL_MS
+from reference.rules.constants import LONG_POLLING_CHECK_INTERVAL_MS
 
 #: Messages sent less than this before the horizon may still be in flight: unconsumed ones are
 #: *pending*, not lost; POP deliveries whose invisibility ends inside it need not be revived yet.

@@ -1,6 +1,6 @@
 """Trace schema v1 as Spark types, the findings schema, and small column helpers shared by the derivations.
 
-The trace columns come from :mod:`reference.trace` (the schema's one owner); nothing here restates
+The trace columns come from :mod:`reference.rules.trace_schema` (the schema's one owner); nothing here restates
 them. Times in a trace are microseconds (``ts``) while durations are milliseconds (``suspend_ms``,
 ``invisible_ms``, the auditor's parameters), so :func:`ms` converts at the point of use.
 """
@@ -13,8 +13,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from reference.store.filter import SUB_ALL, TAG_SEPARATOR
-from reference.trace import COLUMNS, EVENT_REQUIRED
+from reference.rules.filter import SUB_ALL, TAG_SEPARATOR
+from reference.rules.trace_schema import COLUMNS, EVENT_REQUIRED
 
 _SPARK_TYPES = {"int32": T.IntegerType(), "int64": T.LongType(), "string": T.StringType()}
 
@@ -65,7 +65,7 @@ def own_client_source() -> Column:
 
 
 def tag_matches(expression: Column, tags: Column) -> Column:
-    """RocketMQ's TAG filter (reference.store.filter.SubscriptionData.parse): ``*``/blank matches all;
+    """RocketMQ's TAG filter (reference.rules.filter.SubscriptionData.parse): ``*``/blank matches all;
     otherwise the message's tag must equal one of the ``||``-separated, trimmed pieces."""
     pieces = F.filter(F.transform(F.split(expression, re.escape(TAG_SEPARATOR)), F.trim), lambda p: p != "")
     return F.when(F.trim(expression).isin("", SUB_ALL), F.lit(True)).otherwise(

@@ -2,7 +2,7 @@
 
 A row is *bad* when it is not a JSON object, carries a column schema v1 does not have, a value of the
 wrong type, a null base column, a ``schema_version`` other than 1, an unknown event, or lacks a column
-its event requires (``reference.trace.EVENT_REQUIRED``), or when a SUBSCRIBE names a model other than
+its event requires (``reference.rules.trace_schema.EVENT_REQUIRED``), or when a SUBSCRIBE names a model other than
 CLUSTERING / BROADCASTING. Bad rows are counted and reported (category ``bad-row``, TRACE-1) and left
 out of every derivation; the rest of the trace is audited as usual.
 
@@ -20,7 +20,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from conformance.audit.schema import EVENTS
-from reference.trace import BASE_COLUMNS, COLUMN_NAMES, EVENT_REQUIRED, SCHEMA_VERSION
+from reference.rules.trace_schema import BASE_COLUMNS, COLUMN_NAMES, EVENT_REQUIRED, SCHEMA_VERSION
 
 #: SUBSCRIBE's ``model`` values (trace-schema.md, Columns).
 MODELS = ("CLUSTERING", "BROADCASTING")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from conformance.bench.profiling import top_functions
 from reference.clock import RealClock
+from reference.rules.filter import SubscriptionData
 from reference.store.config import MessageStoreConfig
-from reference.store.filter import SubscriptionData
 from reference.store.message import Message
 from reference.store.store import MessageStore
 

@@ -8,10 +8,11 @@ from collections.abc import Iterable
 from reference.broker.consumer_manage_processor import ConsumerManageProcessor
 from reference.broker.consumer_manager import ConsumerGroupInfo, ConsumerManager
 from reference.broker.hold_service import PullRequestHoldService
-from reference.broker.protocol import Channel, PullMessageRequest, QueryOffsetResult, ResponseCode
-from reference.broker.pull_processor import STATUS_TO_CODE, HeldPullRequest, PullMessageProcessor
-from reference.store.filter import SubscriptionData
-from reference.store.status import CORRECTION_TABLE, CorrectionRow, GetMessageStatus
+from reference.broker.protocol import Channel, PullMessageRequest, QueryOffsetResult
+from reference.broker.pull_processor import HeldPullRequest, PullMessageProcessor
+from reference.rules.codes import STATUS_TO_CODE, ResponseCode
+from reference.rules.filter import SubscriptionData
+from reference.rules.status import CORRECTION_TABLE, CorrectionRow, GetMessageStatus
 from reference.store.store import MessageStore
 
 

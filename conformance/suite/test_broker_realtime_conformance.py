@@ -53,8 +53,9 @@ def test_offset_message_id_is_store_host_port_and_commit_log_offset(target) -> N
     """The send's msgId is 32 upper-case hex digits: the store host's IPv4 address, its port, the commit-log
     offset; the pulled record's store host and PHYSICALOFFSET give the same id."""
     from reference.net.remoting.client import RemotingClient
-    from reference.net.remoting.command import RequestCode, ResponseCode
+    from reference.net.remoting.command import RequestCode
     from reference.net.remoting.message_codec import encode_properties
+    from reference.rules.codes import ResponseCode
 
     target.create_topic("ST3", 1)
     topic = target.namespaced("ST3")

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from reference.client.config import MessageModel
+from reference.rules.trace_schema import missing_columns
 from reference.sim.checks import check_trace
 from reference.sim.network import NetworkConfig
 from reference.sim.scenario import (
@@ -32,7 +33,6 @@ from reference.sim.scenario import (
     SlowListener,
     Wait,
 )
-from reference.trace import missing_columns
 
 pytestmark = pytest.mark.needs("client_simulation")
 

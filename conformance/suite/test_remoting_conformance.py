@@ -45,14 +45,7 @@ import pytest
 
 from conformance.targets.remoting import subscription_data
 from reference.net.remoting.client import RemotingClient, split_address
-from reference.net.remoting.command import (
-    ONEWAY_FLAG,
-    RESPONSE_FLAG,
-    RemotingCommand,
-    RequestCode,
-    ResponseCode,
-    loads_body,
-)
+from reference.net.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand, RequestCode, loads_body
 from reference.net.remoting.frame import MAX_FRAME_BYTES
 from reference.net.remoting.message_codec import (
     MESSAGE_MAGIC_V1,
@@ -63,6 +56,7 @@ from reference.net.remoting.message_codec import (
     encode_batch_body,
     encode_properties,
 )
+from reference.rules.codes import ResponseCode
 from reference.store.message import store_host_bytes
 
 #: Socket timeout of a raw connection: any answer (not a held pull) comes well within it on loopback.

@@ -5,9 +5,9 @@ In process the reference broker records into memory; over ``remoting://`` the ru
 keeps the rows of its own topics and groups. A real Apache broker records no mqtck trace: there these are not
 applicable (issue 18's recorder is what turns its wire traffic into one).
 
-The rows are judged by the schema's own tables (``reference.trace``: the columns, the events and the columns
-each requires), which render ``fixtures/trace-schema-v1.json``; no JSON Schema library is needed to run the
-suite.
+The rows are judged by the schema's own tables (``reference.rules.trace_schema``: the columns, the events
+and the columns each requires), which render ``fixtures/trace-schema-v1.json``; no JSON Schema library is
+needed to run the suite.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 
 from conformance.suite.support import visible
 from conformance.targets import TargetError
-from reference.trace import BASE_COLUMNS, COLUMNS, EVENT_REQUIRED, SCHEMA_VERSION, missing_columns
+from reference.rules.trace_schema import BASE_COLUMNS, COLUMNS, EVENT_REQUIRED, SCHEMA_VERSION, missing_columns
 
 pytestmark = pytest.mark.needs("trace")
 

@@ -14,11 +14,11 @@ from reference.broker.permits.protocol import InitialPosition, Position, Recordi
 from reference.broker.pop.protocol import PopMessageRequest, PopResponse, RecordingPopChannel
 from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag, RecordingChannel
 from reference.clock import SimClock
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
+from reference.rules.filter import SubscriptionData
 from reference.sim.scenario import Scenario
 from reference.sim.simulation import Simulation
 from reference.store.config import MessageStoreConfig
-from reference.store.filter import SubscriptionData
 from reference.store.message import Message
 from reference.trace import MemorySink, Trace
 

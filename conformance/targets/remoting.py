@@ -52,9 +52,10 @@ from typing import Any
 
 from reference.allocation.registry import strategy_class
 from reference.net.remoting.client import RemotingClient, split_address
-from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode, loads_body
+from reference.net.remoting.command import RemotingCommand, RequestCode, loads_body
 from reference.net.remoting.message_codec import CodecError, decode_records, encode_properties
-from reference.store.filter import tags_hash_code
+from reference.rules.codes import ResponseCode
+from reference.rules.filter import tags_hash_code
 
 from . import PoppedRecord, PopReply, PulledMessage, PullReply, SendReceipt, StoreLayout, TargetError
 from .control import ControlClient, ControlDescription, ControlError

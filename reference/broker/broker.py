@@ -35,19 +35,14 @@ from reference.broker.pop.protocol import (
 )
 from reference.broker.pop.revive import PopReviveService
 from reference.broker.pop.service import PopComponents, PopService
-from reference.broker.protocol import (
-    Channel,
-    PullMessageRequest,
-    PullResponse,
-    QueryOffsetResult,
-    ResponseCode,
-)
+from reference.broker.protocol import Channel, PullMessageRequest, PullResponse, QueryOffsetResult
 from reference.broker.pull_processor import HeldPullRequest, PullMessageProcessor, PullOutcome
 from reference.broker.send_back import ConsumerSendMsgBackProcessor, SendBackResult
 from reference.clock import Clock
-from reference.errors import InvalidRequest, require
+from reference.rules.codes import ResponseCode
+from reference.rules.errors import InvalidRequest, require
+from reference.rules.filter import SubscriptionData
 from reference.store.config import MessageStoreConfig
-from reference.store.filter import SubscriptionData
 from reference.store.message import Message, PutMessageResult, StoredMessage
 from reference.store.offsets import ConsumerOffsetManager
 from reference.store.store import MessageStore

@@ -1,21 +1,17 @@
-"""Broker settings. Every number the seeds name is here, as a documented default."""
+"""Broker settings, each defaulting to a named constant of the seeds (:mod:`reference.rules.constants`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: Seed 000: PullRequestHoldService waits 5 s between checks when long polling is on.
-LONG_POLLING_CHECK_INTERVAL_MS = 5_000
-#: Seed 000: shortPollingTimeMills, both the hold time and the check interval when long polling is off.
-SHORT_POLLING_TIME_MS = 1_000
-#: RocketMQ's ClientHousekeepingService scans for idle channels every 10 s.
-CHANNEL_SCAN_INTERVAL_MS = 10_000
-#: RocketMQ's channelExpiredTimeout: a channel with no heartbeat for 120 s is removed.
-CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
-#: Largest pull batch a request may ask for (RocketMQ clients refuse pullBatchSize above 1024).
-MAX_PULL_BATCH = 1_024
-#: Longest suspend a request may ask for; seed 000's client asks 15 s and times out at 30 s.
-MAX_SUSPEND_TIMEOUT_MS = 3_600_000
+from reference.rules.constants import (
+    CHANNEL_EXPIRED_TIMEOUT_MS,
+    CHANNEL_SCAN_INTERVAL_MS,
+    LONG_POLLING_CHECK_INTERVAL_MS,
+    MAX_PULL_BATCH,
+    MAX_SUSPEND_TIMEOUT_MS,
+    SHORT_POLLING_TIME_MS,
+)
 
 
 @dataclass

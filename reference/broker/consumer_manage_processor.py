@@ -8,7 +8,8 @@ the broker facade only validates and delegates, and a seeded fault can replace t
 
 from __future__ import annotations
 
-from reference.broker.protocol import QueryOffsetResult, ResponseCode
+from reference.broker.protocol import QueryOffsetResult
+from reference.rules.codes import ResponseCode
 from reference.store.offsets import ConsumerOffsetManager
 from reference.store.store import MessageStore
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from reference.broker.config import BrokerConfig
 from reference.broker.protocol import Channel
 from reference.clock import Clock
-from reference.errors import require
 from reference.periodic import PeriodicTask
-from reference.store.filter import SubscriptionData
+from reference.rules.errors import require
+from reference.rules.filter import SubscriptionData
 
 MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
 CONSUME_TYPES = ("CONSUME_PASSIVELY", "CONSUME_ACTIVELY", "CONSUME_POP")

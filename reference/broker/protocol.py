@@ -1,4 +1,4 @@
-"""Request and response values of the broker core, and the response codes (RocketMQ's numbers).
+"""Request and response values of the broker core (the response codes are :mod:`reference.rules.codes`).
 
 Transports translate their wire format to these and back; the core never sees bytes.
 """
@@ -9,26 +9,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from reference.rules.codes import ResponseCode
+from reference.rules.status import GetMessageStatus
 from reference.store.message import StoredMessage
-from reference.store.status import GetMessageStatus
-
-
-class ResponseCode(enum.IntEnum):
-    """RocketMQ's remoting response codes (the subset the reference answers with)."""
-
-    SUCCESS = 0
-    SYSTEM_ERROR = 1
-    SYSTEM_BUSY = 2
-    REQUEST_CODE_NOT_SUPPORTED = 3
-    MESSAGE_ILLEGAL = 13
-    TOPIC_NOT_EXIST = 17
-    PULL_NOT_FOUND = 19
-    PULL_RETRY_IMMEDIATELY = 20
-    PULL_OFFSET_MOVED = 21
-    QUERY_NOT_FOUND = 22
-    SUBSCRIPTION_PARSE_FAILED = 23
-    SUBSCRIPTION_NOT_EXIST = 24
-    INVALID_PARAMETER = 29  # RocketMQ 5's ResponseCode.INVALID_PARAMETER (215 is FLOW_CONTROL)
 
 
 class PullSysFlag(enum.IntFlag):

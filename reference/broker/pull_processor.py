@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 ``process_request`` validates the request, reads the store, maps the GetMessageStatus to a response
-code through :data:`STATUS_TO_CODE` (the one place that rule lives), and then does one of two
+code through :data:`reference.rules.codes.STATUS_TO_CODE` (the one place that rule lives), and then does one of two
 things:
 
 * answers at once (:class:`PullOutcome` with ``response``), or
@@ -26,38 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from reference.broker.config import BrokerConfig
-from reference.broker.protocol import Channel, PullMessageRequest, PullResponse, ResponseCode
+from reference.broker.protocol import Channel, PullMessageRequest, PullResponse
 from reference.clock import Clock
-from reference.errors import InvalidRequest, require
-from reference.store.filter import SubscriptionData
+from reference.rules.codes import STATUS_TO_CODE, ResponseCode, response_code_for
+from reference.rules.errors import InvalidRequest, require
+from reference.rules.filter import SubscriptionData
+from reference.rules.status import GetMessageStatus
 from reference.store.offsets import ConsumerOffsetManager
-from reference.store.status import GetMessageStatus
 from reference.store.store import MessageStore
-
-#: GetMessageStatus -> response code. NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE depend on the
-#: requested offset: PULL_OFFSET_MOVED unless it was 0, then PULL_NOT_FOUND.
-STATUS_TO_CODE: dict[GetMessageStatus, ResponseCode] = {
-    GetMessageStatus.FOUND: ResponseCode.SUCCESS,
-    GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
-    GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
-    GetMessageStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
-    GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
-    GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
-    GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
-    GetMessageStatus.NO_MESSAGE_IN_QUEUE: ResponseCode.PULL_OFFSET_MOVED,
-    GetMessageStatus.NO_MATCHED_LOGIC_QUEUE: ResponseCode.PULL_OFFSET_MOVED,
-}
-_ZERO_OFFSET_NOT_FOUND = (GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.NO_MATCHED_LOGIC_QUEUE)
-
-
-def response_code_for(
-    status: GetMessageStatus, requested_offset: int, table: dict[GetMessageStatus, ResponseCode] = STATUS_TO_CODE
-) -> ResponseCode:
-    """The response code for a store status (seed 000, PullMessageProcessor's switch). ``table`` is
-    only ever replaced by a seeded fault."""
-    if status in _ZERO_OFFSET_NOT_FOUND and requested_offset == 0:
-        return ResponseCode.PULL_NOT_FOUND
-    return table[status]
 
 
 @dataclass(eq=False)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reference.clock import Clock, TimerHandle
-from reference.errors import require
+from reference.rules.errors import require
 from reference.store.jsonfile import read_json, write_json_atomic
 from reference.store.message import UNIQ_KEY, Message, StoredMessage
 from reference.store.store import MessageStore

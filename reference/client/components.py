@@ -19,7 +19,7 @@ from reference.client.process_queue import ProcessQueue
 from reference.client.push_consumer import DefaultMQPushConsumer
 from reference.client.rebalance import RebalancePushImpl
 from reference.client.remote_offset_store import RemoteBrokerOffsetStore
-from reference.errors import require
+from reference.rules.errors import require
 from reference.trace import SourceRecorder
 
 

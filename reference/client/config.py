@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from reference.errors import require
+from reference.rules.errors import require
 
 #: Seed 000: pullThresholdForQueue, cached messages per queue above which pulling pauses.
 PULL_THRESHOLD_FOR_QUEUE = 1_000

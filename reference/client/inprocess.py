@@ -21,7 +21,7 @@ from reference.broker.protocol import PullMessageRequest, PullResponse, QueryOff
 from reference.broker.send_back import SendBackResult
 from reference.client.gateway import GatewayError, IdsChangedListener, PullCallback
 from reference.clock import Clock, TimerHandle
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
 from reference.store.message import StoredMessage
 
 T = TypeVar("T")

@@ -26,8 +26,8 @@ from reference.client.process_queue import ProcessQueue
 from reference.client.pull_request import PullRequest
 from reference.client.pull_result import PullResult, process_pull_result
 from reference.client.rebalance import CONSUME_ACTIVELY, RebalancePullImpl
-from reference.errors import require
-from reference.store.filter import SubscriptionData
+from reference.rules.errors import require
+from reference.rules.filter import SubscriptionData
 
 #: What a pull hands back: (result, None) or (None, error).
 PullResultCallback = Callable[[PullResult | None, GatewayError | None], None]

@@ -11,9 +11,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from reference.broker.protocol import PullResponse, ResponseCode
+from reference.broker.protocol import PullResponse
 from reference.client.gateway import GatewayError
-from reference.store.filter import SubscriptionData
+from reference.rules.codes import ResponseCode
+from reference.rules.filter import SubscriptionData
 from reference.store.message import StoredMessage
 
 

@@ -43,8 +43,8 @@ from reference.client.process_queue import ProcessQueue
 from reference.client.pull_request import PullRequest
 from reference.client.pull_result import PullStatus, process_pull_result
 from reference.client.rebalance import CONSUME_PASSIVELY
-from reference.errors import require
-from reference.store.filter import SubscriptionData
+from reference.rules.errors import require
+from reference.rules.filter import SubscriptionData
 from reference.store.message import StoredMessage
 
 if TYPE_CHECKING:

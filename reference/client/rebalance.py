@@ -45,7 +45,7 @@ from reference.client.offset_store import OFFSET_NOT_FOUND, OffsetStore, ReadOff
 from reference.client.process_queue import ProcessQueue
 from reference.client.pull_request import PullRequest
 from reference.clock import Clock
-from reference.store.filter import SubscriptionData
+from reference.rules.filter import SubscriptionData
 from reference.trace import SourceRecorder
 
 CONSUME_PASSIVELY = "CONSUME_PASSIVELY"

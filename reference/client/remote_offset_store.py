@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Set
 
 from reference.allocation.message_queue import MessageQueue
-from reference.broker.protocol import ResponseCode
 from reference.client.gateway import BrokerGateway, GatewayError
 from reference.client.offset_store import OFFSET_NOT_FOUND, OFFSET_READ_ERROR, OffsetTable, ReadOffsetType
+from reference.rules.codes import ResponseCode
 from reference.trace import SourceRecorder
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from reference.broker.broker import Broker
 from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
 from reference.store.message import Message
 
 

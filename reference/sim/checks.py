@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reference.broker.send_back import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
-from reference.store.filter import SubscriptionData
+from reference.rules.filter import SubscriptionData
 
 PULL_AFTER_DROP = "REBAL-4"
 COMMIT_AFTER_DROP = "REBAL-5"

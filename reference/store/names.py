@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from reference.errors import InvalidRequest, require
+from reference.rules.errors import InvalidRequest, require
 
 #: Characters allowed in a topic or group name (RocketMQ's VALID_PATTERN_STR).
 NAME_PATTERN = re.compile(r"[%|a-zA-Z0-9_-]+")

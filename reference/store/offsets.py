@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from reference.clock import Clock
-from reference.errors import require
 from reference.periodic import PeriodicTask
+from reference.rules.errors import require
 from reference.store.config import MessageStoreConfig
 from reference.store.jsonfile import read_json, write_json_atomic
 from reference.store.names import check_name

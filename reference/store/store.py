@@ -32,12 +32,13 @@ from mmap import mmap
 from pathlib import Path
 
 from reference.clock import Clock, RealClock
-from reference.errors import InvalidRequest, TopicNotFound, require
 from reference.periodic import PeriodicTask
+from reference.rules.errors import InvalidRequest, TopicNotFound, require
+from reference.rules.filter import SubscriptionData, tag_rule_broken, tags_hash_code
+from reference.rules.status import CORRECTION_TABLE, CorrectionRow, GetMessageStatus, check_offset
 from reference.store.commitlog import CommitLog
 from reference.store.config import MessageStoreConfig
 from reference.store.consumequeue import CQ_STORE_UNIT_SIZE, UNIT, ConsumeQueue
-from reference.store.filter import SubscriptionData, tag_rule_broken, tags_hash_code
 from reference.store.message import (
     UNIQ_KEY,
     Message,
@@ -54,7 +55,6 @@ from reference.store.record import (
     record_size,
 )
 from reference.store.retention import CleanService, disk_usage_of
-from reference.store.status import CORRECTION_TABLE, CorrectionRow, GetMessageStatus, check_offset
 from reference.store.topics import TopicTable
 
 #: listener(topic, queue_id, max offset after the append, tags code, store timestamp): seed 000's

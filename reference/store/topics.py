@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reference.errors import require
+from reference.rules.errors import require
 from reference.store.jsonfile import read_json, write_json_atomic
 from reference.store.names import check_name
 

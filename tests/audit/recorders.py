@@ -17,8 +17,8 @@ from reference.broker.broker import Broker
 from reference.broker.consumer_manager import ConsumerData
 from reference.broker.protocol import PullMessageRequest, PullSysFlag, RecordingChannel
 from reference.clock import SimClock
+from reference.rules.filter import SubscriptionData
 from reference.store.config import MessageStoreConfig
-from reference.store.filter import SubscriptionData
 from reference.store.message import Message
 from reference.trace import Trace, sink_for
 

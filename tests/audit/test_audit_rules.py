@@ -16,7 +16,7 @@ from conformance.audit.categories import BY_NAME, CATEGORIES, provisional_ids, r
 from conformance.audit.inputs import UnreadableTrace, detect
 from conformance.audit.params import AuditParams
 from conformance.cli import main
-from reference.store.status import CORRECTION_TABLE, check_offset
+from reference.rules.status import CORRECTION_TABLE, check_offset
 
 pytest.importorskip("pyspark")
 from conformance.audit.offsets import ROW_REQUIREMENT, representatives  # noqa: E402

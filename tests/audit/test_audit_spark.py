@@ -33,7 +33,7 @@ def test_offset_expression_is_the_correction_table(spark) -> None:
     from pyspark.sql import functions as F
 
     from conformance.audit.offsets import expected_correction
-    from reference.store.status import check_offset
+    from reference.rules.status import check_offset
 
     grid = [(o, lo, hi) for hi in range(0, 7) for lo in range(0, hi + 1) for o in range(0, 9)]
     df = spark.createDataFrame(grid, "offset long, lo long, hi long")
@@ -122,7 +122,7 @@ def test_seq_and_integers_follow_the_schema_to_the_letter(spark, tmp_path) -> No
     import pyarrow.parquet as pq
 
     from conformance.audit.job import run_audit
-    from reference.trace import COLUMNS
+    from reference.rules.trace_schema import COLUMNS
 
     good = [json.loads(line) for line in (FIXTURES / "sequence.jsonl").read_text().splitlines()]
     good = [r for r in good if r.get("offset") != 2.5]

@@ -14,7 +14,7 @@ from conformance.audit import synth
 from conformance.audit.categories import CATEGORIES
 from conformance.audit.synth.faults import KINDS, InjectionError, parse_inject
 from conformance.cli import main
-from reference.trace import ARROW_SCHEMA, EVENT_REQUIRED, missing_columns
+from reference.rules.trace_schema import ARROW_SCHEMA, EVENT_REQUIRED, missing_columns
 
 
 def _table(path):

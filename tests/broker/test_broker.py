@@ -6,8 +6,9 @@ import pytest
 
 from properties.harness import sim_broker
 from reference.broker.config import BrokerConfig
-from reference.broker.protocol import PullMessageRequest, PullSysFlag, RecordingChannel, ResponseCode
-from reference.errors import InvalidRequest
+from reference.broker.protocol import PullMessageRequest, PullSysFlag, RecordingChannel
+from reference.rules.codes import ResponseCode
+from reference.rules.errors import InvalidRequest
 from reference.store.message import Message
 
 FLAGS = int(PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION | PullSysFlag.COMMIT_OFFSET)
@@ -50,7 +51,7 @@ def test_broker_records_accepted_operations_only() -> None:
     with sim_broker() as (broker, clock, sink):
         ch = RecordingChannel("conn-1")
         from reference.broker.consumer_manager import ConsumerData
-        from reference.store.filter import SubscriptionData
+        from reference.rules.filter import SubscriptionData
 
         broker.heartbeat(ch, "client-1", [ConsumerData("G", (SubscriptionData.parse("T", "A"),))])
         broker.send(Message("T", b"a", 0, tags="A"))

@@ -8,8 +8,9 @@ import datetime
 import pytest
 
 from properties.harness import sim_broker
-from reference.broker.protocol import PullMessageRequest, RecordingChannel, ResponseCode
+from reference.broker.protocol import PullMessageRequest, RecordingChannel
 from reference.broker.settings import apply_settings
+from reference.rules.codes import ResponseCode
 from reference.store.message import Message
 
 HOUR_MS = 3_600_000

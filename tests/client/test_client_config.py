@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reference.client.config import ClientConfig, ConsumeFromWhere, ConsumerConfig, MessageModel
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
 
 
 @pytest.mark.req("CLIENT-1", "CLIENT-2")

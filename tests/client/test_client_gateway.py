@@ -8,7 +8,7 @@ from reference.broker.consumer_manager import ConsumerData
 from reference.broker.protocol import PullMessageRequest, PullSysFlag
 from reference.client.gateway import GatewayError
 from reference.client.inprocess import REPLY_LOST, REQUEST_LOST, InProcessGateway
-from reference.store.filter import SubscriptionData
+from reference.rules.filter import SubscriptionData
 
 from .conftest import ClientEnv
 

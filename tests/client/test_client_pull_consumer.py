@@ -7,7 +7,7 @@ import pytest
 from reference.allocation.message_queue import MessageQueue
 from reference.client.gateway import GatewayError
 from reference.client.pull_result import PullResult, PullStatus
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
 
 from .conftest import ClientEnv
 

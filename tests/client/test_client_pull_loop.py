@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from reference.broker.protocol import PullResponse, ResponseCode
+from reference.broker.protocol import PullResponse
 from reference.client.consume_service import ConsumeConcurrentlyStatus
 from reference.client.gateway import GatewayError
 from reference.client.pull_result import PullStatus, process_pull_result
-from reference.store.filter import SubscriptionData, tags_hash_code
+from reference.rules.codes import ResponseCode
+from reference.rules.filter import SubscriptionData, tags_hash_code
+from reference.rules.status import GetMessageStatus
 from reference.store.message import StoredMessage
-from reference.store.status import GetMessageStatus
 
 from .conftest import ClientEnv, RecordingListener
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from reference.allocation.message_queue import MessageQueue
-from reference.broker.protocol import QueryOffsetResult, ResponseCode
+from reference.broker.protocol import QueryOffsetResult
 from reference.client.client_instance import MQClientInstance
 from reference.client.config import ClientConfig, ConsumeFromWhere, ConsumerConfig, MessageModel
 from reference.client.gateway import GatewayError
@@ -15,6 +15,7 @@ from reference.client.offset_store import OFFSET_NOT_FOUND, OFFSET_READ_ERROR
 from reference.client.process_queue import ProcessQueue
 from reference.client.rebalance import RebalancePullImpl, RebalancePushImpl
 from reference.clock import SimClock
+from reference.rules.codes import ResponseCode
 from reference.trace import NULL_TRACE
 
 from .conftest import ClientEnv
@@ -256,7 +257,7 @@ def test_instance_runs_one_consumer_per_group(env: ClientEnv) -> None:
     first = DefaultMQPushConsumer(ConsumerConfig("G"), None, instance)  # type: ignore[arg-type]
     first.start()
     second = DefaultMQPushConsumer(ConsumerConfig("G"), None, instance)  # type: ignore[arg-type]
-    from reference.errors import InvalidRequest
+    from reference.rules.errors import InvalidRequest
 
     with pytest.raises(InvalidRequest):
         second.start()

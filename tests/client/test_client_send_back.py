@@ -106,7 +106,7 @@ def test_schedule_topic_holds_the_waiting_copies(env: ClientEnv) -> None:
 
 
 def test_bad_send_backs_are_refused(env: ClientEnv) -> None:
-    from reference.errors import InvalidRequest
+    from reference.rules.errors import InvalidRequest
 
     env.produce(1, queue=0)
     with pytest.raises(InvalidRequest):

@@ -13,11 +13,12 @@ from reference.broker.broker import Broker
 from reference.broker.permits.batch import encode_batch, split_batch
 from reference.broker.permits.protocol import InitialPosition, Position, RecordingPermitChannel, SubType
 from reference.clock import SimClock
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
+from reference.rules.trace_schema import missing_columns
 from reference.sim.pop_sim import scratch_dir
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
-from reference.trace import MemorySink, Trace, missing_columns
+from reference.trace import MemorySink, Trace
 
 S, T = "S", "T"
 

@@ -15,15 +15,17 @@ from reference.broker.broker import Broker
 from reference.broker.pop.checkpoint import PopCheckPoint, decode_checkpoint
 from reference.broker.pop.config import PopConfig
 from reference.broker.pop.keys import ACK_TAG, CK_TAG, REVIVE_GROUP, lock_key, retry_topic
-from reference.broker.pop.protocol import PopMessageRequest, PopResponseCode, RecordingPopChannel
+from reference.broker.pop.protocol import PopMessageRequest, RecordingPopChannel
 from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE, ReceiptHandle
 from reference.broker.pop.revive import FIRST_POP_TIME
 from reference.clock import SimClock
-from reference.errors import InvalidRequest
+from reference.rules.codes import ResponseCode
+from reference.rules.errors import InvalidRequest
+from reference.rules.trace_schema import missing_columns
 from reference.sim.pop_sim import scratch_dir
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
-from reference.trace import MemorySink, Trace, missing_columns
+from reference.trace import MemorySink, Trace
 
 G, T = "G", "T"
 
@@ -106,7 +108,7 @@ def test_a_locked_queue_is_skipped_and_counted_in_rest_num() -> None:
         locks = broker.pop_service.locks
         assert locks.try_lock(lock_key(T, G, 0))
         response = pop(broker)
-        assert response.messages == () and response.rest_num == 3 and response.code == PopResponseCode.POLLING_TIMEOUT
+        assert response.messages == () and response.rest_num == 3 and response.code == ResponseCode.POLLING_TIMEOUT
         locks.unlock(lock_key(T, G, 0))
         assert len(pop(broker).messages) == 3
         assert not any(locks.is_locked(lock_key(T, G, q)) for q in range(2)), "every lock released"
@@ -212,7 +214,7 @@ def test_trace_rows_of_pop_ack_change_and_revive() -> None:
     with pop_broker(queues=2) as (broker, clock, sink):
         from reference.broker.consumer_manager import ConsumerData
         from reference.broker.pop.protocol import RecordingPopChannel as Channel
-        from reference.store.filter import SubscriptionData
+        from reference.rules.filter import SubscriptionData
 
         broker.heartbeat(Channel("conn"), "c1", [ConsumerData(G, (SubscriptionData.parse(T, "*"),),
                                                                consume_type="CONSUME_POP")])

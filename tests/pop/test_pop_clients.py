@@ -10,12 +10,12 @@ import pytest
 
 from properties.harness import SMALL_STORE
 from reference.broker.broker import Broker
-from reference.broker.pop.protocol import PopResponseCode
 from reference.client.pop.backoff import DEFAULT_BACKOFF_MS, backoff_ms
 from reference.client.pop.connection import CONNECTION_REFUSED, TIMEOUT, ClientError, StaticHost
 from reference.client.pop.push_consumer import CONSUME_LATER, CONSUME_OK, PopPushConfig, PopPushConsumer
 from reference.client.pop.simple_consumer import SimpleConsumer
 from reference.clock import SimClock
+from reference.rules.codes import ResponseCode
 from reference.sim.pop_sim import SimHost, scratch_dir
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
@@ -83,7 +83,7 @@ def test_simple_consumer_long_polling_and_client_timeout() -> None:
         answers.clear()
         consumer.receive_async(8, 10_000, 5_000, lambda r, e: answers.append((r, e)))
         clock.advance(5_000)
-        assert answers[0][0].code == PopResponseCode.POLLING_TIMEOUT
+        assert answers[0][0].code == ResponseCode.POLLING_TIMEOUT
         answers.clear()
         consumer.receive_async(8, 10_000, 5_000, lambda r, e: answers.append((r, e)))
         broker.pop_service.long_polling.shutdown()  # the broker goes down: its held pops die with it

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode
+from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.frame import MAX_FRAME_BYTES, FrameDecoder, FrameError, encode_frame
 from reference.net.remoting.message_codec import (
     MESSAGE_MAGIC_V1,
@@ -27,6 +27,7 @@ from reference.net.remoting.message_codec import (
     encode_stored_record,
     inflate_body,
 )
+from reference.rules.codes import ResponseCode
 from reference.store.message import StoredMessage, offset_msg_id, store_host_bytes
 
 text = st.text(st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), max_size=20)

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode
+from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.frame import MAX_FRAME_BYTES, FrameDecoder, encode_frame
+from reference.rules.codes import ResponseCode
 from tests.remoting.conftest import ServerThread
 
 SOCKET_TIMEOUT_S = 5.0

@@ -16,7 +16,7 @@ import pytest
 
 from reference.clock import SimClock
 from reference.net.remoting.broker_handlers import DELETE_EXPIRED_COMMITLOG
-from reference.net.remoting.command import ONEWAY_FLAG, RequestCode, ResponseCode
+from reference.net.remoting.command import ONEWAY_FLAG, RequestCode
 from reference.net.remoting.message_codec import (
     BatchEntry,
     decode_records,
@@ -24,6 +24,7 @@ from reference.net.remoting.message_codec import (
     encode_properties,
 )
 from reference.net.remoting.server import RemotingServers
+from reference.rules.codes import ResponseCode
 from reference.store.message import offset_msg_id, store_host_bytes
 from reference.trace import MemorySink
 from tests.remoting.conftest import serving

@@ -26,8 +26,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from reference.allocation.averagely import AllocateMessageQueueAveragely
 from reference.allocation.message_queue import MessageQueue
 from reference.net.remoting.client import RemotingClient
-from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode
+from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.message_codec import decode_records
+from reference.rules.codes import ResponseCode
 
 REBALANCE_S = 2.0
 COMMIT_S = 1.0

@@ -12,7 +12,8 @@ import pytest
 from conformance.targets import TargetError, parse_target
 from conformance.targets.remoting import RemotingTarget, derive_status
 from reference.net.remoting.client import RemotingClient
-from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode
+from reference.net.remoting.command import RemotingCommand, RequestCode
+from reference.rules.codes import ResponseCode
 
 
 def _conform(target: str, report_dir: Path) -> dict:

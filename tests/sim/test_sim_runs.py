@@ -9,6 +9,7 @@ import pytest
 
 from reference.client.config import MessageModel
 from reference.clock import SimClock
+from reference.rules.trace_schema import missing_columns
 from reference.sim.checks import check_trace
 from reference.sim.network import NetworkConfig, SimLink
 from reference.sim.process import ProcessClock
@@ -26,7 +27,6 @@ from reference.sim.scenario import (
     Wait,
 )
 from reference.sim.simulation import Simulation, run_scenario
-from reference.trace import missing_columns
 
 BUSY = Scenario(
     SimConfig(seed=21, consumers=2, network=NetworkConfig(drop_rate=0.05, sync_fault_rate=0.05)),

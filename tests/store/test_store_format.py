@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from reference.rules.filter import SubscriptionData, tags_hash_code
 from reference.store.consumequeue import CQ_STORE_UNIT_SIZE
-from reference.store.filter import SubscriptionData, tags_hash_code
 from reference.store.message import Message, offset_msg_id, store_host_bytes
 from reference.store.record import END_MARKER_BYTES, HEADER_BYTES
 

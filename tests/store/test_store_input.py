@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from reference.errors import InvalidRequest, TopicNotFound
+from reference.rules.errors import InvalidRequest, TopicNotFound
+from reference.rules.filter import SubscriptionData
 from reference.store.config import MessageStoreConfig
-from reference.store.filter import SubscriptionData
 from reference.store.message import Message
 
 

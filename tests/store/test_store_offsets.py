@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reference.clock import SimClock
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
 from reference.store.config import MessageStoreConfig
 from reference.store.offsets import ConsumerOffsetManager
 

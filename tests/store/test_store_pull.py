@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from reference.store.filter import SubscriptionData
+from reference.rules.filter import SubscriptionData
+from reference.rules.status import CORRECTION_TABLE, GetMessageStatus, check_offset
 from reference.store.message import Message
-from reference.store.status import CORRECTION_TABLE, GetMessageStatus, check_offset
 from reference.store.store import GetMessageResult, MessageStore
 
 HOUR_MS = 3_600_000

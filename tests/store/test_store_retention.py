@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from reference.clock import SimClock
+from reference.rules.status import GetMessageStatus
 from reference.store.message import Message
-from reference.store.status import GetMessageStatus
 from reference.store.store import MessageStore
 
 HOUR_MS = 3_600_000

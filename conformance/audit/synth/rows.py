@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reference.trace import ARROW_SCHEMA, COLUMNS, EVENT_REQUIRED, SCHEMA_VERSION
+from reference.rules.trace_schema import ARROW_SCHEMA, COLUMNS, EVENT_REQUIRED, SCHEMA_VERSION
 
 NULL = np.iinfo(np.int64).min
 EVENTS = tuple(sorted(EVENT_REQUIRED))

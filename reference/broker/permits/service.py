@@ -32,7 +32,7 @@ from reference.broker.permits.protocol import (
     Position,
     SubType,
 )
-from reference.errors import InvalidRequest, require
+from reference.rules.errors import InvalidRequest, require
 from reference.store.names import check_name
 from reference.store.offsets import ConsumerOffsetManager
 from reference.store.store import MessageStore

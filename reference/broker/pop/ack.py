@@ -34,7 +34,7 @@ from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE, ReceiptHandle
 from reference.broker.pop.revive import PopReviveService
 from reference.broker.pop.revive_log import ReviveLog
 from reference.clock import Clock
-from reference.errors import InvalidRequest, require
+from reference.rules.errors import InvalidRequest, require
 from reference.store.names import check_name
 from reference.store.store import MessageStore
 

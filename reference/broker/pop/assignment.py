@@ -20,7 +20,7 @@ from reference.allocation.message_queue import MessageQueue
 from reference.allocation.pop import POP_ALL_QUEUE_ID, PopShareAllocation
 from reference.allocation.registry import strategy_from_params
 from reference.broker.consumer_manager import MESSAGE_MODELS, ConsumerManager
-from reference.errors import InvalidRequest, require
+from reference.rules.errors import InvalidRequest, require
 from reference.store.names import check_name
 from reference.store.store import MessageStore
 from reference.trace import SourceRecorder

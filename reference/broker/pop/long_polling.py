@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from reference.broker.pop.config import PopConfig
 from reference.broker.pop.protocol import ALL_QUEUES, PopChannel, PopMessageRequest
 from reference.clock import Clock, TimerHandle
-from reference.store.filter import SubscriptionData
+from reference.rules.filter import SubscriptionData
 
 
 class PollingResult(enum.Enum):

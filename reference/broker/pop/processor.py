@@ -35,12 +35,12 @@ from reference.broker.pop.keys import lock_key, retry_topic
 from reference.broker.pop.protocol import ALL_QUEUES, PopMessageRequest
 from reference.broker.pop.queue_lock import QueueLockManager
 from reference.clock import Clock
-from reference.errors import require
-from reference.store.filter import SubscriptionData
+from reference.rules.errors import require
+from reference.rules.filter import SubscriptionData
+from reference.rules.status import GetMessageStatus
 from reference.store.message import StoredMessage
 from reference.store.names import check_name
 from reference.store.offsets import ConsumerOffsetManager
-from reference.store.status import GetMessageStatus
 from reference.store.store import MessageStore
 
 #: Store answers that mean the pop offset itself is wrong: commit nextBeginOffset, read again.

@@ -6,24 +6,17 @@ gRPC ReceiveMessage / AckMessage / ChangeInvisibleDuration) to these and back.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
+
+from reference.rules.codes import ResponseCode
 
 #: Queue id of a pop that reads every queue of the topic (seed 004 §4.2.1).
 ALL_QUEUES = -1
 #: Defaults of a pop request: RocketMQ's 32-message batch, the proxy's 60 s invisible time.
 DEFAULT_MAX_MSG_NUMS = 32
 DEFAULT_INVISIBLE_TIME_MS = 60_000
-
-
-class PopResponseCode(enum.IntEnum):
-    """RocketMQ's response codes for a pop (ResponseCode.POLLING_FULL / POLLING_TIMEOUT)."""
-
-    SUCCESS = 0
-    POLLING_FULL = 209
-    POLLING_TIMEOUT = 210
 
 
 @dataclass(frozen=True)
@@ -67,7 +60,7 @@ class PoppedMessage:
 
 @dataclass(frozen=True)
 class PopResponse:
-    code: PopResponseCode
+    code: ResponseCode
     #: FOUND, or NO_MESSAGE when nothing was popped (the code says why).
     status: str
     messages: tuple[PoppedMessage, ...] = ()

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reference.broker.pop.keys import CheckpointKey, retry_topic
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
 
 #: Field separator of extraInfo (MessageConst.KEY_SEPARATOR).
 SEPARATOR = " "

@@ -40,7 +40,7 @@ from reference.broker.pop.config import PopConfig
 from reference.broker.pop.keys import REVIVE_GROUP, CheckpointKey, is_retry_topic, normal_topic, retry_topic
 from reference.broker.pop.revive_log import ReviveLog, ReviveRecord
 from reference.clock import Clock, TimerHandle
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
 from reference.store.message import UNIQ_KEY, Message, PutMessageResult, StoredMessage
 from reference.store.offsets import ConsumerOffsetManager
 from reference.store.store import MessageStore

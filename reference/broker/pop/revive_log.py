@@ -27,8 +27,8 @@ from reference.broker.pop.checkpoint import (
 )
 from reference.broker.pop.config import PopConfig
 from reference.broker.pop.keys import ACK_TAG, CK_TAG, REVIVE_GROUP, revive_topic
+from reference.rules.status import GetMessageStatus
 from reference.store.message import Message
-from reference.store.status import GetMessageStatus
 from reference.store.store import MessageStore
 
 #: Records read per store call (consumeReviveMessage reads 32 at a time).

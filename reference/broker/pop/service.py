@@ -32,14 +32,14 @@ from reference.broker.pop.protocol import (
     PopMessageRequest,
     PoppedMessage,
     PopResponse,
-    PopResponseCode,
 )
 from reference.broker.pop.queue_lock import QueueLockManager
 from reference.broker.pop.receipt import ReceiptHandle
 from reference.broker.pop.revive import PopReviveService, origin
 from reference.broker.pop.revive_log import ReviveLog
 from reference.clock import Clock
-from reference.errors import InvalidRequest
+from reference.rules.codes import ResponseCode
+from reference.rules.errors import InvalidRequest
 from reference.store.message import PutMessageResult, StoredMessage
 from reference.store.offsets import ConsumerOffsetManager
 from reference.store.store import MessageStore
@@ -118,14 +118,14 @@ class PopService:
                     request.topic, request.queue_id, group=request.consumer_group, exact=True
                 )
             return PopResponse(
-                PopResponseCode.SUCCESS, "FOUND", messages, batch.rest_num, batch.pop_time,
+                ResponseCode.SUCCESS, "FOUND", messages, batch.rest_num, batch.pop_time,
                 request.invisible_time_ms, batch.revive_queue_id, held_ms,
             )
         polling = self.long_polling.polling(held)
         if polling is PollingResult.POLLING_SUC:
             return None
         full = polling is PollingResult.POLLING_FULL
-        code = PopResponseCode.POLLING_FULL if full else PopResponseCode.POLLING_TIMEOUT
+        code = ResponseCode.POLLING_FULL if full else ResponseCode.POLLING_TIMEOUT
         return PopResponse(
             code, "NO_MESSAGE", (), batch.rest_num, batch.pop_time, request.invisible_time_ms,
             batch.revive_queue_id, held_ms,
@@ -141,7 +141,7 @@ class PopService:
         held.channel.deliver_pop(
             request,
             PopResponse(
-                PopResponseCode.POLLING_TIMEOUT, "NO_MESSAGE", (), 0, self.clock.now_ms(), request.invisible_time_ms,
+                ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE", (), 0, self.clock.now_ms(), request.invisible_time_ms,
                 0, self.clock.now_ms() - held.born_time,
             ),
         )

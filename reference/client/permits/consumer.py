@@ -35,7 +35,7 @@ from typing import Any
 from reference.broker.permits.protocol import DispatchedMessage, InitialPosition, Position, SubType
 from reference.client.pop.connection import BrokerHost, ClientError  # one client error type for both
 from reference.clock import Clock, TimerHandle
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
 from reference.trace import NULL_TRACE, Trace
 
 #: Pulsar client defaults and bounds (pulsar-binary §15).

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from reference.broker.pop.protocol import PopMessageRequest, PopResponse
 from reference.clock import Clock, TimerHandle
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
 
 CONNECTION_REFUSED = "CONNECTION_REFUSED"
 TIMEOUT = "TIMEOUT"

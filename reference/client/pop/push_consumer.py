@@ -30,14 +30,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from reference.broker.consumer_manager import ConsumerData
-from reference.broker.pop.protocol import PopMessageRequest, PoppedMessage, PopResponse, PopResponseCode
+from reference.broker.pop.protocol import PopMessageRequest, PoppedMessage, PopResponse
 from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE, ReceiptHandle
 from reference.broker.pop.revive import origin
 from reference.client.pop.backoff import DEFAULT_BACKOFF_MS, backoff_ms
 from reference.client.pop.connection import BrokerHost, ClientError, PopConnection
 from reference.clock import Clock
 from reference.periodic import PeriodicTask
-from reference.store.filter import SubscriptionData
+from reference.rules.codes import ResponseCode
+from reference.rules.filter import SubscriptionData
 from reference.trace import NULL_TRACE, Trace
 
 CONSUME_OK = "OK"
@@ -191,7 +192,7 @@ class PopPushConsumer:
         if generation != self._generation:
             return
         delay = 0
-        if response is None or response.code == PopResponseCode.POLLING_FULL:
+        if response is None or response.code == ResponseCode.POLLING_FULL:
             delay = self.config.error_delay_ms
         else:
             for message in response.messages:

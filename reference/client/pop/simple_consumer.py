@@ -16,7 +16,7 @@ from reference.broker.consumer_manager import ConsumerData
 from reference.broker.pop.protocol import ALL_QUEUES, PopMessageRequest, PoppedMessage
 from reference.client.pop.connection import BrokerHost, ClientError, PopCallback, PopConnection
 from reference.clock import Clock
-from reference.store.filter import SubscriptionData
+from reference.rules.filter import SubscriptionData
 
 #: Client-side slack over a pop's poll time before it counts as lost (the gRPC request timeout, 3 s).
 REQUEST_TIMEOUT_MS = 3_000

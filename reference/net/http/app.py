@@ -47,9 +47,9 @@ from reference.broker.pop.protocol import PopMessageRequest, PopResponse
 from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE
 from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag
 from reference.clock import SimClock
-from reference.errors import InvalidRequest, TopicNotFound
 from reference.net.http import models as m
-from reference.store.filter import SubscriptionData
+from reference.rules.errors import InvalidRequest, TopicNotFound
+from reference.rules.filter import SubscriptionData
 from reference.store.message import Message
 from reference.store.names import MAX_NAME_LENGTH
 

@@ -12,10 +12,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from reference.broker.config import MAX_PULL_BATCH, MAX_SUSPEND_TIMEOUT_MS
 from reference.broker.permits.batch import MAX_BATCH_MESSAGES
 from reference.broker.permits.service import MAX_PERMITS
 from reference.broker.pop.config import PopConfig
+from reference.rules.constants import MAX_PULL_BATCH, MAX_SUSPEND_TIMEOUT_MS
 
 INT32_MAX = 2**31 - 1
 #: Offsets and versions are int64 in the broker, but JSON numbers above 2**53 are not exact in many

@@ -9,8 +9,8 @@ are the store's.
 from __future__ import annotations
 
 from reference.broker.broker import Broker
-from reference.errors import InvalidRequest
 from reference.net.remoting.command import RemotingCommand
+from reference.rules.errors import InvalidRequest
 
 #: RocketMQ RequestCode.UPDATE_AND_CREATE_TOPIC.
 UPDATE_AND_CREATE_TOPIC = 17

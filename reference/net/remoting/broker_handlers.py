@@ -6,7 +6,7 @@ needs: header fields coerced from strings, zlib bodies inflated, TAGS/KEYS moved
 string and the store's own fields, C++ integer enums mapped to the core's names, and the core's result
 written as string extFields (§2: the C++ client reads only strings).
 
-A handler raises :class:`~reference.errors.InvalidRequest` for a request that breaks a rule;
+A handler raises :class:`~reference.rules.errors.InvalidRequest` for a request that breaks a rule;
 :meth:`BrokerRequestHandlers.dispatch` turns it into an error response carrying the rule as its remark.
 """
 
@@ -21,9 +21,8 @@ from reference.broker.broker import Broker
 from reference.broker.consumer_manager import ConsumerData
 from reference.broker.protocol import PullMessageRequest, PullResponse
 from reference.broker.send_back import DEFAULT_MAX_RECONSUME_TIMES
-from reference.errors import InvalidRequest, require
 from reference.net.remoting import admin
-from reference.net.remoting.command import RemotingCommand, RequestCode, ResponseCode
+from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.fields import as_int, field_int, field_str, json_body
 from reference.net.remoting.lock_manager import RebalanceLockManager
@@ -38,7 +37,9 @@ from reference.net.remoting.message_codec import (
     inflate_body,
 )
 from reference.net.remoting.pop_handlers import PopRequestHandlers
-from reference.store.filter import SubscriptionData
+from reference.rules.codes import ResponseCode
+from reference.rules.errors import InvalidRequest, require
+from reference.rules.filter import SubscriptionData
 from reference.store.message import Message, store_host_bytes
 
 log = logging.getLogger("mqtck.remoting")

@@ -22,8 +22,9 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from reference.net.remoting.command import RemotingCommand, ResponseCode
+from reference.net.remoting.command import RemotingCommand
 from reference.net.remoting.frame import FrameDecoder, FrameError, encode_frame
+from reference.rules.codes import ResponseCode
 
 #: What this client writes in ``language``/``version``: the C++ client's values (§0), so a broker under test
 #: treats it like the official client.

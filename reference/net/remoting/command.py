@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from reference.rules.codes import ResponseCode
+
 #: flag bit 0: the frame is a response (the client matches it to its request by ``opaque``).
 RESPONSE_FLAG = 0x1
 #: flag bit 1: the sender expects no reply.
@@ -59,40 +61,6 @@ class RequestCode(enum.IntEnum):
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051
     CHANGE_MESSAGE_INVISIBLETIME = 200053
-
-
-class ResponseCode(enum.IntEnum):
-    """Response codes (RocketMQ's ResponseCode / RemotingSysResponseCode); same numbers as
-    :class:`reference.broker.protocol.ResponseCode`, plus the ones only the wire needs."""
-
-    SUCCESS = 0
-    SYSTEM_ERROR = 1
-    SYSTEM_BUSY = 2
-    REQUEST_CODE_NOT_SUPPORTED = 3
-    FLUSH_DISK_TIMEOUT = 10
-    SLAVE_NOT_AVAILABLE = 11
-    FLUSH_SLAVE_TIMEOUT = 12
-    MESSAGE_ILLEGAL = 13
-    SERVICE_NOT_AVAILABLE = 14
-    NO_PERMISSION = 16
-    TOPIC_NOT_EXIST = 17
-    PULL_NOT_FOUND = 19
-    PULL_RETRY_IMMEDIATELY = 20
-    PULL_OFFSET_MOVED = 21
-    QUERY_NOT_FOUND = 22
-    SUBSCRIPTION_PARSE_FAILED = 23
-    SUBSCRIPTION_NOT_EXIST = 24
-    SUBSCRIPTION_NOT_LATEST = 25
-    SUBSCRIPTION_GROUP_NOT_EXIST = 26
-    #: RocketMQ 5 (ResponseCode.INVALID_PARAMETER); 4.x brokers answer SYSTEM_ERROR instead.
-    INVALID_PARAMETER = 29
-    CONSUMER_NOT_ONLINE = 206
-    #: An ack whose message is not where its offset says (RocketMQ 5 AckMessageProcessor).
-    NO_MESSAGE = 208
-    #: A pop found nothing and the pops held for its queue are already popPollingSize.
-    POLLING_FULL = 209
-    #: A pop found nothing and its poll time (0 included) has passed.
-    POLLING_TIMEOUT = 210
 
 
 def _ext_value(value: Any) -> str:

@@ -2,7 +2,7 @@
 
 The C++ client writes every extFields value as a string and Java clients write numbers as JSON numbers (§2);
 both arrive here as strings (:class:`~reference.net.remoting.command.RemotingCommand`). A missing or
-malformed field is an :class:`~reference.errors.InvalidRequest` naming it, which the request table turns into
+malformed field is an :class:`~reference.rules.errors.InvalidRequest` naming it, which the request table turns into
 an error response carrying the rule as its remark.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reference.errors import InvalidRequest, require
 from reference.net.remoting.command import RemotingCommand
+from reference.rules.errors import InvalidRequest, require
 
 
 def field_str(cmd: RemotingCommand, name: str, default: str | None = None) -> str:

@@ -33,11 +33,11 @@ from reference.broker.broker import Broker
 from reference.broker.pop.keys import is_retry_topic, normal_topic
 from reference.broker.pop.protocol import PopMessageRequest, PoppedMessage, PopResponse
 from reference.broker.pop.receipt import ReceiptHandle
-from reference.errors import require
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.fields import field_int, field_str, json_body
 from reference.net.remoting.message_codec import encode_stored_record
+from reference.rules.errors import require
 from reference.store.message import StoredMessage
 
 Handler = Callable[[RemotingConnection, RemotingCommand], RemotingCommand | None]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.errors import InvalidRequest
+from reference.rules.errors import InvalidRequest
 
 #: The expression meaning "every message" (RocketMQ's SubscriptionData.SUB_ALL).
 SUB_ALL = "*"
