@@ -23,6 +23,7 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 #: Virtual time at which a fresh :class:`SimClock` starts (2023-11-14T22:13:20Z): far enough from 0
@@ -125,3 +126,30 @@ class SimClock:
                 return fired
             fired += self.run_until(due)
         raise RuntimeError(f"timer queue still busy after {limit} timers")
+
+
+class ProcessClock:
+    """One process's view of a shared clock (virtual or real).
+
+    Every timer a client or the broker schedules goes through its process's clock. Killing the process (a
+    crash) makes all of them inert at once, so a crashed component never acts again, without the simulator
+    or the server that crashed it having to know what it had scheduled: no persist, no unregister, no late
+    callback."""
+
+    __slots__ = ("_clock", "alive", "now_ms")
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self.alive = True
+        #: Reading the time is the hottest call of a simulation (every trace row): bind it directly.
+        self.now_ms: Callable[[], int] = clock.now_ms
+
+    def call_later(self, delay_ms: int, callback: Callable[[], object]) -> TimerHandle:
+        return self._clock.call_later(delay_ms, partial(self._fire, callback))
+
+    def _fire(self, callback: Callable[[], object]) -> None:
+        if self.alive:
+            callback()
+
+    def kill(self) -> None:
+        self.alive = False

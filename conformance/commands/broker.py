@@ -177,15 +177,15 @@ def _run_remoting(
     import dataclasses
 
     from reference.broker.broker import Broker
+    from reference.clock import ProcessClock
     from reference.net.remoting.server import Extension, RemotingServers, serve_remoting
-    from reference.sim.process import ProcessClock
 
     host, port = parse_http_address(args.remoting, "--remoting")
     if not 0 <= args.broker_port <= 65535:
         raise UsageError(f"--broker-port must be in [0, 65535], got {args.broker_port}")
 
     def make_broker(store_host: tuple[str, int]) -> Broker:
-        return Broker(data_dir, ProcessClock(clock), config=config,  # type: ignore[arg-type]
+        return Broker(data_dir, ProcessClock(clock), config=config,
                       store_config=dataclasses.replace(store_config, store_host=store_host), trace=trace,
                       components=mutant.components if mutant is not None else None)
 

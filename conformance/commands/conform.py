@@ -20,7 +20,7 @@ from rich.table import Table
 
 from conformance import expectations, mutation, report, spec
 from conformance.cli import UsageError
-from conformance.targets import parse_target, target_capabilities
+from conformance.targets.registry import parse_target, target_capabilities
 
 SUITE_DIR = Path(__file__).resolve().parents[1] / "suite"
 

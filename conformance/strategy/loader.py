@@ -8,7 +8,8 @@ import sys
 
 from conformance.strategy.adapters import PythonStrategyUnderTest
 from conformance.strategy.declaration import BUILTIN_DECLARATIONS, Declaration
-from reference.allocation import BUILTIN_NAMES, strategy_class
+from reference.allocation import BUILTIN_NAMES
+from reference.allocation.registry import BuiltinStrategy
 
 
 class LoadError(Exception):
@@ -27,7 +28,7 @@ def load_python(spec: str) -> PythonStrategyUnderTest:
                 f"unknown strategy {spec!r}: use a built-in ({', '.join(BUILTIN_NAMES)}), "
                 "package.module:Name, or --exec CMD"
             )
-        return PythonStrategyUnderTest(strategy_class(spec), spec=spec, label=spec)
+        return PythonStrategyUnderTest(BuiltinStrategy(spec), spec=spec, label=spec)
     module_name, _, attr_path = spec.partition(":")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.targets import open_target
+from conformance.targets.registry import open_target
 
 NOT_APPLICABLE = "not applicable: target lacks capability"
 #: Capabilities of the tests that run late. A RocketMQ broker's clean service first runs 60 s after the broker

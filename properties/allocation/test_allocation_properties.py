@@ -20,7 +20,8 @@ from conformance.strategy.declaration import (
 from conformance.strategy.properties import Property, applicable
 from conformance.strategy.render import failure_text
 from conformance.strategy.scenario import scenarios
-from reference.allocation import BUILTIN_NAMES, strategy_class
+from reference.allocation import BUILTIN_NAMES
+from reference.allocation.registry import BuiltinStrategy
 
 #: Built-ins with their own promises, plus configurations the defaults do not reach.
 CONFIGURATIONS: dict[str, tuple[str, Declaration]] = {
@@ -47,7 +48,7 @@ def _configs(prop_name: str) -> list:
 
 def _holds(config: str, prop: Property) -> None:
     name, declaration = CONFIGURATIONS[config]
-    ctx = CheckContext(PythonStrategyUnderTest(strategy_class(name), spec=name), declaration)
+    ctx = CheckContext(PythonStrategyUnderTest(BuiltinStrategy(name), spec=name), declaration)
 
     @given(scenarios(declaration))
     def holds(scenario):  # type: ignore[no-untyped-def]

@@ -24,9 +24,9 @@ from reference.allocation.by_config import AllocateMessageQueueByConfig
 from reference.allocation.consistent_hash import AllocateMessageQueueConsistentHash
 from reference.allocation.errors import AllocationError
 from reference.allocation.machine_room import AllocateMessageQueueByMachineRoom
-from reference.allocation.message_queue import MessageQueue
+from reference.allocation.message_queue import MessageQueue, sort_mq_all
 from reference.allocation.nearby import AllocateMachineRoomNearby, DashPrefixResolver, MachineRoomResolver
-from reference.allocation.ordering import java_string_key, sort_cid_all, sort_mq_all
+from reference.allocation.ordering import java_string_key, sort_cid_all
 from reference.allocation.pop import PopShareAllocation
 from reference.allocation.registry import BUILTIN_NAMES, strategy_class, strategy_from_params
 from reference.allocation.strategy import AllocateMessageQueueStrategy

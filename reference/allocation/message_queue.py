@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,3 +56,8 @@ class MessageQueue:
         if not isinstance(queue_id, int) or isinstance(queue_id, bool):
             raise ValueError("message queue field 'queueId' must be an integer")
         return cls(topic, broker, queue_id)
+
+
+def sort_mq_all(mq_all: Iterable[MessageQueue]) -> list[MessageQueue]:
+    """``Collections.sort(mqAll)`` as the rebalance does it (see :meth:`MessageQueue.sort_key`)."""
+    return sorted(mq_all, key=lambda mq: mq.sort_key)

@@ -49,6 +49,8 @@ class DashPrefixResolver:
 
 
 class AllocateMachineRoomNearby(CheckedStrategy):
+    #: The registry builds the strategy named by ``innerStrategy`` (default Averagely) and hands it over.
+    WRAPS_INNER = True
     JAVA_NAME = "AllocateMachineRoomNearby"
 
     def __init__(self, inner: AllocateMessageQueueStrategy, resolver: MachineRoomResolver) -> None:
@@ -60,12 +62,11 @@ class AllocateMachineRoomNearby(CheckedStrategy):
         return f"MACHINE_ROOM_NEARBY-{self.inner.name}"
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> AllocateMachineRoomNearby:
+    def from_params(
+        cls, params: Mapping[str, Any], inner: AllocateMessageQueueStrategy
+    ) -> AllocateMachineRoomNearby:
         """``{"innerStrategy": Java class name}`` (default Averagely); rooms by :class:`DashPrefixResolver`."""
-        from reference.allocation.registry import strategy_from_params  # the registry imports this module
-
-        inner_name = params.get("innerStrategy", "AllocateMessageQueueAveragely")
-        return cls(strategy_from_params(inner_name, {}), DashPrefixResolver())
+        return cls(inner, DashPrefixResolver())
 
     def share(
         self, consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]

@@ -12,10 +12,6 @@ everything here sorts with :func:`java_string_key`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from reference.allocation.message_queue import MessageQueue
 
 #: UTF-16 big-endian: comparing the bytes compares the code units, most significant byte first.
 #: ``surrogatepass`` keeps lone surrogates (legal in a Java string, and in JSON) instead of failing.
@@ -30,8 +26,3 @@ def java_string_key(s: str) -> bytes:
 def sort_cid_all(cid_all: Iterable[str]) -> list[str]:
     """``Collections.sort(cidAll)`` as the rebalance does it."""
     return sorted(cid_all, key=java_string_key)
-
-
-def sort_mq_all(mq_all: Iterable[MessageQueue]) -> list[MessageQueue]:
-    """``Collections.sort(mqAll)`` as the rebalance does it (see :meth:`MessageQueue.sort_key`)."""
-    return sorted(mq_all, key=lambda mq: mq.sort_key)

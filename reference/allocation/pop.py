@@ -43,6 +43,8 @@ def shares_everything(pop_share_queue_num: int, consumer_count: int) -> bool:
 class PopShareAllocation:
     """``allocate4Pop`` over an inner strategy, shaped as a strategy so it can be checked like one."""
 
+    #: The registry builds the strategy named by ``innerStrategy`` (default Averagely) and hands it over.
+    WRAPS_INNER = True
     JAVA_NAME = "QueryAssignmentProcessor.allocate4Pop"
 
     def __init__(
@@ -56,13 +58,10 @@ class PopShareAllocation:
         return f"POP_SHARE({self.pop_share_queue_num})-{self.inner.name}"
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> PopShareAllocation:
+    def from_params(cls, params: Mapping[str, Any], inner: AllocateMessageQueueStrategy) -> PopShareAllocation:
         """``{"popShareQueueNum": k, "innerStrategy": Java class name}`` (defaults −1, Averagely)."""
-        from reference.allocation.registry import strategy_from_params  # the registry imports this module
-
-        inner_name = params.get("innerStrategy", "AllocateMessageQueueAveragely")
         k = int(params.get("popShareQueueNum", DEFAULT_POP_SHARE_QUEUE_NUM))
-        return cls(strategy_from_params(inner_name, {}), k)
+        return cls(inner, k)
 
     def allocate(
         self,

@@ -46,7 +46,28 @@ def strategy_class(name: str) -> type:
     return cls
 
 
+#: The parameter naming a wrapping strategy's inner strategy (machine-room nearby, POP share), and its default.
+INNER_STRATEGY_PARAM = "innerStrategy"
+DEFAULT_INNER_STRATEGY = "AllocateMessageQueueAveragely"
+
+
 def strategy_from_params(name: str, params: Mapping[str, Any]) -> AllocateMessageQueueStrategy:
     """A configured instance; may raise :class:`~reference.allocation.errors.AllocationError` as the
-    Java constructor does (e.g. a negative ``virtualNodeCnt``)."""
-    return strategy_class(name).from_params(params)
+    Java constructor does (e.g. a negative ``virtualNodeCnt``). A strategy that wraps another
+    (``WRAPS_INNER``) gets its inner strategy built here, so no strategy module needs the registry."""
+    cls = strategy_class(name)
+    if getattr(cls, "WRAPS_INNER", False):
+        inner = strategy_from_params(str(params.get(INNER_STRATEGY_PARAM, DEFAULT_INNER_STRATEGY)), {})
+        return cls.from_params(params, inner)
+    return cls.from_params(params)
+
+
+class BuiltinStrategy:
+    """A built-in strategy by name, loaded as the strategy checker loads a plug-in: ``from_params(params)``
+    builds a configured instance (a wrapping strategy with its inner one)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def from_params(self, params: Mapping[str, Any]) -> AllocateMessageQueueStrategy:
+        return strategy_from_params(self.name, params)

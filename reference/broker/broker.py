@@ -124,7 +124,10 @@ class Broker:
         self.pop_service.start()
 
     def shutdown(self) -> None:
-        """Persist offsets and close the store. Held pulls are dropped (their clients time out)."""
+        """Persist offsets and close the store. Held pulls are dropped (their clients time out). A broker
+        already shut down stays so (its store is closed and refuses everything)."""
+        if self.store.closed:
+            return
         self.pop_service.shutdown()
         self.hold_service.shutdown()
         self.consumer_manager.shutdown()

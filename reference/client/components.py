@@ -16,7 +16,6 @@ from reference.client.gateway import BrokerGateway
 from reference.client.local_offset_store import LocalFileOffsetStore, offsets_path
 from reference.client.offset_store import OffsetStore
 from reference.client.process_queue import ProcessQueue
-from reference.client.push_consumer import DefaultMQPushConsumer
 from reference.client.rebalance import RebalancePushImpl
 from reference.client.remote_offset_store import RemoteBrokerOffsetStore
 from reference.rules.errors import require
@@ -25,7 +24,9 @@ from reference.trace import SourceRecorder
 
 @dataclass(frozen=True)
 class ClientComponents:
-    push_consumer: type[DefaultMQPushConsumer] = DefaultMQPushConsumer
+    #: The push consumer class, when a fault replaces it (None: ``DefaultMQPushConsumer``). Not named here by
+    #: default because the consumer is built from these components: this module stays below it.
+    push_consumer: type | None = None
     process_queue: type[ProcessQueue] = ProcessQueue
     rebalance: type[RebalancePushImpl] = RebalancePushImpl
     consume_service: type[ConsumeMessageConcurrentlyService] = ConsumeMessageConcurrentlyService

@@ -19,6 +19,7 @@ from reference.allocation.message_queue import MessageQueue
 from reference.broker.consumer_manager import ConsumerData
 from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag
 from reference.client.client_instance import MQClientInstance
+from reference.client.components import ClientComponents
 from reference.client.config import ConsumerConfig, MessageModel
 from reference.client.gateway import GatewayError
 from reference.client.offset_store import OffsetStore, ReadOffsetType
@@ -51,7 +52,6 @@ class DefaultMQPullConsumer:
         self.group = config.consumer_group
         self.message_queue_listener = message_queue_listener
         self.rebalance = RebalancePullImpl(self)
-        from reference.client.components import ClientComponents  # it imports the push consumer: import late
 
         self.offset_store: OffsetStore = ClientComponents().offset_store(
             config.message_model is MessageModel.CLUSTERING, self.gateway, self.group, self.client_id, self.rec,

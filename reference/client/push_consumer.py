@@ -27,13 +27,13 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from reference.allocation.message_queue import MessageQueue
 from reference.broker.consumer_manager import ConsumerData
 from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag
 from reference.broker.send_back import SendBackResult, retry_topic
 from reference.client.client_instance import MQClientInstance
+from reference.client.components import ClientComponents
 from reference.client.config import ConsumerConfig, MessageModel
 from reference.client.consume_service import MessageListenerConcurrently
 from reference.client.executor import BusyTime, ConsumeExecutor
@@ -46,9 +46,6 @@ from reference.client.rebalance import CONSUME_PASSIVELY
 from reference.rules.errors import require
 from reference.rules.filter import SubscriptionData
 from reference.store.message import StoredMessage
-
-if TYPE_CHECKING:
-    from reference.client.components import ClientComponents
 
 _MIB = 1024 * 1024
 _FOUND, _OFFSET_ILLEGAL = PullStatus.FOUND, PullStatus.OFFSET_ILLEGAL
@@ -74,11 +71,7 @@ class DefaultMQPushConsumer:
         self.config = config
         self.listener = listener
         self.instance = instance
-        if components is None:
-            from reference.client.components import ClientComponents  # it names this class: import late
-
-            components = ClientComponents()
-        self.components = components
+        self.components = components if components is not None else ClientComponents()
         self.client_id = instance.client_id
         self.gateway = instance.gateway
         self.clock = instance.clock

@@ -14,8 +14,7 @@ from pathlib import Path
 
 from reference.broker.broker import Broker
 from reference.broker.config import BrokerConfig
-from reference.clock import SimClock
-from reference.sim.process import ProcessClock
+from reference.clock import ProcessClock, SimClock
 from reference.store.config import MessageStoreConfig
 from reference.trace import Trace
 

@@ -8,7 +8,7 @@ scenario and seed give the same trace, row for row, so a failure found once is f
 be shrunk. The broker is the real reference broker on a temporary directory (``/dev/shm`` when
 available) so that restarts exercise the store's recovery; each consumer is the real reference push
 consumer behind an :class:`~reference.client.inprocess.InProcessGateway` whose link is the simulated
-network. Components run on their own :class:`~reference.sim.process.ProcessClock`, so a crash stops
+network. Components run on their own :class:`~reference.clock.ProcessClock`, so a crash stops
 all they scheduled.
 
 A run applies the scenario's steps, then **settles**: no more faults, time goes on for at least
@@ -33,11 +33,10 @@ from reference.client.components import ClientComponents
 from reference.client.config import ConsumerConfig, MessageModel
 from reference.client.inprocess import InProcessGateway
 from reference.client.push_consumer import DefaultMQPushConsumer
-from reference.clock import SimClock
+from reference.clock import ProcessClock, SimClock
 from reference.sim.host import SimBrokerHost
 from reference.sim.listener import SimListener
 from reference.sim.network import SimLink
-from reference.sim.process import ProcessClock
 from reference.sim.progress import ProgressTracker
 from reference.sim.scenario import (
     BrokerRestart,
@@ -248,7 +247,7 @@ class Simulation:
             config.group, message_model=config.model, consume_from_where=config.consume_from_where,
             max_reconsume_times=config.max_reconsume_times,
         )
-        consumer = self.components.push_consumer(
+        consumer = (self.components.push_consumer or DefaultMQPushConsumer)(
             consumer_config, listener, instance, components=self.components, busy_ms=listener.busy_ms,
             offset_dir=self.offset_dir,
         )

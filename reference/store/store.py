@@ -26,10 +26,12 @@ lock is taken anywhere.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from mmap import mmap
 from pathlib import Path
+from typing import Any, TypeVar
 
 from reference.clock import Clock, RealClock
 from reference.periodic import PeriodicTask
@@ -65,6 +67,35 @@ RetentionListener = Callable[[str, int, int], None]
 
 _INT32_MAX = 0x7FFFFFFF
 _INT64_MAX = 0x7FFFFFFFFFFFFFFF
+
+
+class StoreClosed(RuntimeError):
+    """The store was closed: it refuses every read and write instead of answering from emptied tables.
+
+    Without this a pull after :meth:`MessageStore.close` found no consume queue and answered
+    NO_MESSAGE_IN_QUEUE with next offset 0, which a consumer takes as OFFSET_MOVED to 0 and rewinds.
+    RocketMQ refuses the same way ("message store has shutdown, so getMessage is forbidden"): the broker
+    answers SYSTEM_ERROR over remoting, the HTTP front 503."""
+
+    def __init__(self, operation: str) -> None:
+        super().__init__(f"the message store is shut down: {operation} is refused")
+        self.operation = operation
+
+
+_T = TypeVar("_T", bound=Callable[..., Any])
+
+
+def _while_open(method: _T) -> _T:
+    """Refuse ``method`` with :class:`StoreClosed` once the store is closed."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def guarded(self: MessageStore, *args: Any, **kwargs: Any) -> Any:
+        if self.closed:
+            raise StoreClosed(name)
+        return method(self, *args, **kwargs)
+
+    return guarded  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +155,8 @@ class MessageStore:
             self.run_retention,
         )
         self._last_store_timestamp = 0
+        #: Set by :meth:`close`; every read and write refuses from then on (:class:`StoreClosed`).
+        self.closed = False
         self._recover()
 
     # -- recovery ------------------------------------------------------------------------------
@@ -156,6 +189,7 @@ class MessageStore:
         return cq
 
     # -- topics --------------------------------------------------------------------------------
+    @_while_open
     def create_topic(self, topic: str, queue_nums: int) -> None:
         """Create (or update the queue count of) a topic; InvalidRequest names a bad field."""
         self._topics.create(topic, queue_nums)
@@ -173,10 +207,12 @@ class MessageStore:
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         self._arrival_listeners.append(listener)
 
+    @_while_open
     def put_message(self, msg: Message) -> PutMessageResult:
         """Validate, append to the commit log, index in the consume queue, notify listeners."""
         return self._append(self._prepare(msg))
 
+    @_while_open
     def put_messages(self, msgs: list[Message]) -> list[PutMessageResult]:
         """Store a batch: every message is validated before the first is written."""
         prepared = [self._prepare(m) for m in msgs]
@@ -253,6 +289,7 @@ class MessageStore:
         return result
 
     # -- get -----------------------------------------------------------------------------------
+    @_while_open
     def get_message(
         self,
         group: str,
@@ -343,25 +380,31 @@ class MessageStore:
                 or count > config.max_transfer_count_on_message_in_memory - 1)
 
     # -- queries -------------------------------------------------------------------------------
+    @_while_open
     def look_message_by_offset(self, commit_log_offset: int) -> StoredMessage | None:
         """The message stored at ``commit_log_offset``, or None if no intact record starts there."""
         return self._commit_log.look_message_by_offset(commit_log_offset)
 
+    @_while_open
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
         cq = self._queues.get((topic, queue_id))
         return cq.min_offset if cq is not None else 0
 
+    @_while_open
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         """The next offset to be written (0 for a queue that never had a message)."""
         cq = self._queues.get((topic, queue_id))
         return cq.max_offset if cq is not None else 0
 
+    @_while_open
     def get_commit_log_min_offset(self) -> int:
         return self._commit_log.min_offset
 
+    @_while_open
     def get_commit_log_max_offset(self) -> int:
         return self._commit_log.max_offset
 
+    @_while_open
     def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, consume_offset: int) -> bool:
         """Whether the message at ``consume_offset`` is "in disk": further behind the commit-log end
         than the in-memory budget (seed 000, checkInDiskByConsumeOffset). False if there is no unit."""
@@ -371,6 +414,7 @@ class MessageStore:
             return False
         return self._commit_log.max_offset - unit[0] > self.config.in_memory_budget_bytes()
 
+    @_while_open
     def tags_codes(self, topic: str, queue_id: int, start: int, end: int) -> Iterator[tuple[int, int]]:
         """(offset, tags code) of the units in ``[start, end)`` that are present and not below min:
         what the hold service needs to tell whether a held pull now has a matching message."""
@@ -380,6 +424,7 @@ class MessageStore:
         for offset, (_phy, _size, code) in cq.units(start, end):
             yield offset, code
 
+    @_while_open
     def get_offset_by_timestamp(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """First offset whose message was stored at or after ``timestamp_ms``; the max offset if none.
         Binary search over the readable units (store times never decrease along a queue)."""
@@ -402,22 +447,26 @@ class MessageStore:
     def add_retention_listener(self, listener: RetentionListener) -> None:
         self._retention_listeners.append(listener)
 
+    @_while_open
     def request_manual_delete(self, times: int | None = None) -> None:
         """Make the next ``times`` clean runs delete expired files at any hour (see retention)."""
         self._clean.request_manual_delete(times)
 
+    @_while_open
     def clean_commit_log(self) -> int:
         """Phase 1: delete expired commit-log segments if a trigger holds; returns how many."""
         if not self._clean.deletion_triggered():
             return 0
         return self._commit_log.delete_expired(self._clean.is_expired)
 
+    @_while_open
     def clean_consume_queues(self) -> int:
         """Phase 2: delete consume-queue segments whose units all point below the commit-log start.
         Min offsets are left alone (phase 3), as between RocketMQ's two clean services."""
         start = self._commit_log.min_offset
         return sum(cq.delete_expired_segments(start) for cq in self._queues.values())
 
+    @_while_open
     def correct_min_offsets(self) -> None:
         """Phase 3: raise each queue's min offset to its first message still in the commit log, and
         tell the retention listeners about every queue whose min rose."""
@@ -427,6 +476,7 @@ class MessageStore:
                 for listener in self._retention_listeners:
                     listener(topic, queue_id, cq.min_offset)
 
+    @_while_open
     def run_retention(self, file_reserved_hours: int | None = None) -> int:
         """One clean run: the three phases in order (DefaultMessageStore.cleanFilesPeriodically); returns
         how many commit-log segments it deleted.
@@ -440,6 +490,7 @@ class MessageStore:
             self.correct_min_offsets()
         return deleted
 
+    @_while_open
     def start_periodic(self) -> None:
         """Run retention on the clock: after ``clean_resource_initial_delay_ms``, then every
         ``clean_resource_interval_ms``."""
@@ -447,7 +498,10 @@ class MessageStore:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def close(self) -> None:
-        """Stop periodic work, flush every mapped segment to disk and unmap it."""
+        """Stop periodic work, flush every mapped segment to disk and unmap it; a second close does nothing."""
+        if self.closed:
+            return
+        self.closed = True
         self._periodic.cancel()
         for cq in self._queues.values():
             cq.close()

@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from conformance.targets import open_target, parse_target, target_capabilities
 from conformance.targets.control import ControlClient, ControlError, check_description, serve_control
 from conformance.targets.http import UnreachableTarget
 from conformance.targets.launch import launch_broker
+from conformance.targets.registry import open_target, parse_target, target_capabilities
 
 LAYOUT = {"commitlog_segment_bytes": 65536, "consumequeue_segment_units": 1000}
 PREVIOUS = {"longPollingEnable": True, "deleteWhen": "04", "fileReservedTime": 72, "diskMaxUsedSpaceRatio": 75}

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.targets import TargetError, parse_target
+from conformance.targets import TargetError
+from conformance.targets.registry import parse_target
 from conformance.targets.remoting import RemotingTarget, derive_status
 from reference.net.remoting.client import RemotingClient
 from reference.net.remoting.command import RemotingCommand, RequestCode

@@ -8,11 +8,10 @@ from collections import Counter
 import pytest
 
 from reference.client.config import MessageModel
-from reference.clock import SimClock
+from reference.clock import ProcessClock, SimClock
 from reference.rules.trace_schema import missing_columns
 from reference.sim.checks import check_trace
 from reference.sim.network import NetworkConfig, SimLink
-from reference.sim.process import ProcessClock
 from reference.sim.scenario import (
     BrokerRestart,
     Crash,

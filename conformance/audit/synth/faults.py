@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from conformance.audit.categories import BY_NAME
+from conformance.audit.synth.kinds import NORMAL, SLOW, matches, pop_kind
 from conformance.audit.synth.layout import GROUPS, Layout
 from conformance.audit.synth.tracks import Tracks
 
@@ -191,8 +192,6 @@ def plan_faults(layout: Layout, counts: dict[str, int], seed: int, make_tracks) 
         add(kind, _take(rng, kind, counts.get(kind, 0), lambda k=kind: draw_track(burst_limits[k]), ok, used))
 
     # POP messages, by the kind of delivery they had in the base workload.
-    from conformance.audit.synth.pop import NORMAL, SLOW, pop_kind
-
     pop_lanes = [lane.index for lane in layout.lanes if lane.topic == _topic_of("pop")]
     wanted = {"early-redelivery": (SLOW, R - 1), "duplicate-pop-redelivery": (SLOW, R - 1),
               "redelivered-after-ack": (NORMAL, R - 1), "never-revived": (NORMAL, R - 2)}
@@ -230,8 +229,6 @@ def _topic_of(kind: str) -> str:
 
 
 def _matching_in_burst(layout: Layout, tracks: Tracks, site: tuple) -> int:
-    from conformance.audit.synth.pulls import matches
-
     _, t, r, k = site
     lane = int(tracks.lane[t])
     end = int(layout.burst_end(np.array(lane), np.array(r), np.array(k)))

@@ -13,19 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.audit.synth.faults import Plan
-from conformance.audit.synth.hashrand import below, uniform
+from conformance.audit.synth.hashrand import below
+from conformance.audit.synth.kinds import EXTENDED, NORMAL, SLOW, pop_kind
 from conformance.audit.synth.layout import GroupSpec, Layout
 from conformance.audit.synth.rows import Rows, Vocab
 
-NORMAL, EXTENDED, SLOW = 0, 1, 2
 INVISIBLE_MS = 30_000
 EXTEND_AT_MS, EXTEND_TO_MS, EXTENDED_ACK_MS = 10_000, 60_000, 40_000
-P_KIND, P_LAG, P_CLIENT, P_ACK, P_REVIVE, P_POP2, P_CLIENT2, P_ACK2 = 40, 41, 42, 43, 44, 45, 46, 47
-
-
-def pop_kind(layout: Layout, lanes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    u = uniform(layout.seed, P_KIND, lanes, offsets)
-    return np.where(u < 0.85, NORMAL, np.where(u < 0.95, EXTENDED, SLOW))
+P_LAG, P_CLIENT, P_ACK, P_REVIVE, P_POP2, P_CLIENT2, P_ACK2 = 40, 41, 42, 43, 44, 45, 46, 47
 
 
 def _in(pairs: set[tuple[int, int]], lanes: np.ndarray, offsets: np.ndarray) -> np.ndarray:

@@ -21,7 +21,8 @@ import numpy as np
 
 from conformance.audit.synth.faults import Plan, key
 from conformance.audit.synth.hashrand import uniform
-from conformance.audit.synth.layout import MAX_NUMS, ROUND_MS, SUSPEND_MS, TAGS, Layout
+from conformance.audit.synth.kinds import matches
+from conformance.audit.synth.layout import MAX_NUMS, ROUND_MS, SUSPEND_MS, Layout
 from conformance.audit.synth.rows import NULL, Rows, Vocab
 from conformance.audit.synth.tracks import Tracks
 
@@ -39,14 +40,6 @@ OVERLAP_MS = 25_000
 AFTER_DROP_MS = 1_000
 RETRY_AFTER_MS = 10_000
 MAX_BURST = 4
-
-
-def matches(expression: str, tag_codes: np.ndarray) -> np.ndarray:
-    """Which messages (by tag code) a subscription expression selects."""
-    if expression.strip() in ("", "*"):
-        return np.ones(np.shape(tag_codes), dtype=bool)
-    wanted = [TAGS.index(t.strip()) for t in expression.split("||") if t.strip() in TAGS]
-    return np.isin(tag_codes, wanted)
 
 
 class PullGroup:

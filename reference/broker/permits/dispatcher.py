@@ -26,16 +26,26 @@ messages take permits again (pulsar-binary §9.3 rule 4).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from reference.broker.permits.batch import split_batch
 from reference.broker.permits.consumer import PermitConsumer
-from reference.broker.permits.cursor import EntryRead
+from reference.broker.permits.cursor import EntryRead, ManagedCursor
 from reference.broker.permits.protocol import DispatchedMessage, Position
 from reference.broker.permits.redelivery import DisabledRedeliveryTracker, InMemoryRedeliveryTracker
 
-if TYPE_CHECKING:
-    from reference.broker.permits.service import Subscription
+
+class Subscription(Protocol):
+    """What a dispatcher needs of the subscription it serves (the service's ``Subscription``): its queue,
+    its cursor, and where a sent message is recorded. A protocol, so that the dispatcher does not import the
+    service that builds it."""
+
+    group: str
+    topic: str
+    queue_id: int
+    cursor: ManagedCursor
+
+    def record_dispatch(self, consumer: PermitConsumer, m: DispatchedMessage) -> None: ...
 
 #: Messages read for one consumer in one round of a shared dispatcher (Pulsar's readBatchSize, 100).
 READ_BATCH_SIZE = 100

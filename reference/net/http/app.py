@@ -52,6 +52,7 @@ from reference.rules.errors import InvalidRequest, TopicNotFound
 from reference.rules.filter import SubscriptionData
 from reference.store.message import Message
 from reference.store.names import MAX_NAME_LENGTH
+from reference.store.store import StoreClosed
 
 TopicPath = Annotated[str, Path(pattern=m.NAME_PATTERN, examples=["TopicA"])]
 GroupPath = Annotated[str, Path(pattern=m.NAME_PATTERN, examples=["GroupA"])]
@@ -316,6 +317,11 @@ def create_app(
     @app.exception_handler(InvalidRequest)
     async def _refused(_: Request, exc: InvalidRequest) -> JSONResponse:
         return _error(status_for(exc), exc)
+
+    @app.exception_handler(StoreClosed)
+    async def _closed(_: Request, exc: StoreClosed) -> JSONResponse:
+        """A request that reached the broker while its store was shut (a restart in progress): try again."""
+        return _error(503, InvalidRequest("broker", str(exc), "SERVICE_NOT_AVAILABLE"))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -31,18 +31,18 @@ from typing import Any, TypeVar
 
 from reference.broker.broker import Broker
 from reference.broker.settings import apply_settings
+from reference.clock import ProcessClock
 from reference.net.remoting.broker_handlers import BrokerRequestHandlers
 from reference.net.remoting.connection import Dispatch, RemotingConnection
 from reference.net.remoting.frame import MAX_FRAME_BYTES
 from reference.net.remoting.namesrv import AUTO_CREATE_QUEUE_NUMS, NameServer
-from reference.sim.process import ProcessClock
 from reference.store.record import tear_record
 from reference.trace import RingSink
 
 log = logging.getLogger("mqtck.remoting")
 
 #: Builds the broker once its reachable address (STOREHOST) is known; called again for each restart. A broker
-#: that may be crashed (``restart_broker(kill=True)``) runs on a :class:`~reference.sim.process.ProcessClock`.
+#: that may be crashed (``restart_broker(kill=True)``) runs on a :class:`~reference.clock.ProcessClock`.
 BrokerFactory = Callable[[tuple[str, int]], Broker]
 #: Called on the serving loop once both ports listen: what to append to the served target (e.g.
 #: ``?control=HOST:PORT``) and what to call when serving ends.

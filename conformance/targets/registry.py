@@ -1,0 +1,101 @@
+"""The target kinds by address: parse a ``--target`` value, ask its capabilities, open it.
+
+The one place that knows every adapter (:mod:`.reference`, :mod:`.http`, :mod:`.remoting`, and the seeded
+faults of :mod:`conformance.mutants`); the adapters know only the interface in :mod:`conformance.targets`.
+A new transport (gRPC, Pulsar) adds its scheme here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from conformance.mutants import CATALOGUE
+from conformance.targets import CAPABILITIES, Target
+from conformance.targets.http import HttpTarget, probe
+from conformance.targets.reference import ReferenceTarget
+from conformance.targets.remoting import RemotingTarget, control_capabilities, discover_broker, wire_capabilities
+
+
+@dataclass
+class TargetSpec:
+    """A parsed ``--target`` value."""
+
+    kind: str
+    arg: str = ""
+    options: dict[str, str] = field(default_factory=dict)
+
+
+def parse_target(text: str) -> TargetSpec:
+    """Parse and check a ``--target`` value (a mutant must be in the catalogue); ValueError if bad."""
+    if text == "reference":
+        return TargetSpec("reference")
+    if text.startswith("mutant:"):
+        name = text.split(":", 1)[1]
+        if name not in CATALOGUE:
+            raise ValueError(f"unknown mutant {name!r}; known: {', '.join(sorted(CATALOGUE))}")
+        return TargetSpec("mutant", name)
+    if text.startswith(("http://", "https://")):
+        rest = text.split("://", 1)[1]
+        if not rest.strip("/"):
+            raise ValueError(f"target {text!r} names no host: expected http://HOST:PORT")
+        return TargetSpec("http", text.rstrip("/"))
+    if text.startswith("remoting://"):
+        address, _, query = text.split("://", 1)[1].partition("?")
+        address = address.rstrip("/")
+        host, sep, port = address.rpartition(":")
+        if not (host and sep and port.isdigit()):
+            raise ValueError(f"target {text!r}: expected remoting://HOST:PORT (the name server's address)")
+        return TargetSpec("remoting", address, _remoting_options(text, query))
+    raise ValueError(
+        f"unknown target {text!r}: expected 'reference', 'mutant:NAME', 'http://HOST:PORT' or 'remoting://HOST:PORT'"
+    )
+
+
+def _remoting_options(text: str, query: str) -> dict[str, str]:
+    """The query of a ``remoting://`` target: at most ``control=HOST:PORT`` (the runner's control channel)."""
+    options: dict[str, str] = {}
+    for item in filter(None, query.split("&")):
+        key, eq, value = item.partition("=")
+        if key != "control" or not eq or key in options:
+            raise ValueError(f"target {text!r}: the only option is one control=HOST:PORT, got {item!r}")
+        host, sep, port = value.rpartition(":")
+        if not (host and sep and port.isdigit() and 0 < int(port) <= 65535):
+            raise ValueError(f"target {text!r}: control address {value!r} is not HOST:PORT")
+        options[key] = value
+    return options
+
+
+_probed: dict[str, frozenset[str]] = {}
+
+
+def target_capabilities(text: str) -> frozenset[str]:
+    """The capabilities of ``text``: declared by the class in-process, asked of the server over HTTP
+    (once per process; ``conformance.targets.http.UnreachableTarget`` if it does not answer)."""
+    spec = parse_target(text)
+    if spec.kind == "http":
+        if spec.arg not in _probed:
+            declared = frozenset(probe(spec.arg)["capabilities"])
+            _probed[spec.arg] = declared & CAPABILITIES
+        return _probed[spec.arg]
+    if spec.kind == "remoting":
+        key = f"{spec.arg}?{spec.options.get('control', '')}"
+        if key not in _probed:
+            broker = discover_broker(spec.arg)  # UnreachableTarget if the name server does not answer
+            control = spec.options.get("control")
+            # The broker's protocol (POP or not), and the control channel's offer (UnreachableTarget if it does
+            # not answer).
+            _probed[key] = wire_capabilities(broker) | (control_capabilities(control) if control else frozenset())
+        return _probed[key]
+    return ReferenceTarget.capabilities
+
+
+def open_target(text: str, workdir: str) -> Target:
+    """Open a target in ``workdir`` (a fresh directory the caller removes)."""
+    spec = parse_target(text)
+    if spec.kind == "reference":
+        return ReferenceTarget(workdir)
+    if spec.kind == "http":
+        return HttpTarget(spec.arg, target_capabilities(text))
+    if spec.kind == "remoting":
+        return RemotingTarget(spec.arg, name=text, control=spec.options.get("control"))
+    return ReferenceTarget(workdir, mutant=CATALOGUE[spec.arg], name=text)
