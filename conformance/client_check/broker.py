@@ -9,7 +9,6 @@ the broker stays single-threaded as in ``mqtck broker``.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -17,9 +16,9 @@ from typing import Any, TypeVar
 
 from reference.broker.broker import Broker
 from reference.broker.config import BrokerConfig
+from reference.broker.host import BrokerHost
 from reference.clock import RealClock
 from reference.net.remoting.server import RemotingServers, start_remoting
-from reference.store.config import MessageStoreConfig
 from reference.trace import MemorySink, Trace
 
 T = TypeVar("T")
@@ -44,11 +43,8 @@ class BrokerThread:
     def start(self) -> BrokerThread:
         self._thread.start()
 
-        def make_broker(store_host: tuple[str, int]) -> Broker:
-            store_config = dataclasses.replace(MessageStoreConfig(), store_host=store_host)
-            return Broker(self.data_dir, self.clock, config=self._config, store_config=store_config, trace=self.trace)
-
-        future = asyncio.run_coroutine_threadsafe(start_remoting(make_broker, "127.0.0.1", 0), self._loop)
+        host = BrokerHost(self.data_dir, self.clock, config=self._config, trace=self.trace)
+        future = asyncio.run_coroutine_threadsafe(start_remoting(host, "127.0.0.1", 0), self._loop)
         self._servers = future.result(timeout=CALL_TIMEOUT_S)
         host, port = self._servers.namesrv_addr
         self.namesrv = f"{host}:{port}"

@@ -28,7 +28,6 @@ from conformance.cli import UsageError
 
 if TYPE_CHECKING:
     from conformance.mutants import Mutant
-    from reference.broker.broker import Broker
     from reference.broker.config import BrokerConfig
     from reference.clock import Clock
     from reference.store.config import MessageStoreConfig
@@ -105,8 +104,8 @@ def parse_http_address(text: str, option: str = "--http") -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reference.broker.broker import Broker
     from reference.broker.config import BrokerConfig
+    from reference.broker.host import BrokerHost
     from reference.clock import RealClock, SimClock
     from reference.store.config import MessageStoreConfig
     from reference.trace import RingSink, Trace, sink_for
@@ -152,16 +151,16 @@ def run(args: argparse.Namespace) -> int:
     trace = Trace(sink, run=f"broker-{data_dir.name}", clock=clock) if sink is not None else None
     if args.remoting is not None:
         return _run_remoting(args, data_dir, clock, config, store_config, trace, mutant, ring)
-    broker = Broker(data_dir, clock, config=config, store_config=store_config, trace=trace)
+    broker_host = BrokerHost(data_dir, clock, config=config, store_config=store_config, trace=trace)
     try:
         if address is not None:
             from reference.net.http.server import serve_http
 
-            serve_http(broker, *address)
+            serve_http(broker_host, *address)
         else:
             from reference.net.stdio import serve_stdio
 
-            asyncio.run(serve_stdio(broker))
+            asyncio.run(serve_stdio(broker_host))
     finally:
         if trace is not None:
             trace.end()
@@ -174,20 +173,16 @@ def _run_remoting(
 ) -> int:
     """The broker is built once its port is bound: its address is every record's STOREHOST. Each broker runs
     on its own process clock, so that a control-channel kill can stop all its timers at once."""
-    import dataclasses
 
-    from reference.broker.broker import Broker
-    from reference.clock import ProcessClock
+    from reference.broker.host import BrokerHost
     from reference.net.remoting.server import Extension, RemotingServers, serve_remoting
 
     host, port = parse_http_address(args.remoting, "--remoting")
     if not 0 <= args.broker_port <= 65535:
         raise UsageError(f"--broker-port must be in [0, 65535], got {args.broker_port}")
 
-    def make_broker(store_host: tuple[str, int]) -> Broker:
-        return Broker(data_dir, ProcessClock(clock), config=config,
-                      store_config=dataclasses.replace(store_config, store_host=store_host), trace=trace,
-                      components=mutant.components if mutant is not None else None)
+    broker_host = BrokerHost(data_dir, clock, config=config, store_config=store_config, trace=trace,
+                             components=mutant.components if mutant is not None else None)
 
     def control(servers: RemotingServers) -> tuple[str, Callable[[], None]]:
         from conformance.targets.control import serve_control
@@ -199,7 +194,7 @@ def _run_remoting(
 
     extension: Extension | None = control if args.control else None
     try:
-        serve_remoting(make_broker, host, port, args.broker_port, extension=extension)
+        serve_remoting(broker_host, host, port, args.broker_port, extension=extension)
     finally:
         if trace is not None:
             trace.end()

@@ -9,6 +9,7 @@ from reference.allocation.message_queue import MessageQueue
 from reference.allocation.registry import strategy_class
 from reference.broker.broker import Broker
 from reference.broker.consumer_manager import ConsumerData
+from reference.broker.host import BrokerHost
 from reference.broker.permits.batch import encode_batch
 from reference.broker.permits.protocol import InitialPosition, Position, RecordingPermitChannel
 from reference.broker.pop.protocol import PopMessageRequest, PopResponse, RecordingPopChannel
@@ -121,20 +122,19 @@ class ReferenceTarget:
         self.name = name
         self.mutant = mutant
         self.clock = SimClock()
-        self._workdir = workdir
         #: What the broker records (capability ``trace``), across restarts.
         self._trace_sink = MemorySink()
         self._trace = Trace(self._trace_sink, run=name, clock=self.clock)
+        self._host = BrokerHost(
+            workdir, self.clock, store_config=MessageStoreConfig(**CONFORMANCE_STORE),
+            components=self.mutant.components if self.mutant else None, trace=self._trace,
+        )
         self.broker = self._open_broker()
         self._channels: dict[str, RecordingChannel] = {}
         self._pull_channel = RecordingChannel("conformance-pull")
 
-    def _open_broker(self) -> Broker:
-        broker = Broker(
-            self._workdir, self.clock, store_config=MessageStoreConfig(**CONFORMANCE_STORE),
-            components=self.mutant.components if self.mutant else None, trace=self._trace,
-        )
-        broker.start()
+    def _open_broker(self, restart: bool = False) -> Broker:
+        broker = self._host.restart() if restart else self._host.open()
         self._pop_channel = RecordingPopChannel("conformance-pop")
         self._permit_channels: dict[tuple[str, str, str], RecordingPermitChannel] = {}
         return broker
@@ -232,12 +232,11 @@ class ReferenceTarget:
         return [(mq.topic, mq.broker_name, mq.queue_id) for mq in cls().allocate(group, current_cid, queues, cid_all)]
 
     def close(self) -> None:
-        self.broker.shutdown()
+        self._host.close()
 
     def restart(self) -> None:
         """A clean broker restart on the same data (held requests and consumers are dropped)."""
-        self.broker.shutdown()
-        self.broker = self._open_broker()
+        self.broker = self._open_broker(restart=True)
 
     def trace_rows(self) -> list[dict[str, Any]]:
         return list(self._trace_sink.rows)

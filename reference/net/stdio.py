@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reference.broker.broker import Broker
+from reference.broker.host import BrokerHost
 from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag
 from reference.rules.errors import InvalidRequest
 from reference.store.message import Message
@@ -150,8 +151,8 @@ class StdioServer:
         raise InvalidRequest("op", f"unknown op {op!r}", "REQUEST_CODE_NOT_SUPPORTED")
 
 
-async def serve_stdio(broker: Broker) -> None:
-    """Serve stdin/stdout until stdin closes; the broker is started and shut down here."""
+async def serve_stdio(host: BrokerHost) -> None:
+    """Serve stdin/stdout until stdin closes; the host's broker is opened and closed here."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -160,12 +161,11 @@ async def serve_stdio(broker: Broker) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    server = StdioServer(broker, out)
-    broker.start()
+    server = StdioServer(host.open(), out)
     server.write({"event": "READY"})
     try:
         while line := await reader.readline():
             if line.strip():
                 server.handle_line(line.decode("utf-8", errors="replace"))
     finally:
-        broker.shutdown()
+        host.close()

@@ -213,8 +213,8 @@ def check_start_offsets(index: TraceIndex) -> list[Finding]:
     for row in index.rows:
         event = row["event"]
         client = _client(row)
-        if event == "CRASH" and row["source"].startswith("broker:"):
-            broker_crashes.append(row["ts"])
+        if event == "CRASH" and row["source"].startswith("broker:") and not _detail(row).get("clean"):
+            broker_crashes.append(row["ts"])  # a clean stop persisted the offsets first
         elif event == "COMMIT":
             group = index.groups.get(row.get("group", ""))
             if group is None:

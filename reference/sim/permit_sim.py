@@ -38,7 +38,8 @@ from reference.broker.permits.batch import encode_batch
 from reference.broker.permits.protocol import InitialPosition, SubType
 from reference.client.permits.consumer import PermitConsumerClient, PermitConsumerConfig
 from reference.clock import SimClock
-from reference.sim.pop_sim import SIM_STORE, BrokerRestart, Crash, SimHost, scratch_dir
+from reference.sim.host import SimBrokerHost
+from reference.sim.pop_sim import SIM_STORE, BrokerRestart, Crash, scratch_dir
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import MemorySink, Trace
@@ -155,13 +156,8 @@ def run(
     trace = Trace(sink, f"permit-sim-{config.seed}", clock)
     findings: list[Finding] = []
 
-    def new_broker() -> Broker:
-        broker = Broker(data_dir, clock, store_config=MessageStoreConfig(**SIM_STORE), trace=trace,
-                        components=components)
-        broker.start()
-        return broker
-
-    host = SimHost(new_broker())
+    host = SimBrokerHost(Path(data_dir), clock, trace, MessageStoreConfig(**SIM_STORE), components=components)
+    assert host.broker is not None
     host.broker.create_topic(TOPIC, 1)
     client_config = PermitConsumerConfig(
         receiver_queue_size=config.receiver_queue_size,
@@ -220,6 +216,13 @@ def run(
             return
         work(app)
 
+    def back() -> None:
+        """The broker is up again: every consumer still running reconnects."""
+        for app in apps:
+            if app.alive:
+                connect(app)
+
+    host.on_back = back
     for app in apps:
         connect(app)
     produced = 0
@@ -250,13 +253,7 @@ def run(
         elif isinstance(event, BrokerRestart):
             if host.broker is None:
                 return
-
-            def back() -> None:
-                for app in apps:
-                    if app.alive:
-                        connect(app)
-
-            host.restart_gracefully(clock, new_broker, event.down_ms, back)
+            host.restart(crash=False, down_ms=event.down_ms)
             for app in apps:
                 app.client.connected = False
 
@@ -281,8 +278,7 @@ def run(
         clock.advance(1_000)
     if not finished and not findings:
         findings.append(Finding("lost", f"the subscription did not acknowledge all {produced} messages"))
-    if host.broker is not None:
-        host.broker.shutdown()
+    host.close()
     trace.end()
     findings += redelivery_count_findings(sink.rows, config.sub_type)
     return PermitSimResult(sink.rows, produced, finished, config, findings)

@@ -29,16 +29,17 @@ import os
 import random
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reference.broker.broker import Broker, BrokerComponents
+from reference.broker.broker import BrokerComponents
 from reference.broker.pop.config import PopConfig
 from reference.broker.pop.protocol import PoppedMessage
 from reference.client.pop.push_consumer import CONSUME_LATER, CONSUME_OK, PopPushConfig, PopPushConsumer
 from reference.clock import SimClock
+from reference.sim.host import SimBrokerHost
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import MemorySink, Trace
@@ -148,34 +149,6 @@ def scratch_dir(prefix: str) -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix=prefix, dir=ram)
 
 
-class SimHost:
-    """The broker as the clients reach it; None while it restarts."""
-
-    def __init__(self, broker: Broker | None) -> None:
-        self.broker = broker
-
-    def restart_gracefully(
-        self, clock: SimClock, open_broker: Callable[[], Broker], down_ms: int,
-        on_back: Callable[[], object] | None = None,
-    ) -> None:
-        """Shut the broker down cleanly (recorded as a clean CRASH on its own source), leave it down for
-        ``down_ms``, then open a new one on the same data (recorded as RESTART) and call ``on_back``."""
-        broker = self.broker
-        if broker is None:
-            return  # already down: the pending restart brings it back
-        broker.rec.record("CRASH", detail={"clean": True})
-        broker.shutdown()
-        self.broker = None
-
-        def back() -> None:
-            self.broker = open_broker()
-            self.broker.rec.record("RESTART")
-            if on_back is not None:
-                on_back()
-
-        clock.call_later(down_ms, back)
-
-
 class TrackingSink(MemorySink):
     """A memory sink that also keeps the sent and acknowledged message ids as rows arrive."""
 
@@ -230,15 +203,9 @@ def run(
     trace = Trace(sink, f"pop-sim-{config.seed}", clock)
     rng = random.Random(config.seed)
 
-    def new_broker() -> Broker:
-        broker = Broker(
-            data_dir, clock, store_config=MessageStoreConfig(**SIM_STORE), trace=trace, components=components,
-            pop_config=pop_config, rng=random.Random(rng.randrange(1 << 30)),
-        )
-        broker.start()
-        return broker
-
-    host = SimHost(new_broker())
+    host = SimBrokerHost(Path(data_dir), clock, trace, MessageStoreConfig(**SIM_STORE), components=components,
+                         pop_config=pop_config, rng=rng)
+    assert host.broker is not None
     host.broker.create_topic(TOPIC, config.queues)
     states = [_ListenerState() for _ in range(config.consumers)]
     push_config = PopPushConfig(
@@ -287,7 +254,7 @@ def run(
         elif isinstance(event, FailNext):
             states[event.consumer % config.consumers].fail_next += event.count
         elif isinstance(event, BrokerRestart):
-            host.restart_gracefully(clock, new_broker, event.down_ms)
+            host.restart(crash=False, down_ms=event.down_ms)
 
     def _restart(consumer: PopPushConsumer) -> None:
         consumer.rec.record("RESTART")
@@ -308,8 +275,7 @@ def run(
     for consumer in consumers:
         if consumer.running:
             consumer.shutdown()
-    if host.broker is not None:
-        host.broker.shutdown()
+    host.close()
     trace.end()
     result = PopSimResult(sink.rows, sink.sent, sink.acked, horizon, start, finished, config)
     result.findings = audit_pop(result.rows, GROUP, settle_ms=config.tail_ms)

@@ -166,7 +166,7 @@ class Simulation:
         now = self.clock.now_ms()
         end_min = now + config.min_settle_ms
         if self._last_silent_crash_ms is not None:
-            broker_config = self.host.config
+            broker_config = self.host.host.config
             expiry = (self._last_silent_crash_ms + broker_config.channel_expired_timeout_ms
                       + broker_config.channel_scan_interval_ms + _EXPIRY_SLACK_MS)
             end_min = max(end_min, expiry)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 import pytest
 
 from properties.harness import SMALL_STORE
 from reference.broker.broker import Broker
+from reference.broker.host import BrokerHost
 from reference.broker.permits.protocol import InitialPosition, SubType
 from reference.client.permits.consumer import PermitConsumerClient, PermitConsumerConfig
 from reference.clock import SimClock
-from reference.sim.pop_sim import SimHost, scratch_dir
+from reference.sim.pop_sim import scratch_dir
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import MemorySink, Trace
@@ -28,7 +30,7 @@ def setup(**config: object) -> Iterator[tuple[Broker, SimClock, MemorySink, Perm
         broker.create_topic(T, 1)
         broker.start()
         cfg = PermitConsumerConfig(initial_position=InitialPosition.EARLIEST, **config)  # type: ignore[arg-type]
-        client = PermitConsumerClient(SimHost(broker), clock, S, T, "c1", cfg, Trace(sink, "t", clock))
+        client = PermitConsumerClient(SimpleNamespace(broker=broker), clock, S, T, "c1", cfg, Trace(sink, "t", clock))
         try:
             yield broker, clock, sink, client
         finally:
@@ -122,20 +124,14 @@ def test_config_bounds() -> None:
 def test_resubscribe_after_a_broker_restart_grants_a_fresh_window() -> None:
     clock, sink = SimClock(), MemorySink()
     with scratch_dir("mqtck-permitclient-") as tmp:
-        def open_broker() -> Broker:
-            b = Broker(tmp, clock, store_config=MessageStoreConfig(**SMALL_STORE), trace=Trace(sink, "t", clock))
-            b.start()
-            return b
-
-        host = SimHost(open_broker())
-        host.broker.create_topic(T, 1)
+        host = BrokerHost(tmp, clock, store_config=MessageStoreConfig(**SMALL_STORE), trace=Trace(sink, "t", clock))
+        host.open().create_topic(T, 1)
         cfg = PermitConsumerConfig(receiver_queue_size=4, initial_position=InitialPosition.EARLIEST)
         client = PermitConsumerClient(host, clock, S, T, "c1", cfg)
         client.subscribe()
         send(host.broker, 3)
         client.ack(client.receive())
-        host.broker.shutdown()
-        host.broker = open_broker()
+        host.restart()
         client.resubscribe()
         assert client.granted == 4 and [m.body for m in client.incoming] == [b"m1", b"m2"]
-        host.broker.shutdown()
+        host.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,7 +17,7 @@ from reference.client.pop.push_consumer import CONSUME_LATER, CONSUME_OK, PopPus
 from reference.client.pop.simple_consumer import SimpleConsumer
 from reference.clock import SimClock
 from reference.rules.codes import ResponseCode
-from reference.sim.pop_sim import SimHost, scratch_dir
+from reference.sim.pop_sim import scratch_dir
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import MemorySink, Trace
@@ -69,7 +70,7 @@ def test_simple_consumer_receive_ack_and_change_invisible_duration() -> None:
 def test_simple_consumer_long_polling_and_client_timeout() -> None:
     clock, sink = SimClock(), MemorySink()
     with broker_on(clock, sink) as (broker, _):
-        host = SimHost(broker)
+        host = SimpleNamespace(broker=broker)  # the broker as the clients reach it
         consumer = SimpleConsumer(host, clock, G, T, "simple-1")
         answers: list = []
         consumer.receive_async(8, 10_000, 5_000, lambda r, e: answers.append((r, e)))
@@ -105,7 +106,7 @@ def test_push_consumer_pops_its_assignment_and_retries_by_changing_invisibility(
     clock, sink = SimClock(), MemorySink()
     trace = Trace(sink, "t", clock)
     with broker_on(clock, sink, queues=4) as (broker, _):
-        host = SimHost(broker)
+        host = SimpleNamespace(broker=broker)  # the broker as the clients reach it
         outcomes: dict[str, list[str]] = {}
 
         def listener_for(name: str, fail: set[bytes]):  # type: ignore[no-untyped-def]
@@ -147,7 +148,7 @@ def test_a_crashed_push_consumer_loses_nothing() -> None:
     clock, sink = SimClock(), MemorySink()
     trace = Trace(sink, "t", clock)
     with broker_on(clock, sink, queues=1) as (broker, _):
-        host = SimHost(broker)
+        host = SimpleNamespace(broker=broker)  # the broker as the clients reach it
         handled: list[tuple[str, int]] = []
 
         def slow(message, complete) -> None:  # type: ignore[no-untyped-def]

@@ -12,7 +12,7 @@ import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from reference.broker.broker import Broker
+from reference.broker.host import BrokerHost
 from reference.clock import SimClock
 from reference.net.remoting.server import RemotingServers, start_remoting
 from reference.store.config import MessageStoreConfig
@@ -26,10 +26,8 @@ async def serving(
     clock = clock or SimClock()
     trace = Trace(sink, run="remoting-test", clock=clock) if sink is not None else None
 
-    def make_broker(store_host: tuple[str, int]) -> Broker:
-        return Broker(data_dir, clock, store_config=MessageStoreConfig(store_host=store_host, **store), trace=trace)
-
-    servers = await start_remoting(make_broker, "127.0.0.1", 0)
+    host = BrokerHost(data_dir, clock, store_config=MessageStoreConfig(**store), trace=trace)
+    servers = await start_remoting(host, "127.0.0.1", 0)
     try:
         yield servers
     finally:

@@ -37,6 +37,7 @@ from reference.allocation.message_queue import MessageQueue
 from reference.allocation.registry import strategy_class
 from reference.broker.broker import Broker
 from reference.broker.consumer_manager import ConsumerData
+from reference.broker.host import BrokerHost
 from reference.broker.permits.batch import encode_batch
 from reference.broker.permits.protocol import DispatchedMessage, InitialPosition, Position, RecordingPermitChannel
 from reference.broker.permits.service import CONSUMER_BUSY, CONSUMER_NOT_FOUND, INVALID_PERMITS, SUBSCRIPTION_MISMATCH
@@ -249,20 +250,13 @@ def _positions(positions: list[m.PositionRef]) -> list[Position]:
     return [Position(x.offset, x.batchIndex) for x in positions]
 
 
-def reopen_like(old: Broker) -> Broker:
-    """A broker on the data, clock, configuration and trace of ``old`` (shut down by the caller)."""
-    return Broker(
-        old.data_dir, old.clock, config=old.config, store_config=old.store.config, trace=old.trace,
-        pop_config=old.pop_service.config,
-    )
-
-
-def create_app(
-    broker: Broker, name: str = "reference", reopen: Callable[[Broker], Broker] = reopen_like
-) -> FastAPI:
-    """The FastAPI application serving ``broker`` (started and shut down with the app's lifespan).
-    ``POST /admin/restart`` shuts the broker down and serves ``reopen(broker)`` instead."""
-    sim = isinstance(broker.clock, SimClock)
+def create_app(host: BrokerHost, name: str = "reference") -> FastAPI:
+    """The FastAPI application serving the broker ``host`` runs: opened and closed with the app's lifespan (on
+    the serving loop, where a real clock's timers run). ``POST /admin/restart`` restarts it on the host and
+    serves the new broker."""
+    broker: Broker = host.broker  # type: ignore[assignment]  # None until the lifespan opens it
+    host_clock = host.clock
+    sim = isinstance(host_clock, SimClock)
     held = HeldRequests()
     connections: dict[str, ConnectionChannel] = {}
     #: Permit consumers' channels by (subscription, client id, topic): what was dispatched to each.
@@ -270,12 +264,13 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        broker.start()
+        nonlocal broker
+        broker = host.broker if host.broker is not None else host.open()
         try:
             yield
         finally:
             held.drop_all()
-            broker.shutdown()
+            host.close()
 
     app = FastAPI(
         title="mqtck reference broker",
@@ -626,17 +621,17 @@ def create_app(
 
     @app.get("/admin/clock", operation_id="clock", response_model=m.ClockState, tags=["admin"])
     async def clock() -> m.ClockState:
-        return m.ClockState(clock="sim" if sim else "real", nowMs=broker.clock.now_ms())
+        return m.ClockState(clock="sim" if sim else "real", nowMs=host_clock.now_ms())
 
     @app.post("/admin/clock/advance", operation_id="advanceClock", response_model=m.ClockState,
               responses=ERRORS,
               tags=["admin"])
     async def advance(body: m.AdvanceClock) -> m.ClockState | JSONResponse:
-        if not isinstance(broker.clock, SimClock):
+        if not isinstance(host_clock, SimClock):
             return _error(409, InvalidRequest("ms", "the broker runs on real time; start it with --sim-clock",
                                               "CLOCK_NOT_CONTROLLABLE"))
-        broker.clock.advance(body.ms)
-        return m.ClockState(clock="sim", nowMs=broker.clock.now_ms())
+        host_clock.advance(body.ms)
+        return m.ClockState(clock="sim", nowMs=host_clock.now_ms())
 
     @app.post("/admin/restart", operation_id="restartBroker", response_model=m.Done, tags=["admin"],
               description="Shut the broker down cleanly and open it again on the same data directory. Held "
@@ -645,11 +640,7 @@ def create_app(
         nonlocal broker
         held.drop_all()
         permit_channels.clear()
-        broker.rec.record("CRASH", detail={"clean": True})
-        broker.shutdown()
-        broker = reopen(broker)
-        broker.start()
-        broker.rec.record("RESTART")
+        broker = host.restart()
         return m.Done()
 
     def openapi() -> dict[str, Any]:

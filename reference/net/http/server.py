@@ -10,7 +10,7 @@ import sys
 
 import uvicorn
 
-from reference.broker.broker import Broker
+from reference.broker.host import BrokerHost
 from reference.net.http.app import create_app
 
 
@@ -24,10 +24,10 @@ class _Server(uvicorn.Server):
                 return
 
 
-def serve_http(broker: Broker, host: str, port: int, name: str = "reference") -> None:
-    """Serve until interrupted; the broker starts and shuts down with the application."""
+def serve_http(broker_host: BrokerHost, host: str, port: int, name: str = "reference") -> None:
+    """Serve until interrupted; the broker is closed with the application."""
     config = uvicorn.Config(
-        create_app(broker, name), host=host, port=port, log_level="warning", lifespan="on",
+        create_app(broker_host, name), host=host, port=port, log_level="warning", lifespan="on",
         access_log=False, timeout_graceful_shutdown=2,
     )
     server = _Server(config)

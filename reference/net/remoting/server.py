@@ -12,8 +12,8 @@ the runner serves a control channel, ``conformance.targets.control``).
 
 Restarts (:meth:`RemotingServers.restart_broker`) keep both listeners and the broker's address: the broker's
 connections are closed, as a real broker's are when its process stops, the broker is shut down cleanly or
-crashed (:func:`crash`: what SIGKILL leaves, as the simulator's ``SimBrokerHost`` does it) and a new one is
-opened on the same data directory. :class:`LoopControl` offers restart, retention expiry and the store layout
+crashed (what SIGKILL leaves), both by the :class:`~reference.broker.host.BrokerHost` every runner uses, and a
+new one is opened on the same data directory. :class:`LoopControl` offers restart, retention expiry and the store layout
 to a control channel running on another thread.
 """
 
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from reference.broker.broker import Broker
+from reference.broker.host import BrokerHost
 from reference.broker.settings import apply_settings
-from reference.clock import ProcessClock
 from reference.net.remoting.broker_handlers import BrokerRequestHandlers
 from reference.net.remoting.connection import Dispatch, RemotingConnection
 from reference.net.remoting.frame import MAX_FRAME_BYTES
@@ -41,9 +41,6 @@ from reference.trace import RingSink
 
 log = logging.getLogger("mqtck.remoting")
 
-#: Builds the broker once its reachable address (STOREHOST) is known; called again for each restart. A broker
-#: that may be crashed (``restart_broker(kill=True)``) runs on a :class:`~reference.clock.ProcessClock`.
-BrokerFactory = Callable[[tuple[str, int]], Broker]
 #: Called on the serving loop once both ports listen: what to append to the served target (e.g.
 #: ``?control=HOST:PORT``) and what to call when serving ends.
 Extension = Callable[["RemotingServers"], tuple[str, Callable[[], None]]]
@@ -115,81 +112,61 @@ class TcpService:
 
 @dataclass
 class RemotingServers:
-    """The running pair. ``namesrv_addr`` is what clients are configured with."""
+    """The running pair. ``namesrv_addr`` is what clients are configured with; ``host`` runs the broker."""
 
-    broker: Broker
+    host: BrokerHost
     handlers: BrokerRequestHandlers
     namesrv: TcpService
     broker_service: TcpService
     namesrv_addr: tuple[str, int]
     broker_addr: tuple[str, int]
-    name_server: NameServer | None = None
-    make_broker: BrokerFactory | None = None
+    name_server: NameServer
+
+    @property
+    def broker(self) -> Broker:
+        broker = self.host.broker
+        assert broker is not None, "the broker is only ever down inside a restart, which runs in one loop turn"
+        return broker
 
     async def close(self) -> None:
         await self.namesrv.close()
         await self.broker_service.close()
-        self.broker.shutdown()
+        self.host.close()
 
     def restart_broker(self, kill: bool = False, tear_at: int | None = None) -> None:
         """Replace the broker by a new one on the same data and address (on the serving loop).
 
         Its connections are closed first (held pulls are dropped; clients reconnect and register again).
-        Clean: the old broker shuts down (offsets persisted, store closed). ``kill``: it is :func:`crash`-ed,
+        Clean: the old broker shuts down (offsets persisted, store closed). ``kill``: it is killed,
         so commits since the last offset persist are lost and the new broker recovers the store as after
         SIGKILL. ``tear_at``: after the kill, the record at that commit-log offset is torn (its magic overwritten,
         :func:`reference.store.record.tear_record`) before the new broker recovers. The trace gets CRASH
         (``clean`` in its detail for a clean restart) and RESTART."""
-        if self.make_broker is None or self.name_server is None:
-            raise RuntimeError("these servers were started without a broker factory: they cannot restart")
-        old = self.broker
+        torn: list[Exception] = []
+
+        def tear(old: Broker) -> None:
+            if tear_at is None:
+                return
+            try:
+                tear_record(old.store.data_dir / "commitlog", old.store.config.commit_log_segment_bytes, tear_at)
+            except ValueError as exc:  # the broker comes back all the same; the caller hears why
+                torn.append(exc)
+
         # All of this runs in one loop callback: no request arrives in between. A killed process never sees
         # its connections close, so the crashed broker is not told.
         self.broker_service.retarget(self.handlers.dispatch, None if kill else self.handlers.channel_closed)
         self.broker_service.close_connections()
-        torn: Exception | None = None
-        if kill:
-            crash(old)
-            if tear_at is not None:
-                try:
-                    tear_record(old.store.data_dir / "commitlog", old.store.config.commit_log_segment_bytes, tear_at)
-                except ValueError as exc:  # the broker comes back all the same; the caller hears why
-                    torn = exc
-        else:
-            old.rec.record("CRASH", detail={"clean": True})
-            old.shutdown()
-            _kill_clock(old)
-        broker = self.make_broker(self.broker_addr)
-        broker.start()
-        broker.rec.record("RESTART")
-        self.broker = broker
+        broker = self.host.restart(kill, between=tear if kill else None)
         self.handlers = BrokerRequestHandlers(broker, self.broker_addr)
         self.name_server.broker = broker
         self.broker_service.retarget(self.handlers.dispatch, self.handlers.channel_closed)
-        if torn is not None:
-            raise torn
+        if torn:
+            raise torn[0]
 
     def expire_retention(self) -> int:
         """One clean run with fileReservedTime 0 (every commit-log segment but the one being written
         expires), consume queues and min offsets included: how many commit-log segments it deleted."""
         return self.broker.store.run_retention(file_reserved_hours=0)
-
-
-def _kill_clock(broker: Broker) -> None:
-    if isinstance(broker.clock, ProcessClock):
-        broker.clock.kill()
-
-
-def crash(broker: Broker) -> None:
-    """Leave ``broker`` as SIGKILL would: none of its timers runs again (no offset persist, no clean run,
-    no housekeeping) and nothing is written on the way down. Its mapped files are released; what it
-    appended is in them (ASYNC flush: the OS page cache holds it, which a process kill does not lose).
-    The broker must run on a ProcessClock (the simulator's ``SimBrokerHost`` crashes brokers the same way)."""
-    if not isinstance(broker.clock, ProcessClock):
-        raise RuntimeError("a broker can be crashed only on a ProcessClock (its timers must all stop at once)")
-    broker.rec.record("CRASH")
-    broker.clock.kill()
-    broker.store.close()
 
 
 class LoopControl:
@@ -277,34 +254,34 @@ class LoopControl:
 
 
 async def start_remoting(
-    make_broker: BrokerFactory, host: str, namesrv_port: int, broker_port: int = 0,
+    broker_host: BrokerHost, host: str, namesrv_port: int, broker_port: int = 0,
     queue_nums: int = AUTO_CREATE_QUEUE_NUMS, max_frame_bytes: int = MAX_FRAME_BYTES,
 ) -> RemotingServers:
-    """Bind both ports, build and start the broker, serve. Must run on the loop that will serve."""
+    """Bind both ports, open the broker on ``broker_host`` (its STOREHOST is the bound address), serve. Must
+    run on the loop that will serve."""
     broker_sock = bind_socket(host, broker_port)
     namesrv_sock = bind_socket(host, namesrv_port)
     advertised = advertised_host(host)
     broker_addr = (advertised, broker_sock.getsockname()[1])
-    broker = make_broker(broker_addr)
+    broker = broker_host.open(store_host=broker_addr)
     handlers = BrokerRequestHandlers(broker, broker_addr)
     name_server = NameServer(broker, f"{broker_addr[0]}:{broker_addr[1]}", queue_nums)
     broker_service = TcpService(handlers.dispatch, handlers.channel_closed, max_frame_bytes)
     namesrv = TcpService(name_server.dispatch, None, max_frame_bytes)
-    broker.start()
     await broker_service.start(broker_sock)
     _, ns_port = await namesrv.start(namesrv_sock)
-    return RemotingServers(broker, handlers, namesrv, broker_service, (advertised, ns_port), broker_addr,
-                           name_server, make_broker)
+    return RemotingServers(broker_host, handlers, namesrv, broker_service, (advertised, ns_port), broker_addr,
+                           name_server)
 
 
-def serve_remoting(make_broker: BrokerFactory, host: str, namesrv_port: int, broker_port: int = 0,
+def serve_remoting(broker_host: BrokerHost, host: str, namesrv_port: int, broker_port: int = 0,
                    queue_nums: int = AUTO_CREATE_QUEUE_NUMS, extension: Extension | None = None) -> None:
     """Serve until SIGINT/SIGTERM, printing the name server's address line once listening (followed by what
     ``extension`` appends, e.g. a control channel's address, which it stops when serving ends)."""
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s", stream=sys.stderr)
 
     async def main() -> None:
-        servers = await start_remoting(make_broker, host, namesrv_port, broker_port, queue_nums)
+        servers = await start_remoting(broker_host, host, namesrv_port, broker_port, queue_nums)
         ns_host, ns_port = servers.namesrv_addr
         b_host, b_port = servers.broker_addr
         suffix, stop_extension = extension(servers) if extension is not None else ("", _nothing)
