@@ -17,15 +17,16 @@ from hypothesis import strategies as st
 from reference.broker.broker import BrokerComponents
 from reference.broker.permits.protocol import SubType
 from reference.sim.permit_sim import (
+    PERMIT_EVENTS,
     BrokerRestart,
     Crash,
     NackNext,
     PermitSimConfig,
     Produce,
     SlowApp,
-    format_timeline,
     run,
 )
+from reference.sim.timeline import format_timeline
 
 SPAN_MS = 60_000
 
@@ -57,7 +58,8 @@ def permit_property(components: BrokerComponents | None = None):  # type: ignore
         if result.findings:
             note("findings:\n" + "\n".join(str(f) for f in result.findings[:10]))
             clients = {f.client_id for f in result.findings[:3] if f.client_id}
-            note("timeline:\n" + format_timeline(result.rows, clients))
+            timeline = format_timeline(result.rows, client=clients or None, events=PERMIT_EVENTS, limit=60)
+            note("timeline:\n" + timeline)
         assert not result.findings, f"{len(result.findings)} findings, first: {result.findings[0]}"
 
     return prop

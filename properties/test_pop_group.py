@@ -16,6 +16,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from reference.sim.pop_sim import (
+    POP_EVENTS,
     BrokerRestart,
     Crash,
     FailNext,
@@ -23,10 +24,10 @@ from reference.sim.pop_sim import (
     PopSimResult,
     Produce,
     SlowAcks,
-    format_timeline,
     run,
     slow_consume_choices,
 )
+from reference.sim.timeline import format_timeline
 
 SPAN_MS = 120_000
 CONSUMERS = 4
@@ -55,7 +56,8 @@ def check(schedule: list, config: PopSimConfig) -> PopSimResult:
     result = run(schedule, config)
     if result.findings:
         note("findings:\n" + "\n".join(str(f) for f in result.findings[:10]))
-        note("timeline:\n" + format_timeline(result.rows, result.start_ms, {f.msg_id for f in result.findings[:3]}))
+        about = {f.msg_id for f in result.findings[:3] if f.msg_id}
+        note("timeline:\n" + format_timeline(result.rows, msg_id=about, events=POP_EVENTS))
     assert result.finished, f"the group acknowledged {len(result.acked)} of {len(result.sent)} messages"
     assert not result.findings, f"{len(result.findings)} findings, first: {result.findings[0]}"
     return result

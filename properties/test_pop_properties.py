@@ -30,7 +30,8 @@ from reference.broker.broker import Broker, BrokerComponents
 from reference.broker.pop.protocol import PopMessageRequest, PoppedMessage, RecordingPopChannel
 from reference.clock import SimClock
 from reference.rules.errors import InvalidRequest
-from reference.sim.pop_sim import TrackingSink, audit_pop, format_timeline, scratch_dir
+from reference.sim.pop_sim import POP_EVENTS, TrackingSink, audit_pop, scratch_dir
+from reference.sim.timeline import format_timeline
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import Trace
@@ -188,7 +189,8 @@ def run_schedule(schedule: list[Step], components: BrokerComponents | None = Non
         findings = audit_pop(run.sink.rows, G, settle_ms=TAIL_MS)
         if findings:
             note("findings:\n" + "\n".join(str(f) for f in findings[:10]))
-            note("timeline:\n" + format_timeline(run.sink.rows, run.start, {f.msg_id for f in findings[:3]}))
+            about = {f.msg_id for f in findings[:3] if f.msg_id}
+            note("timeline:\n" + format_timeline(run.sink.rows, msg_id=about, events=POP_EVENTS))
         assert not findings, f"{len(findings)} POP violations, first: {findings[0]}"
 
 

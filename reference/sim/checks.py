@@ -42,6 +42,7 @@ from typing import Any
 
 from reference.broker.send_back import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
 from reference.rules.filter import SubscriptionData
+from reference.sim.findings import Finding
 
 PULL_AFTER_DROP = "REBAL-4"
 COMMIT_AFTER_DROP = "REBAL-5"
@@ -55,17 +56,6 @@ OWNERSHIP_BROADCASTING = "REBAL-3"
 
 #: Duplicate causes, in the order they are tried.
 CAUSES = ("retry", "crash", "broker_restart", "shutdown", "offset_moved", "rebalance")
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    requirement: str
-    message: str
-    witnesses: tuple[dict[str, Any], ...] = ()
-    #: (topic, queue id) the finding is about, when it is about one (for timeline filtering).
-    queue: tuple[str, int] | None = None
-    msg_id: str | None = None
 
 
 @dataclass
@@ -82,7 +72,7 @@ class CheckReport:
         lines = [f"{len(self.findings)} finding(s); duplicates by cause: {dict(self.duplicates)}; "
                  f"stats: {dict(self.stats)}"]
         for f in self.findings[:limit]:
-            lines.append(f"  [{f.requirement}] {f.kind}: {f.message}")
+            lines.append(f"  {f}")
         if len(self.findings) > limit:
             lines.append(f"  ... {len(self.findings) - limit} more")
         return "\n".join(lines)

@@ -38,6 +38,7 @@ from reference.broker.permits.batch import encode_batch
 from reference.broker.permits.protocol import InitialPosition, SubType
 from reference.client.permits.consumer import PermitConsumerClient, PermitConsumerConfig
 from reference.clock import SimClock
+from reference.sim.findings import Finding
 from reference.sim.host import SimBrokerHost
 from reference.sim.pop_sim import SIM_STORE, BrokerRestart, Crash, scratch_dir
 from reference.store.config import MessageStoreConfig
@@ -90,14 +91,14 @@ class PermitSimConfig:
     seed: int = 0
 
 
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    detail: str
-    client_id: str = ""
+#: The rows a permit failure note shows (with :func:`reference.sim.timeline.format_timeline`).
+PERMIT_EVENTS = ("FLOW", "DISPATCH", "CRASH", "RESTART")
+#: The requirement each permit anomaly breaks.
+PERMIT_REQUIREMENTS = {"overrun": "FLOW-2", "freeze": "FLOW-3", "redelivery-count": "FLOW-6", "lost": "FLOW-10"}
 
-    def __str__(self) -> str:
-        return f"{self.kind}: {self.detail}"
+
+def _finding(kind: str, message: str, client_id: str | None = None) -> Finding:
+    return Finding(kind, PERMIT_REQUIREMENTS[kind], message, client_id=client_id)
 
 
 @dataclass
@@ -201,7 +202,7 @@ def run(
     def check_overrun(app: _App) -> None:
         c = app.client
         if c.received > c.granted:
-            findings.append(Finding(
+            findings.append(_finding(
                 "overrun", f"t={clock.now_ms() - start} {c.client_id} received {c.received} > granted {c.granted}",
                 c.client_id,
             ))
@@ -277,7 +278,7 @@ def run(
             break
         clock.advance(1_000)
     if not finished and not findings:
-        findings.append(Finding("lost", f"the subscription did not acknowledge all {produced} messages"))
+        findings.append(_finding("lost", f"the subscription did not acknowledge all {produced} messages"))
     host.close()
     trace.end()
     findings += redelivery_count_findings(sink.rows, config.sub_type)
@@ -297,12 +298,12 @@ def freeze_findings(broker: Broker, t: int) -> list[Finding]:
     for sub in broker.permits.subscriptions.values():
         dispatcher = sub.dispatcher
         if any(c.permits < 0 for c in dispatcher.consumers):
-            out.append(Finding("overrun", f"t={t} negative permits {[c.permits for c in dispatcher.consumers]}"))
+            out.append(_finding("overrun", f"t={t} negative permits {[c.permits for c in dispatcher.consumers]}"))
         eligible = [dispatcher.active] if hasattr(dispatcher, "active") else list(dispatcher.consumers)
         backlog = bool(getattr(dispatcher, "replay", ())) or sub.cursor.has_new()
         for consumer in eligible:
             if consumer is not None and consumer.permits > 0 and backlog:
-                out.append(Finding(
+                out.append(_finding(
                     "freeze", f"t={t} {consumer.client_id} has {consumer.permits} permits and messages are waiting",
                     consumer.client_id,
                 ))
@@ -323,27 +324,7 @@ def redelivery_count_findings(rows: list[dict[str, Any]], sub_type: SubType) -> 
         if count != expected:
             nth = dispatches[r["msg_id"]]
             text = f"{r['msg_id']} dispatch #{nth} carried {count}, expected {expected}"
-            out.append(Finding("redelivery-count", text))
+            out.append(_finding("redelivery-count", text))
         dispatches[r["msg_id"]] += 1
     return out
 
-
-def format_timeline(rows: list[dict[str, Any]], client_ids: Iterable[str] | None = None, limit: int = 60) -> str:
-    """FLOW, DISPATCH, CRASH and RESTART rows (of some clients) as readable lines, for failure notes."""
-    wanted = set(client_ids) if client_ids else None
-    start = min((r["ts"] for r in rows), default=0)
-    lines = []
-    for r in sorted(rows, key=lambda r: (r["ts"], r["source"], r["seq"])):
-        if r["event"] not in ("FLOW", "DISPATCH", "CRASH", "RESTART"):
-            continue
-        client = r.get("client_id") or r["source"].split(":", 1)[-1]
-        if wanted is not None and client not in wanted and not r["source"].startswith("broker:"):
-            continue
-        detail = json.loads(r["detail"]) if r.get("detail") else {}
-        what = ""
-        if r["event"] == "FLOW":
-            what = f"+{r['count']} permits (had {detail.get('permits_before')})"
-        elif r["event"] == "DISPATCH":
-            what = f"{r['msg_id'][-8:]} @{r['offset']} -> permits {detail.get('permits')}"
-        lines.append(f"t={(r['ts'] - start) / 1e6:9.3f}s {r['event']:<9} {r['source']:<18} {client:<4} {what}")
-    return "\n".join(lines[:limit])

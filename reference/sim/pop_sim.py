@@ -39,6 +39,7 @@ from reference.broker.pop.config import PopConfig
 from reference.broker.pop.protocol import PoppedMessage
 from reference.client.pop.push_consumer import CONSUME_LATER, CONSUME_OK, PopPushConfig, PopPushConsumer
 from reference.clock import SimClock
+from reference.sim.findings import Finding
 from reference.sim.host import SimBrokerHost
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
@@ -293,14 +294,18 @@ def _duration(event: Event) -> int:
 
 
 # -- auditing ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    msg_id: str
-    detail: str
+#: The rows a POP failure note shows (with :func:`reference.sim.timeline.format_timeline`).
+POP_EVENTS = ("SEND", "POP", "ACK", "CHANGE_INVISIBLE", "REVIVE", "CRASH", "RESTART")
+#: The requirement each POP anomaly breaks.
+POP_REQUIREMENTS = {
+    "lost": "REVIVE-7", "early-redelivery": "PACK-1", "unattributed-redelivery": "PACK-1",
+    "redelivered-after-ack": "PACK-3", "revived-after-ack": "REVIVE-3", "reconsume-times": "REVIVE-5",
+    "never-revived": "REVIVE-2",
+}
 
-    def __str__(self) -> str:
-        return f"{self.kind} {self.msg_id}: {self.detail}"
+
+def _finding(kind: str, msg_id: str, message: str) -> Finding:
+    return Finding(kind, POP_REQUIREMENTS[kind], message, msg_id=msg_id)
 
 
 @dataclass
@@ -340,16 +345,16 @@ def audit_pop(rows: list[dict[str, Any]], group: str, settle_ms: int = 30_000) -
             if kind == "POP":
                 if current is not None:
                     if current.acked:
-                        findings.append(Finding("redelivered-after-ack", msg_id, f"{at(r)} after it was acked"))
+                        findings.append(_finding("redelivered-after-ack", msg_id, f"{at(r)} after it was acked"))
                     elif r["ts"] < current.end_us:
-                        findings.append(Finding(
+                        findings.append(_finding(
                             "early-redelivery", msg_id,
                             f"{at(r)}, invisible until t={current.end_us // 1000} since {at(current.pop)}",
                         ))
                     elif current.revived is None:
-                        findings.append(Finding("unattributed-redelivery", msg_id, f"{at(r)} without a revive"))
+                        findings.append(_finding("unattributed-redelivery", msg_id, f"{at(r)} without a revive"))
                     elif r["reconsume_times"] != current.revived["reconsume_times"]:
-                        findings.append(Finding(
+                        findings.append(_finding(
                             "reconsume-times", msg_id,
                             f"{at(r)} carries {r['reconsume_times']}, "
                             f"revived with {current.revived['reconsume_times']}",
@@ -364,16 +369,16 @@ def audit_pop(rows: list[dict[str, Any]], group: str, settle_ms: int = 30_000) -
                 current.acked = acked = True
             elif kind == "REVIVE":
                 if current is None:
-                    findings.append(Finding("unattributed-redelivery", msg_id, f"{at(r)} of a message never popped"))
+                    findings.append(_finding("unattributed-redelivery", msg_id, f"{at(r)} of a message never popped"))
                 elif current.acked:
-                    findings.append(Finding("revived-after-ack", msg_id, f"{at(r)} after it was acked"))
+                    findings.append(_finding("revived-after-ack", msg_id, f"{at(r)} after it was acked"))
                 elif r["ts"] < current.end_us:
-                    findings.append(Finding(
+                    findings.append(_finding(
                         "early-redelivery", msg_id,
                         f"{at(r)} before its invisibility ended at t={current.end_us // 1000}",
                     ))
                 elif r["reconsume_times"] != current.reconsume_times + 1:
-                    findings.append(Finding(
+                    findings.append(_finding(
                         "reconsume-times", msg_id,
                         f"{at(r)} carries {r['reconsume_times']}, popped with {current.reconsume_times}",
                     ))
@@ -381,34 +386,10 @@ def audit_pop(rows: list[dict[str, Any]], group: str, settle_ms: int = 30_000) -
                     current.revived = r
         cutoff = horizon - settle_ms * 1000
         if msg_id in sent and not acked and sent[msg_id]["ts"] <= cutoff:
-            findings.append(Finding("lost", msg_id, f"sent at t={sent[msg_id]['ts'] // 1000}, never acknowledged"))
+            findings.append(_finding("lost", msg_id, f"sent at t={sent[msg_id]['ts'] // 1000}, never acknowledged"))
         if current is not None and not current.acked and current.revived is None and current.end_us < cutoff:
-            findings.append(Finding(
+            findings.append(_finding(
                 "never-revived", msg_id, f"{at(current.pop)} invisible until t={current.end_us // 1000}, not revived"
             ))
     return findings
 
-
-def format_timeline(rows: list[dict[str, Any]], start_ms: int, msg_ids: Iterable[str] | None = None) -> str:
-    """The POP story of some messages as readable lines (for failure notes): time since ``start_ms``,
-    event, who, where, handle and the numbers that matter."""
-    wanted = set(msg_ids) if msg_ids is not None else None
-    lines = []
-    for r in sorted(rows, key=lambda r: (r["ts"], r["source"], r["seq"])):
-        if r["event"] not in ("SEND", "POP", "ACK", "CHANGE_INVISIBLE", "REVIVE", "CRASH", "RESTART"):
-            continue
-        if wanted is not None and r.get("msg_id") not in wanted and r["event"] not in ("CRASH", "RESTART"):
-            continue
-        t = (r["ts"] // 1000 - start_ms) / 1000
-        parts = [f"t={t:9.3f}s", f"{r['event']:<16}", r["source"]]
-        if r.get("msg_id"):
-            parts.append(f"msg={r['msg_id'][-6:]}")
-        if r.get("queue_id") is not None and r.get("offset") is not None:
-            parts.append(f"q{r['queue_id']}@{r['offset']}")
-        for key in ("invisible_ms", "reconsume_times", "status"):
-            if r.get(key) is not None:
-                parts.append(f"{key}={r[key]}")
-        if r.get("handle"):
-            parts.append(f"handle=[{r['handle']}]")
-        lines.append(" ".join(parts))
-    return "\n".join(lines)
