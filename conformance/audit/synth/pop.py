@@ -20,7 +20,7 @@ from conformance.audit.synth.rows import Rows, Vocab
 
 INVISIBLE_MS = 30_000
 EXTEND_AT_MS, EXTEND_TO_MS, EXTENDED_ACK_MS = 10_000, 60_000, 40_000
-P_LAG, P_CLIENT, P_ACK, P_REVIVE, P_POP2, P_CLIENT2, P_ACK2 = 40, 41, 42, 43, 44, 45, 46, 47
+P_LAG, P_CLIENT, P_ACK, P_REVIVE, P_POP2, P_CLIENT2, P_ACK2 = 41, 42, 43, 44, 45, 46, 47
 
 
 def _in(pairs: set[tuple[int, int]], lanes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
