@@ -117,8 +117,14 @@ class TraceIndex:
         #: (group, topic, queue id) -> COMMIT rows (the clients' and the broker's), in order.
         self.commits: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
         self.horizon = self.rows[-1]["ts"] if self.rows else 0
+        #: (event, client id) of the events a client recorded itself: for those, its own rows are its view and
+        #: the broker's rows about it are left out (the auditor's client view, ``TraceFrames.in_view``).
+        self.self_recorded: set[tuple[str, str]] = set()
         for row in self.rows:
             event = row["event"]
+            own = _client(row)
+            if own is not None:
+                self.self_recorded.add((event, own))
             if event == "COMMIT":
                 self.commits[(row.get("group", ""), row["topic"], row["queue_id"])].append(row)
             if event == "SUBSCRIBE" and _client(row) is not None:
@@ -131,6 +137,17 @@ class TraceIndex:
                 self.sends[(row["topic"], row["queue_id"])].append(row)
             elif event == "RETENTION":
                 self.retention[(row["topic"], row["queue_id"])].append((row["ts"], row["min_offset"]))
+
+    def client_view(self, row: dict[str, Any]) -> str | None:
+        """The client a row speaks for in the client view: a client's own row; a broker's row about a client
+        (its ``client_id``) when that client recorded none of the row's event itself."""
+        own = _client(row)
+        if own is not None:
+            return own
+        client = row.get("client_id")
+        if client and (row["event"], client) not in self.self_recorded:
+            return str(client)
+        return None
 
     def expected_sends(self, group: _Group) -> dict[tuple[str, int], list[dict[str, Any]]]:
         out: dict[tuple[str, int], list[dict[str, Any]]] = {}
@@ -162,22 +179,37 @@ class TraceIndex:
 
 
 # -- drop semantics ----------------------------------------------------------------------------------
+#: Events at the same instant are taken in this order, so that a tie never makes a finding (as the auditor).
+_DROP_ORDER = {"ASSIGN": 0, "PULL_REQ": 1, "COMMIT": 1, "REVOKE": 2, "CRASH": 3}
+
+
 def check_drop_semantics(index: TraceIndex) -> list[Finding]:
-    """REBAL-4 and REBAL-5: nothing is pulled or committed by a client for a queue it revoked."""
+    """REBAL-4 and REBAL-5: nothing is pulled or committed by a client for a queue it revoked.
+
+    Each client's requests, commits and ownership changes are read in the client view
+    (:meth:`TraceIndex.client_view`): a broker receives a pull its client sent before the REVOKE only after
+    it, so the client's own rows decide when it recorded any."""
     findings = []
-    revoked: dict[tuple[str, str, int], dict[str, Any]] = {}
+    revoked: dict[tuple[str, str, str, str | None, int], dict[str, Any]] = {}
+    steps = []
     for row in index.rows:
-        client = _client(row)
-        if client is None:
+        event = row["event"]
+        if event == "CRASH":
+            client = _client(row)
+        elif event in ("ASSIGN", "REVOKE", "PULL_REQ", "COMMIT"):
+            client = index.client_view(row)
+        else:
             continue
+        if client is not None:
+            steps.append((row["ts"], _DROP_ORDER[event], client, row))
+    steps.sort(key=lambda s: (s[0], s[1]))
+    for _, _, client, row in steps:
         event = row["event"]
         if event == "CRASH":
             for key in [k for k in revoked if k[0] == client]:
                 del revoked[key]
             continue
-        if event not in ("ASSIGN", "REVOKE", "PULL_REQ", "COMMIT"):
-            continue
-        key = (client, row["topic"], row["queue_id"])
+        key = (client, row.get("group") or "", row["topic"], row.get("broker"), row["queue_id"])
         if event == "ASSIGN":
             revoked.pop(key, None)
         elif event == "REVOKE":
@@ -189,7 +221,7 @@ def check_drop_semantics(index: TraceIndex) -> list[Finding]:
                 kind, requirement,
                 f"{client} sent {event} for {row['topic']}/{row['queue_id']} at offset {row['offset']} after "
                 f"revoking it (epoch {revoked[key].get('epoch')}) and before assigning it again",
-                (revoked[key], row), (row["topic"], row["queue_id"]),
+                (revoked[key], row), (row["topic"], row["queue_id"]), client_id=client,
             ))
     return findings
 

@@ -13,7 +13,8 @@ schedule and seed give the same trace.
 
 :func:`audit_pop` checks a trace against the POP requirements and returns findings (empty when all
 hold): a message never acknowledged (*lost*), delivered again before its invisibility ended, as
-replaced by change-invisible (*early-redelivery*), delivered or revived after it was acknowledged
+replaced by change-invisible (*early-redelivery*, one per offending POP, as the Spark auditor counts it),
+revived before then (*early-revive*), delivered or revived after it was acknowledged
 (*redelivered-after-ack*, *revived-after-ack*), delivered again without a revive after its
 invisibility ended (*unattributed-redelivery*), revived or redelivered with the wrong reconsume
 times (*reconsume-times*), or left unacknowledged past its invisibility and never revived
@@ -298,7 +299,7 @@ def _duration(event: Event) -> int:
 POP_EVENTS = ("SEND", "POP", "ACK", "CHANGE_INVISIBLE", "REVIVE", "CRASH", "RESTART")
 #: The requirement each POP anomaly breaks.
 POP_REQUIREMENTS = {
-    "lost": "REVIVE-7", "early-redelivery": "PACK-1", "unattributed-redelivery": "PACK-1",
+    "lost": "REVIVE-7", "early-redelivery": "PACK-1", "unattributed-redelivery": "PACK-1", "early-revive": "REVIVE-2",
     "redelivered-after-ack": "PACK-3", "revived-after-ack": "REVIVE-3", "reconsume-times": "REVIVE-5",
     "never-revived": "REVIVE-2",
 }
@@ -374,7 +375,7 @@ def audit_pop(rows: list[dict[str, Any]], group: str, settle_ms: int = 30_000) -
                     findings.append(_finding("revived-after-ack", msg_id, f"{at(r)} after it was acked"))
                 elif r["ts"] < current.end_us:
                     findings.append(_finding(
-                        "early-redelivery", msg_id,
+                        "early-revive", msg_id,
                         f"{at(r)} before its invisibility ended at t={current.end_us // 1000}",
                     ))
                 elif r["reconsume_times"] != current.reconsume_times + 1:

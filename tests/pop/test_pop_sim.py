@@ -51,7 +51,7 @@ def pop_row(t: int, handle: str, invisible: int = 1_000, reconsume: int = 0) -> 
         ([row("SEND", 0), pop_row(1, "h1")], "never-revived"),
         ([row("SEND", 0), pop_row(1, "h1"),
           row("CHANGE_INVISIBLE", 2, handle="h1", invisible_ms=9_000, detail=json.dumps({"new_handle": "h1b"})),
-          row("REVIVE", 4_000, reconsume_times=1)], "early-redelivery"),
+          row("REVIVE", 4_000, reconsume_times=1)], "early-revive"),
     ],
 )
 def test_audit_finds_each_anomaly(rows: list[dict], kind: str) -> None:
