@@ -16,16 +16,8 @@ from hypothesis import strategies as st
 
 from reference.broker.broker import BrokerComponents
 from reference.broker.permits.protocol import SubType
-from reference.sim.permit_sim import (
-    PERMIT_EVENTS,
-    BrokerRestart,
-    Crash,
-    NackNext,
-    PermitSimConfig,
-    Produce,
-    SlowApp,
-    run,
-)
+from reference.sim.permit_sim import PERMIT_EVENTS, PermitSimConfig, run
+from reference.sim.steps import BrokerRestart, Crash, FailNext, Produce, SlowConsumer
 from reference.sim.timeline import format_timeline
 
 SPAN_MS = 60_000
@@ -42,10 +34,10 @@ def schedules(consumers: int = 3) -> st.SearchStrategy[list]:
     at = st.integers(0, SPAN_MS)
     consumer = st.integers(0, consumers - 1)
     event = st.one_of(
-        st.builds(Produce, at, st.integers(1, 6), st.sampled_from((1, 1, 2, 3, 7))),
+        st.builds(Produce, at, st.integers(1, 6), batch=st.sampled_from((1, 1, 2, 3, 7))),
         st.builds(Crash, at, consumer, st.sampled_from((0, 3_000))),
-        st.builds(SlowApp, at, consumer, st.sampled_from((200, 2_000)), st.sampled_from((5_000, 20_000))),
-        st.builds(NackNext, at, consumer, st.integers(1, 3)),
+        st.builds(SlowConsumer, at, consumer, st.sampled_from((200, 2_000)), st.sampled_from((5_000, 20_000))),
+        st.builds(FailNext, at, consumer, st.integers(1, 3)),
         st.builds(BrokerRestart, at, st.sampled_from((0, 1_000))),
     )
     return st.lists(event, min_size=1, max_size=12).map(lambda events: sorted(events, key=lambda e: e.at_ms))

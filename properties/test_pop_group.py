@@ -15,18 +15,8 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from reference.sim.pop_sim import (
-    POP_EVENTS,
-    BrokerRestart,
-    Crash,
-    FailNext,
-    PopSimConfig,
-    PopSimResult,
-    Produce,
-    SlowAcks,
-    run,
-    slow_consume_choices,
-)
+from reference.sim.pop_sim import POP_EVENTS, PopSimConfig, PopSimResult, run, slow_consume_choices
+from reference.sim.steps import BrokerRestart, Crash, FailNext, Produce, SlowConsumer
 from reference.sim.timeline import format_timeline
 
 SPAN_MS = 120_000
@@ -37,12 +27,12 @@ def schedules(config: PopSimConfig) -> st.SearchStrategy[list]:
     """Producer bursts (at least one), and faults: crashes, slow acks, failing listeners, restarts."""
     at = st.integers(0, SPAN_MS)
     consumer = st.integers(0, config.consumers - 1)
-    bursts = st.lists(st.builds(Produce, at, st.integers(0, config.queues - 1), st.integers(1, 10)),
+    bursts = st.lists(st.builds(Produce, at, count=st.integers(1, 10), queue=st.integers(0, config.queues - 1)),
                       min_size=1, max_size=6)
     faults = st.lists(
         st.one_of(
             st.builds(Crash, at, consumer, st.sampled_from((0, 5_000, 30_000))),
-            st.builds(SlowAcks, at, consumer, st.sampled_from(slow_consume_choices(config)),
+            st.builds(SlowConsumer, at, consumer, st.sampled_from(slow_consume_choices(config)),
                       st.sampled_from((10_000, 60_000))),
             st.builds(FailNext, at, consumer, st.integers(1, 3)),
             st.builds(BrokerRestart, at, st.sampled_from((0, 2_000))),

@@ -30,7 +30,8 @@ from reference.broker.broker import Broker, BrokerComponents
 from reference.broker.pop.protocol import PopMessageRequest, PoppedMessage, RecordingPopChannel
 from reference.clock import SimClock
 from reference.rules.errors import InvalidRequest
-from reference.sim.pop_sim import POP_EVENTS, TrackingSink, audit_pop, scratch_dir
+from reference.sim.engine import scratch_dir
+from reference.sim.pop_sim import POP_EVENTS, TrackingSink, audit_pop
 from reference.sim.timeline import format_timeline
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message

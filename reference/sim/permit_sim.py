@@ -37,13 +37,13 @@ from reference.broker.broker import Broker, BrokerComponents
 from reference.broker.permits.batch import encode_batch
 from reference.broker.permits.protocol import InitialPosition, SubType
 from reference.client.permits.consumer import PermitConsumerClient, PermitConsumerConfig
-from reference.clock import SimClock
+from reference.sim.engine import SimRun
 from reference.sim.findings import Finding
-from reference.sim.host import SimBrokerHost
-from reference.sim.pop_sim import SIM_STORE, BrokerRestart, Crash, scratch_dir
+from reference.sim.pop_sim import SIM_STORE
+from reference.sim.steps import BrokerRestart, Crash, FailNext, Produce, SlowConsumer, Step
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
-from reference.trace import MemorySink, Trace
+from reference.trace import MemorySink
 
 TOPIC = "PermitSimTopic"
 SUBSCRIPTION = "PermitSimSub"
@@ -51,30 +51,6 @@ SUBSCRIPTION = "PermitSimSub"
 CHECK_INTERVAL_MS = 100
 
 
-@dataclass(frozen=True)
-class Produce:
-    at_ms: int
-    count: int
-    #: Messages per stored entry (1: single messages).
-    batch: int = 1
-
-
-@dataclass(frozen=True)
-class SlowApp:
-    at_ms: int
-    consumer: int
-    process_ms: int
-    for_ms: int
-
-
-@dataclass(frozen=True)
-class NackNext:
-    at_ms: int
-    consumer: int
-    count: int
-
-
-Event = Produce | Crash | SlowApp | NackNext | BrokerRestart
 
 
 @dataclass(frozen=True)
@@ -110,21 +86,21 @@ class PermitSimResult:
     findings: list[Finding] = field(default_factory=list)
 
 
-def random_schedule(seed: int, config: PermitSimConfig, events: int = 12, span_ms: int = 60_000) -> list[Event]:
+def random_schedule(seed: int, config: PermitSimConfig, events: int = 12, span_ms: int = 60_000) -> list[Step]:
     rng = random.Random(seed)
-    out: list[Event] = []
+    out: list[Step] = []
     for _ in range(events):
         at = rng.randrange(span_ms)
         consumer = rng.randrange(config.consumers)
         kind = rng.random()
         if kind < 0.45:
-            out.append(Produce(at, rng.randint(1, 6), rng.choice((1, 1, 3, 7))))
+            out.append(Produce(at, rng.randint(1, 6), batch=rng.choice((1, 1, 3, 7))))
         elif kind < 0.6:
             out.append(Crash(at, consumer, rng.choice((0, 3_000))))
         elif kind < 0.8:
-            out.append(SlowApp(at, consumer, rng.choice((200, 2_000)), rng.choice((5_000, 20_000))))
+            out.append(SlowConsumer(at, consumer, rng.choice((200, 2_000)), rng.choice((5_000, 20_000))))
         elif kind < 0.93:
-            out.append(NackNext(at, consumer, rng.randint(1, 3)))
+            out.append(FailNext(at, consumer, rng.randint(1, 3)))
         else:
             out.append(BrokerRestart(at, rng.choice((0, 1_000))))
     return sorted(out, key=lambda e: e.at_ms)
@@ -141,23 +117,25 @@ class _App:
 
 
 def run(
-    schedule: Iterable[Event],
+    schedule: Iterable[Step],
     config: PermitSimConfig | None = None,
     components: BrokerComponents | None = None,
     data_dir: str | Path | None = None,
 ) -> PermitSimResult:
+    """Play ``schedule`` and settle, checking the permit invariants as it goes."""
     config = config or PermitSimConfig()
-    if data_dir is None:
-        with scratch_dir("mqtck-permitsim-") as tmp:
-            return run(schedule, config, components, tmp)
-    schedule = sorted(schedule, key=lambda e: e.at_ms)
-    clock = SimClock()
-    start = clock.now_ms()
     sink = MemorySink()
-    trace = Trace(sink, f"permit-sim-{config.seed}", clock)
-    findings: list[Finding] = []
+    sim = SimRun(f"permit-sim-{config.seed}", sink, MessageStoreConfig(**SIM_STORE), data_dir=data_dir,
+                 components=components)
+    try:
+        return _play(sim, sink, sorted(schedule, key=lambda e: e.at_ms), config)
+    finally:
+        sim.close()
 
-    host = SimBrokerHost(Path(data_dir), clock, trace, MessageStoreConfig(**SIM_STORE), components=components)
+
+def _play(sim: SimRun, sink: MemorySink, schedule: list[Step], config: PermitSimConfig) -> PermitSimResult:
+    clock, host, trace, start = sim.clock, sim.host, sim.trace, sim.start_ms
+    findings: list[Finding] = []
     assert host.broker is not None
     host.broker.create_topic(TOPIC, 1)
     client_config = PermitConsumerConfig(
@@ -228,7 +206,7 @@ def run(
         connect(app)
     produced = 0
 
-    def apply(event: Event) -> None:
+    def apply(event: Step) -> None:
         nonlocal produced
         if isinstance(event, Produce):
             if host.broker is None:
@@ -246,10 +224,10 @@ def run(
                 app.alive = False
                 app.client.crash()
                 clock.call_later(event.down_ms, lambda: (app.client.rec.record("RESTART"), connect(app)))
-        elif isinstance(event, SlowApp):
+        elif isinstance(event, SlowConsumer):
             app = apps[event.consumer % len(apps)]
-            app.process_ms, app.slow_until = event.process_ms, clock.now_ms() + event.for_ms
-        elif isinstance(event, NackNext):
+            app.process_ms, app.slow_until = event.ms_per_message, clock.now_ms() + event.for_ms
+        elif isinstance(event, FailNext):
             apps[event.consumer % len(apps)].nack_next += event.count
         elif isinstance(event, BrokerRestart):
             if host.broker is None:
@@ -265,18 +243,11 @@ def run(
                 findings.append(f)
         clock.call_later(CHECK_INTERVAL_MS, check_freeze)
 
-    for event in schedule:
-        clock.call_later(event.at_ms, lambda e=event: apply(e))
+    last = sim.schedule(schedule, apply)
     clock.call_later(CHECK_INTERVAL_MS, check_freeze)
-    last = max((e.at_ms + getattr(e, "down_ms", 0) + getattr(e, "for_ms", 0) for e in schedule), default=0)
-    clock.run_until(start + last)
-    finished = False
-    while clock.now_ms() - start < config.max_ms and not (findings and config.stop_at_first_finding):
-        broker = host.broker
-        if broker is not None and all_acknowledged(broker):
-            finished = True
-            break
-        clock.advance(1_000)
+    sim.run_until(last)
+    finished = sim.settle(lambda: all_acknowledged(host.broker), config.max_ms,  # type: ignore[arg-type]
+                          give_up=lambda: bool(findings) and config.stop_at_first_finding)
     if not finished and not findings:
         findings.append(_finding("lost", f"the subscription did not acknowledge all {produced} messages"))
     host.close()

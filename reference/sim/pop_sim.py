@@ -26,9 +26,7 @@ benchmarks; the property suites generate schedules with Hypothesis so that failu
 
 from __future__ import annotations
 
-import os
 import random
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -39,12 +37,12 @@ from reference.broker.broker import BrokerComponents
 from reference.broker.pop.config import PopConfig
 from reference.broker.pop.protocol import PoppedMessage
 from reference.client.pop.push_consumer import CONSUME_LATER, CONSUME_OK, PopPushConfig, PopPushConsumer
-from reference.clock import SimClock
+from reference.sim.engine import SimRun
 from reference.sim.findings import Finding
-from reference.sim.host import SimBrokerHost
+from reference.sim.steps import BrokerRestart, Crash, FailNext, Produce, SlowConsumer, Step
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
-from reference.trace import MemorySink, Trace
+from reference.trace import MemorySink
 
 TOPIC = "PopSimTopic"
 GROUP = "PopSimGroup"
@@ -54,45 +52,7 @@ SIM_STORE = dict(
 )
 
 
-# -- the schedule ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Produce:
-    at_ms: int
-    queue: int
-    count: int
-
-
-@dataclass(frozen=True)
-class Crash:
-    at_ms: int
-    consumer: int
-    down_ms: int
-
-
-@dataclass(frozen=True)
-class SlowAcks:
-    at_ms: int
-    consumer: int
-    consume_ms: int
-    for_ms: int
-
-
-@dataclass(frozen=True)
-class FailNext:
-    at_ms: int
-    consumer: int
-    count: int
-
-
-@dataclass(frozen=True)
-class BrokerRestart:
-    at_ms: int
-    down_ms: int
-
-
-Event = Produce | Crash | SlowAcks | FailNext | BrokerRestart
-
-
+# -- the schedule ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PopSimConfig:
     consumers: int = 4
@@ -117,21 +77,21 @@ def slow_consume_choices(config: PopSimConfig) -> tuple[int, ...]:
     return (3_000, invisible * 85 // 100, 2 * invisible)
 
 
-def random_schedule(seed: int, config: PopSimConfig, events: int = 12, span_ms: int = 120_000) -> list[Event]:
+def random_schedule(seed: int, config: PopSimConfig, events: int = 12, span_ms: int = 120_000) -> list[Step]:
     """A schedule drawn from ``seed``: bursts, crashes, slow acks, failing listeners, broker restarts."""
     rng = random.Random(seed)
-    out: list[Event] = []
+    out: list[Step] = []
     for _ in range(events):
         at = rng.randrange(span_ms)
         kind = rng.random()
         consumer = rng.randrange(config.consumers)
         if kind < 0.4:
-            out.append(Produce(at, rng.randrange(config.queues), rng.randint(1, 10)))
+            out.append(Produce(at, queue=rng.randrange(config.queues), count=rng.randint(1, 10)))
         elif kind < 0.6:
             out.append(Crash(at, consumer, rng.choice((0, 5_000, 30_000))))
         elif kind < 0.8:
             slow = rng.choice(slow_consume_choices(config))
-            out.append(SlowAcks(at, consumer, slow, rng.choice((10_000, 60_000))))
+            out.append(SlowConsumer(at, consumer, slow, rng.choice((10_000, 60_000))))
         elif kind < 0.93:
             out.append(FailNext(at, consumer, rng.randint(1, 3)))
         else:
@@ -140,17 +100,6 @@ def random_schedule(seed: int, config: PopSimConfig, events: int = 12, span_ms: 
 
 
 # -- running -----------------------------------------------------------------------------------
-#: A RAM-backed directory for simulated stores, when the machine has one: a simulation's store is
-#: scratch space, and the fsyncs of a real disk would dominate the run time of a simulated minute.
-RAM_DIR = Path("/dev/shm")
-
-
-def scratch_dir(prefix: str) -> tempfile.TemporaryDirectory[str]:
-    """A temporary directory for one simulated broker, in RAM when possible."""
-    ram = RAM_DIR if RAM_DIR.is_dir() and os.access(RAM_DIR, os.W_OK) else None
-    return tempfile.TemporaryDirectory(prefix=prefix, dir=ram)
-
-
 class TrackingSink(MemorySink):
     """A memory sink that also keeps the sent and acknowledged message ids as rows arrive."""
 
@@ -187,7 +136,7 @@ class PopSimResult:
 
 
 def run(
-    schedule: Iterable[Event],
+    schedule: Iterable[Step],
     config: PopSimConfig | None = None,
     components: BrokerComponents | None = None,
     pop_config: PopConfig | None = None,
@@ -195,18 +144,17 @@ def run(
 ) -> PopSimResult:
     """Play ``schedule`` and settle; returns the trace and the audit's findings."""
     config = config or PopSimConfig()
-    if data_dir is None:
-        with scratch_dir("mqtck-popsim-") as tmp:
-            return run(schedule, config, components, pop_config, tmp)
-    schedule = sorted(schedule, key=lambda e: e.at_ms)
-    clock = SimClock()
-    start = clock.now_ms()
     sink = TrackingSink()
-    trace = Trace(sink, f"pop-sim-{config.seed}", clock)
-    rng = random.Random(config.seed)
+    sim = SimRun(f"pop-sim-{config.seed}", sink, MessageStoreConfig(**SIM_STORE), data_dir=data_dir,
+                 components=components, pop_config=pop_config, rng=random.Random(config.seed))
+    try:
+        return _play(sim, sink, sorted(schedule, key=lambda e: e.at_ms), config)
+    finally:
+        sim.close()
 
-    host = SimBrokerHost(Path(data_dir), clock, trace, MessageStoreConfig(**SIM_STORE), components=components,
-                         pop_config=pop_config, rng=rng)
+
+def _play(sim: SimRun, sink: TrackingSink, schedule: list[Step], config: PopSimConfig) -> PopSimResult:
+    clock, host, trace, start = sim.clock, sim.host, sim.trace, sim.start_ms
     assert host.broker is not None
     host.broker.create_topic(TOPIC, config.queues)
     states = [_ListenerState() for _ in range(config.consumers)]
@@ -234,9 +182,10 @@ def run(
     ]
     for consumer in consumers:
         consumer.start()
+
     produced = 0
 
-    def apply(event: Event) -> None:
+    def apply(event: Step) -> None:
         nonlocal produced
         if isinstance(event, Produce):
             if host.broker is None:
@@ -249,9 +198,9 @@ def run(
             if consumer.running:
                 consumer.crash()
                 clock.call_later(event.down_ms, lambda: _restart(consumer))
-        elif isinstance(event, SlowAcks):
+        elif isinstance(event, SlowConsumer):
             state = states[event.consumer % config.consumers]
-            state.slow_ms = event.consume_ms
+            state.slow_ms = event.ms_per_message
             state.slow_until = clock.now_ms() + event.for_ms
         elif isinstance(event, FailNext):
             states[event.consumer % config.consumers].fail_next += event.count
@@ -262,16 +211,8 @@ def run(
         consumer.rec.record("RESTART")
         consumer.start()
 
-    for event in schedule:
-        clock.call_later(event.at_ms, lambda e=event: apply(e))
-    last = max((e.at_ms + _duration(e) for e in schedule), default=0)
-    clock.run_until(start + last)
-    finished = False
-    while clock.now_ms() - start < config.max_ms:
-        if host.broker is not None and sink.sent <= sink.acked:
-            finished = True
-            break
-        clock.advance(1_000)
+    sim.play(schedule, apply)
+    finished = sim.settle(lambda: sink.sent <= sink.acked, config.max_ms)
     clock.advance(config.tail_ms if finished else 0)
     horizon = clock.now_ms()
     for consumer in consumers:
@@ -282,16 +223,6 @@ def run(
     result = PopSimResult(sink.rows, sink.sent, sink.acked, horizon, start, finished, config)
     result.findings = audit_pop(result.rows, GROUP, settle_ms=config.tail_ms)
     return result
-
-
-def _duration(event: Event) -> int:
-    if isinstance(event, Crash):
-        return event.down_ms
-    if isinstance(event, SlowAcks):
-        return event.for_ms
-    if isinstance(event, BrokerRestart):
-        return event.down_ms
-    return 0
 
 
 # -- auditing ----------------------------------------------------------------------------------

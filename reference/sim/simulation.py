@@ -19,10 +19,7 @@ alive when settling starts, one joins (at-least-once needs a consumer). The trac
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +31,7 @@ from reference.client.config import ConsumerConfig, MessageModel
 from reference.client.inprocess import InProcessGateway
 from reference.client.push_consumer import DefaultMQPushConsumer
 from reference.clock import ProcessClock, SimClock
-from reference.sim.host import SimBrokerHost
+from reference.sim.engine import SimRun
 from reference.sim.listener import SimListener
 from reference.sim.network import SimLink
 from reference.sim.progress import ProgressTracker
@@ -54,19 +51,13 @@ from reference.sim.scenario import (
 from reference.sim.timeline import format_timeline
 from reference.store.config import MessageStoreConfig
 from reference.store.message import UNIQ_KEY, Message
-from reference.trace import MemorySink, Trace, TraceSink
+from reference.trace import MemorySink, TraceSink
 
 #: How often the settle phase asks whether the run is quiet.
 SETTLE_POLL_MS = 5_000
 #: After a silent crash, settling lasts until the broker has surely expired the channel: its timeout,
 #: one scan interval, and a rebalance round.
 _EXPIRY_SLACK_MS = 30_000
-
-
-def _fast_temp_root() -> str | None:
-    """``/dev/shm`` when usable: a simulated broker's files never need to reach a disk."""
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 
 
 @dataclass
@@ -119,23 +110,21 @@ class Simulation:
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> SimResult:
         config = self.config
-        temporary = self._data_dir is None
-        root = Path(tempfile.mkdtemp(prefix="mqtck-sim-", dir=_fast_temp_root())) if temporary else self._data_dir
-        assert root is not None
         queues = tuple((config.topic, q) for q in range(config.queues))
         self.tracker = ProgressTracker(
             self._sink, MessageModel(config.model) is MessageModel.CLUSTERING, queues, config.stable_ms
         )
-        self.trace = Trace(self.tracker, f"sim-{config.seed}", self.clock)
-        self.offset_dir = root / "client-offsets"
         store_config = MessageStoreConfig(
             commit_log_segment_bytes=config.commit_log_segment_bytes,
             consume_queue_units_per_segment=config.consume_queue_units_per_segment,
             file_reserved_time_hours=0,
         )
-        self.host = SimBrokerHost(root / "broker", self.clock, self.trace, store_config, BrokerConfig())
+        sim = SimRun(f"sim-{config.seed}", self.tracker, store_config, data_dir=self._data_dir,
+                     broker_config=BrokerConfig(), clock=self.clock)
+        self.trace, self.host = sim.trace, sim.host
+        self.offset_dir = sim.root / "client-offsets"
         self.host.on_down = self._broker_down
-        started = self.clock.now_ms()
+        started = sim.start_ms
         try:
             assert self.host.broker is not None
             self.host.broker.create_topic(config.topic, config.queues)
@@ -148,9 +137,7 @@ class Simulation:
             self._settle()
             self.trace.end()
         finally:
-            self.host.close()
-            if temporary:
-                shutil.rmtree(root, ignore_errors=True)
+            sim.close()
         rows = self._sink.rows if isinstance(self._sink, MemorySink) else None
         return SimResult(
             self.scenario, rows, self.tracker.events, self.clock.now_ms() - started, self._produced,

@@ -15,7 +15,7 @@ from reference.broker.permits.protocol import InitialPosition, Position, Recordi
 from reference.clock import SimClock
 from reference.rules.errors import InvalidRequest
 from reference.rules.trace_schema import missing_columns
-from reference.sim.pop_sim import scratch_dir
+from reference.sim.engine import scratch_dir
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import MemorySink, Trace

@@ -14,7 +14,7 @@ from reference.broker.host import BrokerHost
 from reference.broker.permits.protocol import InitialPosition, SubType
 from reference.client.permits.consumer import PermitConsumerClient, PermitConsumerConfig
 from reference.clock import SimClock
-from reference.sim.pop_sim import scratch_dir
+from reference.sim.engine import scratch_dir
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import MemorySink, Trace

@@ -17,7 +17,7 @@ from reference.client.pop.push_consumer import CONSUME_LATER, CONSUME_OK, PopPus
 from reference.client.pop.simple_consumer import SimpleConsumer
 from reference.clock import SimClock
 from reference.rules.codes import ResponseCode
-from reference.sim.pop_sim import scratch_dir
+from reference.sim.engine import scratch_dir
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import MemorySink, Trace
