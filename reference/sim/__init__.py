@@ -8,16 +8,23 @@ one seeded RNG. Nothing reads the wall clock, so a run is a pure function of its
 scenario gives the same trace, row for row, and a failing schedule can be shrunk and replayed.
 
 ==================  ==========================================================================
-``scenario``        what a run does: SimConfig and the steps (produce, wait, crash, join, ...)
+``engine``          SimRun: clock, scratch directory, trace and broker host of every run; plays a
+                    timed schedule and settles
+``steps``           the timed steps of the POP and permit workloads (produce, crash, slow, fail, restart)
+``host``            SimBrokerHost: the broker process (reference.broker.host.BrokerHost) with restarts
+                    that take virtual time
+``scenario``        the pull and rebalance workload's config and sequential steps (produce, wait, join, ...)
 ``simulation``      runs a scenario (push consumer group); returns the trace and a summary
+``pop_sim``         the POP workload (push consumers over POP) and its judge, audit_pop
+``permit_sim``      the permit workload (Pulsar-style flow control) and its checks
 ``network``         latency, reordering, loss, failing synchronous calls, unordered member lists
-``host``            the broker process: graceful and crashing restarts with store recovery
-``process``         a process's clock, which a crash stops
 ``listener``        an application listener with processing time and failures
 ``progress``        follows the trace to tell when a run has quiesced
 ``checks``          judges a trace: drop semantics, commit safety, at-least-once, duplicates
-``timeline``        prints rows as a readable timeline (failure notes)
-``pop_sim``         POP consumers (its own module)
-``permit_sim``      Pulsar-style permit flow control (its own module)
+``findings``        Finding: the one shape of a broken invariant, naming its requirement
+``timeline``        prints rows as a readable timeline (failure notes of every workload)
 ==================  ==========================================================================
+
+The judges (``checks``, ``pop_sim.audit_pop``) read only trace rows, and are compared with the Spark auditor
+on the same traces (``tests/audit/test_judges_vs_spark.py``).
 """
