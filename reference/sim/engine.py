@@ -80,6 +80,12 @@ class SimRun:
             self.clock.advance(poll_ms)
         return False
 
+    def __enter__(self) -> SimRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """Shut the broker down and remove the scratch directory."""
         self.host.close()

@@ -125,12 +125,9 @@ def run(
     """Play ``schedule`` and settle, checking the permit invariants as it goes."""
     config = config or PermitSimConfig()
     sink = MemorySink()
-    sim = SimRun(f"permit-sim-{config.seed}", sink, MessageStoreConfig(**SIM_STORE), data_dir=data_dir,
-                 components=components)
-    try:
+    with SimRun(f"permit-sim-{config.seed}", sink, MessageStoreConfig(**SIM_STORE), data_dir=data_dir,
+                components=components) as sim:
         return _play(sim, sink, sorted(schedule, key=lambda e: e.at_ms), config)
-    finally:
-        sim.close()
 
 
 def _play(sim: SimRun, sink: MemorySink, schedule: list[Step], config: PermitSimConfig) -> PermitSimResult:

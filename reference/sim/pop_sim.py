@@ -145,12 +145,9 @@ def run(
     """Play ``schedule`` and settle; returns the trace and the audit's findings."""
     config = config or PopSimConfig()
     sink = TrackingSink()
-    sim = SimRun(f"pop-sim-{config.seed}", sink, MessageStoreConfig(**SIM_STORE), data_dir=data_dir,
-                 components=components, pop_config=pop_config, rng=random.Random(config.seed))
-    try:
+    with SimRun(f"pop-sim-{config.seed}", sink, MessageStoreConfig(**SIM_STORE), data_dir=data_dir,
+                components=components, pop_config=pop_config, rng=random.Random(config.seed)) as sim:
         return _play(sim, sink, sorted(schedule, key=lambda e: e.at_ms), config)
-    finally:
-        sim.close()
 
 
 def _play(sim: SimRun, sink: TrackingSink, schedule: list[Step], config: PopSimConfig) -> PopSimResult:

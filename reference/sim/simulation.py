@@ -119,13 +119,12 @@ class Simulation:
             consume_queue_units_per_segment=config.consume_queue_units_per_segment,
             file_reserved_time_hours=0,
         )
-        sim = SimRun(f"sim-{config.seed}", self.tracker, store_config, data_dir=self._data_dir,
-                     broker_config=BrokerConfig(), clock=self.clock)
-        self.trace, self.host = sim.trace, sim.host
-        self.offset_dir = sim.root / "client-offsets"
-        self.host.on_down = self._broker_down
-        started = sim.start_ms
-        try:
+        with SimRun(f"sim-{config.seed}", self.tracker, store_config, data_dir=self._data_dir,
+                    broker_config=BrokerConfig(), clock=self.clock) as sim:
+            self.trace, self.host = sim.trace, sim.host
+            self.offset_dir = sim.root / "client-offsets"
+            self.host.on_down = self._broker_down
+            started = sim.start_ms
             assert self.host.broker is not None
             self.host.broker.create_topic(config.topic, config.queues)
             for i in range(config.consumers):
@@ -136,8 +135,6 @@ class Simulation:
                 self.apply(step)
             self._settle()
             self.trace.end()
-        finally:
-            sim.close()
         rows = self._sink.rows if isinstance(self._sink, MemorySink) else None
         return SimResult(
             self.scenario, rows, self.tracker.events, self.clock.now_ms() - started, self._produced,
