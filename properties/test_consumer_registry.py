@@ -10,8 +10,8 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from reference.broker.config import BrokerConfig
-from reference.broker.consumer_manager import ClientChannelInfo, ConsumerData, ConsumerManager
-from reference.broker.protocol import RecordingChannel
+from reference.broker.consumer_manager import ClientChannelInfo, ConsumerManager
+from reference.broker.protocol import ConsumerData, RecordingChannel
 from reference.clock import SimClock
 from reference.rules.filter import SubscriptionData
 

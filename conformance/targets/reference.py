@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from reference.allocation.message_queue import MessageQueue
 from reference.allocation.registry import strategy_class
 from reference.broker.broker import Broker
-from reference.broker.consumer_manager import ConsumerData
 from reference.broker.host import BrokerHost
 from reference.broker.permits.batch import encode_batch
 from reference.broker.permits.protocol import InitialPosition, Position, RecordingPermitChannel
 from reference.broker.pop.protocol import PopMessageRequest, PopResponse, RecordingPopChannel
-from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag, RecordingChannel
+from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResponse, PullSysFlag, RecordingChannel
 from reference.clock import SimClock
 from reference.rules.errors import InvalidRequest
 from reference.rules.filter import SubscriptionData

@@ -18,7 +18,7 @@ from pathlib import Path
 from reference.allocation.message_queue import MessageQueue
 from reference.broker.config import BrokerConfig
 from reference.broker.consumer_manage_processor import ConsumerManageProcessor
-from reference.broker.consumer_manager import ClientChannelInfo, ConsumerData, ConsumerManager
+from reference.broker.consumer_manager import ClientChannelInfo, ConsumerManager
 from reference.broker.hold_service import PullRequestHoldService
 from reference.broker.permits.dispatcher import MultipleConsumersDispatcher, SingleActiveConsumerDispatcher
 from reference.broker.permits.protocol import InitialPosition, PermitChannel, Position, SubType
@@ -35,9 +35,16 @@ from reference.broker.pop.protocol import (
 )
 from reference.broker.pop.revive import PopReviveService
 from reference.broker.pop.service import PopComponents, PopService
-from reference.broker.protocol import Channel, PullMessageRequest, PullResponse, QueryOffsetResult
+from reference.broker.protocol import (
+    Channel,
+    ConsumerData,
+    PullMessageRequest,
+    PullResponse,
+    QueryOffsetResult,
+    SendBackResult,
+)
 from reference.broker.pull_processor import HeldPullRequest, PullMessageProcessor, PullOutcome
-from reference.broker.send_back import ConsumerSendMsgBackProcessor, SendBackResult
+from reference.broker.send_back import ConsumerSendMsgBackProcessor
 from reference.clock import Clock
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest, require

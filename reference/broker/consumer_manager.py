@@ -23,14 +23,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from reference.broker.config import BrokerConfig
-from reference.broker.protocol import Channel
+from reference.broker.protocol import Channel, ConsumerData
 from reference.clock import Clock
 from reference.periodic import PeriodicTask
-from reference.rules.errors import require
 from reference.rules.filter import SubscriptionData
-
-MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
-CONSUME_TYPES = ("CONSUME_PASSIVELY", "CONSUME_ACTIVELY", "CONSUME_POP")
 
 
 @dataclass
@@ -40,28 +36,6 @@ class ClientChannelInfo:
     language: str = "PYTHON"
     version: int = 0
     last_update_timestamp: int = 0
-
-
-@dataclass(frozen=True)
-class ConsumerData:
-    """One group's part of a heartbeat."""
-
-    group: str
-    subscriptions: tuple[SubscriptionData, ...]
-    message_model: str = "CLUSTERING"
-    consume_type: str = "CONSUME_PASSIVELY"
-    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
-
-    def validate(self) -> None:
-        require(bool(self.group), "consumerData.groupName", "must be a non-empty group name")
-        require(
-            self.message_model in MESSAGE_MODELS, "consumerData.messageModel", f"must be one of {MESSAGE_MODELS}"
-        )
-        require(
-            self.consume_type in CONSUME_TYPES, "consumerData.consumeType", f"must be one of {CONSUME_TYPES}"
-        )
-        topics = [s.topic for s in self.subscriptions]
-        require(len(topics) == len(set(topics)), "consumerData.subscriptionDataSet", "topics must be distinct")
 
 
 @dataclass

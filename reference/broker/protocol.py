@@ -1,4 +1,5 @@
-"""Request and response values of the broker core (the response codes are :mod:`reference.rules.codes`).
+"""Request and response values of the broker core, shared with the clients that speak to it (the response codes
+are :mod:`reference.rules.codes`).
 
 Transports translate their wire format to these and back; the core never sees bytes.
 """
@@ -10,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from reference.rules.codes import ResponseCode
+from reference.rules.errors import require
+from reference.rules.filter import SubscriptionData
 from reference.rules.status import GetMessageStatus
 from reference.store.message import StoredMessage
 
@@ -99,3 +102,43 @@ class RecordingChannel:
 
     def notify_consumer_ids_changed(self, group: str) -> None:
         self.notifications.append(group)
+
+
+MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
+CONSUME_TYPES = ("CONSUME_PASSIVELY", "CONSUME_ACTIVELY", "CONSUME_POP")
+
+
+@dataclass(frozen=True)
+class ConsumerData:
+    """One group's part of a heartbeat."""
+
+    group: str
+    subscriptions: tuple[SubscriptionData, ...]
+    message_model: str = "CLUSTERING"
+    consume_type: str = "CONSUME_PASSIVELY"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+
+    def validate(self) -> None:
+        require(bool(self.group), "consumerData.groupName", "must be a non-empty group name")
+        require(
+            self.message_model in MESSAGE_MODELS, "consumerData.messageModel", f"must be one of {MESSAGE_MODELS}"
+        )
+        require(
+            self.consume_type in CONSUME_TYPES, "consumerData.consumeType", f"must be one of {CONSUME_TYPES}"
+        )
+        topics = [s.topic for s in self.subscriptions]
+        require(len(topics) == len(set(topics)), "consumerData.subscriptionDataSet", "topics must be distinct")
+
+
+@dataclass(frozen=True)
+class SendBackResult:
+    """Where the copy went: ``topic`` is the retry or dead-letter topic; for a retry, the copy waits
+    in ``SCHEDULE_TOPIC`` queue ``schedule_queue_id`` at ``queue_offset`` until ``due_ms``."""
+
+    topic: str
+    dead_letter: bool
+    delay_level: int
+    reconsume_times: int
+    queue_id: int
+    queue_offset: int
+    due_ms: int

@@ -22,11 +22,23 @@ uses to report it under the original coordinates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from reference.broker.protocol import SendBackResult
 from reference.clock import Clock, TimerHandle
 from reference.rules.errors import require
+from reference.rules.topics import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_ORIGIN_QUEUE_ID,
+    PROPERTY_ORIGIN_QUEUE_OFFSET,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_RETRY_TOPIC,
+    SCHEDULE_TOPIC,
+    dlq_topic,
+    retry_topic,
+)
 from reference.store.jsonfile import read_json, write_json_atomic
 from reference.store.message import UNIQ_KEY, Message, StoredMessage
 from reference.store.store import MessageStore
@@ -42,55 +54,14 @@ DELAY_LEVELS_MS: tuple[int, ...] = (
 FIRST_RETRY_DELAY_LEVEL = 3
 #: RocketMQ's default maxReconsumeTimes (a consumer's -1 means this).
 DEFAULT_MAX_RECONSUME_TIMES = 16
-#: Topic holding copies that wait for their delay; one queue per level.
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 #: Queues of a group's retry and dead-letter topics (RocketMQ's retryQueueNums default 1).
 RETRY_QUEUE_NUMS = 1
 DLQ_QUEUE_NUMS = 1
 
-#: RocketMQ property names: the original topic of a retried message, the topic and queue a delayed
-#: copy is bound for, its delay level, the original's offset message id.
-PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
-PROPERTY_REAL_TOPIC = "REAL_TOPIC"
-PROPERTY_REAL_QUEUE_ID = "REAL_QID"
-PROPERTY_DELAY_TIME_LEVEL = "DELAY"
-PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-#: mqtck additions: the original message's queue id and queue offset, so that a trace can name a retried
-#: message by its original coordinates (trace-schema.md: retry topics appear only in ``detail``).
-PROPERTY_ORIGIN_QUEUE_ID = "ORIGIN_QUEUE_ID"
-PROPERTY_ORIGIN_QUEUE_OFFSET = "ORIGIN_QUEUE_OFFSET"
 #: Properties that only steer the schedule service and are removed when the copy is re-put.
 _SCHEDULE_ONLY = (PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID, PROPERTY_DELAY_TIME_LEVEL)
 #: Copies read from a level queue per store read.
 _SCHEDULE_BATCH = 32
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    return DLQ_GROUP_TOPIC_PREFIX + group
-
-
-def is_retry_topic(topic: str) -> bool:
-    return topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-
-
-@dataclass(frozen=True)
-class SendBackResult:
-    """Where the copy went: ``topic`` is the retry or dead-letter topic; for a retry, the copy waits
-    in ``SCHEDULE_TOPIC`` queue ``schedule_queue_id`` at ``queue_offset`` until ``due_ms``."""
-
-    topic: str
-    dead_letter: bool
-    delay_level: int
-    reconsume_times: int
-    queue_id: int
-    queue_offset: int
-    due_ms: int
 
 
 class ScheduleMessageService:

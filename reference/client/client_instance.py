@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Protocol
 
-from reference.broker.consumer_manager import ConsumerData
+from reference.broker.protocol import ConsumerData
 from reference.client.config import ClientConfig
 from reference.client.gateway import BrokerGateway, GatewayError
 from reference.client.pull_request import PullRequest

@@ -32,17 +32,13 @@ from functools import partial
 from typing import Any, Protocol
 
 from reference.allocation.message_queue import MessageQueue
-from reference.broker.send_back import (
-    PROPERTY_ORIGIN_QUEUE_ID,
-    PROPERTY_ORIGIN_QUEUE_OFFSET,
-    PROPERTY_RETRY_TOPIC,
-    SendBackResult,
-)
+from reference.broker.protocol import SendBackResult
 from reference.client.config import ConsumerConfig, MessageModel
 from reference.client.executor import ConsumeExecutor
 from reference.client.offset_store import OffsetStore
 from reference.client.process_queue import ProcessQueue
 from reference.clock import Clock
+from reference.rules.topics import PROPERTY_ORIGIN_QUEUE_ID, PROPERTY_ORIGIN_QUEUE_OFFSET, PROPERTY_RETRY_TOPIC
 from reference.store.message import StoredMessage
 from reference.trace import SourceRecorder
 

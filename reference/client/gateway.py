@@ -28,9 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from reference.broker.consumer_manager import ConsumerData
-from reference.broker.protocol import PullMessageRequest, PullResponse, QueryOffsetResult
-from reference.broker.send_back import SendBackResult
+from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResponse, QueryOffsetResult, SendBackResult
 from reference.store.message import StoredMessage
 
 

@@ -16,9 +16,7 @@ from functools import partial
 from typing import Protocol, TypeVar
 
 from reference.broker.broker import Broker
-from reference.broker.consumer_manager import ConsumerData
-from reference.broker.protocol import PullMessageRequest, PullResponse, QueryOffsetResult
-from reference.broker.send_back import SendBackResult
+from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResponse, QueryOffsetResult, SendBackResult
 from reference.client.gateway import GatewayError, IdsChangedListener, PullCallback
 from reference.clock import Clock, TimerHandle
 from reference.rules.errors import InvalidRequest

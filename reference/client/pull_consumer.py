@@ -16,8 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from reference.allocation.message_queue import MessageQueue
-from reference.broker.consumer_manager import ConsumerData
-from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag
+from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResponse, PullSysFlag
 from reference.client.client_instance import MQClientInstance
 from reference.client.components import ClientComponents
 from reference.client.config import ConsumerConfig, MessageModel

@@ -29,9 +29,7 @@ from functools import partial
 from pathlib import Path
 
 from reference.allocation.message_queue import MessageQueue
-from reference.broker.consumer_manager import ConsumerData
-from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag
-from reference.broker.send_back import SendBackResult, retry_topic
+from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResponse, PullSysFlag, SendBackResult
 from reference.client.client_instance import MQClientInstance
 from reference.client.components import ClientComponents
 from reference.client.config import ConsumerConfig, MessageModel
@@ -45,6 +43,7 @@ from reference.client.pull_result import PullStatus, process_pull_result
 from reference.client.rebalance import CONSUME_PASSIVELY
 from reference.rules.errors import require
 from reference.rules.filter import SubscriptionData
+from reference.rules.topics import retry_topic
 from reference.store.message import StoredMessage
 
 _MIB = 1024 * 1024

@@ -33,7 +33,6 @@ from reference.allocation.errors import AllocationError
 from reference.allocation.message_queue import MessageQueue
 from reference.allocation.registry import strategy_from_params
 from reference.allocation.strategy import AllocateMessageQueueStrategy
-from reference.broker.send_back import is_retry_topic
 from reference.client.config import (
     CONSUME_TIMESTAMP_LOOKBACK_MS,
     ConsumeFromWhere,
@@ -46,6 +45,7 @@ from reference.client.process_queue import ProcessQueue
 from reference.client.pull_request import PullRequest
 from reference.clock import Clock
 from reference.rules.filter import SubscriptionData
+from reference.rules.topics import is_retry_topic
 from reference.trace import SourceRecorder
 
 CONSUME_PASSIVELY = "CONSUME_PASSIVELY"

@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 A rule lives here when more than the reference's core needs it: the store status of a pull at an offset and
 the offset correction (:mod:`.status`), status to response code and the response codes themselves
-(:mod:`.codes`), tag filtering and subscription parsing (:mod:`.filter`), the trace schema
+(:mod:`.codes`), tag filtering and subscription parsing (:mod:`.filter`), the names of system topics and of
+the properties a retried or revived message carries (:mod:`.topics`), the trace schema
 (:mod:`.trace_schema`), the broker's named constants (:mod:`.constants`) and the error every rule raises
 for bad input (:mod:`.errors`).
 

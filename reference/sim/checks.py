@@ -40,8 +40,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference.broker.send_back import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
 from reference.rules.filter import SubscriptionData
+from reference.rules.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
 from reference.sim.findings import Finding
 
 PULL_AFTER_DROP = "REBAL-4"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from reference.broker.send_back import RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
+from reference.rules.topics import RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
 from reference.trace import TraceSink
 
 

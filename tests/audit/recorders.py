@@ -14,8 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reference.broker.broker import Broker
-from reference.broker.consumer_manager import ConsumerData
-from reference.broker.protocol import PullMessageRequest, PullSysFlag, RecordingChannel
+from reference.broker.protocol import ConsumerData, PullMessageRequest, PullSysFlag, RecordingChannel
 from reference.clock import SimClock
 from reference.rules.filter import SubscriptionData
 from reference.store.config import MessageStoreConfig

@@ -50,7 +50,7 @@ def test_short_polling_waits_for_the_check() -> None:
 def test_broker_records_accepted_operations_only() -> None:
     with sim_broker() as (broker, clock, sink):
         ch = RecordingChannel("conn-1")
-        from reference.broker.consumer_manager import ConsumerData
+        from reference.broker.protocol import ConsumerData
         from reference.rules.filter import SubscriptionData
 
         broker.heartbeat(ch, "client-1", [ConsumerData("G", (SubscriptionData.parse("T", "A"),))])

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reference.broker.consumer_manager import ConsumerData
-from reference.broker.protocol import PullMessageRequest, PullSysFlag
+from reference.broker.protocol import ConsumerData, PullMessageRequest, PullSysFlag
 from reference.client.gateway import GatewayError
 from reference.client.inprocess import REPLY_LOST, REQUEST_LOST, InProcessGateway
 from reference.rules.filter import SubscriptionData

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from reference.broker.broker import Broker
-from reference.broker.send_back import (
-    DELAY_LEVELS_MS,
+from reference.broker.send_back import DELAY_LEVELS_MS
+from reference.client.consume_service import trace_coordinates
+from reference.rules.topics import (
     PROPERTY_ORIGIN_QUEUE_ID,
     PROPERTY_ORIGIN_QUEUE_OFFSET,
     PROPERTY_RETRY_TOPIC,
     SCHEDULE_TOPIC,
 )
-from reference.client.consume_service import trace_coordinates
 from reference.store.message import UNIQ_KEY, StoredMessage
 
 from .conftest import ClientEnv

@@ -17,10 +17,10 @@ from reference.broker.pop.config import PopConfig
 from reference.broker.pop.keys import ACK_TAG, CK_TAG, REVIVE_GROUP, lock_key, retry_topic
 from reference.broker.pop.protocol import PopMessageRequest, RecordingPopChannel
 from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE, ReceiptHandle
-from reference.broker.pop.revive import FIRST_POP_TIME
 from reference.clock import SimClock
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest
+from reference.rules.topics import FIRST_POP_TIME
 from reference.rules.trace_schema import missing_columns
 from reference.sim.engine import scratch_dir
 from reference.store.config import MessageStoreConfig
@@ -212,8 +212,8 @@ def test_receipt_handle_fields_and_parsing() -> None:
 @pytest.mark.req("POP-9", "PACK-5")
 def test_trace_rows_of_pop_ack_change_and_revive() -> None:
     with pop_broker(queues=2) as (broker, clock, sink):
-        from reference.broker.consumer_manager import ConsumerData
         from reference.broker.pop.protocol import RecordingPopChannel as Channel
+        from reference.broker.protocol import ConsumerData
         from reference.rules.filter import SubscriptionData
 
         broker.heartbeat(Channel("conn"), "c1", [ConsumerData(G, (SubscriptionData.parse(T, "*"),),

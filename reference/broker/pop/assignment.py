@@ -19,7 +19,8 @@ from reference.allocation.errors import AllocationError
 from reference.allocation.message_queue import MessageQueue
 from reference.allocation.pop import POP_ALL_QUEUE_ID, PopShareAllocation
 from reference.allocation.registry import strategy_from_params
-from reference.broker.consumer_manager import MESSAGE_MODELS, ConsumerManager
+from reference.broker.consumer_manager import ConsumerManager
+from reference.broker.protocol import MESSAGE_MODELS
 from reference.rules.errors import InvalidRequest, require
 from reference.store.names import check_name
 from reference.store.store import MessageStore

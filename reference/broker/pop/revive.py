@@ -32,7 +32,7 @@ It wakes exactly when the next checkpoint falls due.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from reference.broker.pop.checkpoint import AckMsg, PopCheckPoint
@@ -41,29 +41,10 @@ from reference.broker.pop.keys import REVIVE_GROUP, CheckpointKey, is_retry_topi
 from reference.broker.pop.revive_log import ReviveLog, ReviveRecord
 from reference.clock import Clock, TimerHandle
 from reference.rules.errors import InvalidRequest
+from reference.rules.topics import FIRST_POP_TIME, PROPERTY_POP_ORIGIN_QUEUE_ID, PROPERTY_POP_ORIGIN_QUEUE_OFFSET
 from reference.store.message import UNIQ_KEY, Message, PutMessageResult, StoredMessage
 from reference.store.offsets import ConsumerOffsetManager
 from reference.store.store import MessageStore
-
-#: Property set on a revived message: the pop time of its first delivery (MessageConst.PROPERTY_FIRST_POP_TIME).
-FIRST_POP_TIME = "1ST_POP_TIME"
-#: Properties keeping where a revived message was first stored, so its trace rows name the original
-#: queue and offset (the retry topic's own queue and offset go to ``detail``).
-ORIGIN_QUEUE_ID = "POP_ORIGIN_QUEUE_ID"
-ORIGIN_QUEUE_OFFSET = "POP_ORIGIN_QUEUE_OFFSET"
-
-
-
-def origin(properties: Mapping[str, str], queue_id: int, queue_offset: int) -> tuple[int, int]:
-    """(queue id, offset) where a message was first stored: its own location, or for a revived copy
-    the origin kept in its properties."""
-    if ORIGIN_QUEUE_ID in properties and ORIGIN_QUEUE_OFFSET in properties:
-        try:
-            return int(properties[ORIGIN_QUEUE_ID]), int(properties[ORIGIN_QUEUE_OFFSET])
-        except ValueError:
-            pass
-    return queue_id, queue_offset
-
 
 #: Called for each revived message: (checkpoint, original message, retry topic, put result, reconsume times).
 ReviveListener = Callable[[PopCheckPoint, StoredMessage, str, PutMessageResult], None]
@@ -220,8 +201,8 @@ class PopReviveService:
         properties.setdefault(UNIQ_KEY, message.unique_id)
         if message.reconsume_times == 0 or FIRST_POP_TIME not in properties:
             properties[FIRST_POP_TIME] = str(ck.pop_time)
-        properties.setdefault(ORIGIN_QUEUE_ID, str(message.queue_id))
-        properties.setdefault(ORIGIN_QUEUE_OFFSET, str(message.queue_offset))
+        properties.setdefault(PROPERTY_POP_ORIGIN_QUEUE_ID, str(message.queue_id))
+        properties.setdefault(PROPERTY_POP_ORIGIN_QUEUE_OFFSET, str(message.queue_offset))
         result = self.store.put_message(
             Message(
                 target, message.body, 0, tags=message.tags, keys=message.keys, properties=properties,

@@ -35,11 +35,12 @@ from reference.broker.pop.protocol import (
 )
 from reference.broker.pop.queue_lock import QueueLockManager
 from reference.broker.pop.receipt import ReceiptHandle
-from reference.broker.pop.revive import PopReviveService, origin
+from reference.broker.pop.revive import PopReviveService
 from reference.broker.pop.revive_log import ReviveLog
 from reference.clock import Clock
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest
+from reference.rules.topics import pop_origin
 from reference.store.message import PutMessageResult, StoredMessage
 from reference.store.offsets import ConsumerOffsetManager
 from reference.store.store import MessageStore
@@ -265,4 +266,4 @@ class PopService:
 
 
 def _origin(message: StoredMessage) -> tuple[int, int]:
-    return origin(message.properties, message.queue_id, message.queue_offset)
+    return pop_origin(message.properties, message.queue_id, message.queue_offset)

@@ -29,16 +29,16 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reference.broker.consumer_manager import ConsumerData
 from reference.broker.pop.protocol import PopMessageRequest, PoppedMessage, PopResponse
 from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE, ReceiptHandle
-from reference.broker.pop.revive import origin
+from reference.broker.protocol import ConsumerData
 from reference.client.pop.backoff import DEFAULT_BACKOFF_MS, backoff_ms
 from reference.client.pop.connection import BrokerHost, ClientError, PopConnection
 from reference.clock import Clock
 from reference.periodic import PeriodicTask
 from reference.rules.codes import ResponseCode
 from reference.rules.filter import SubscriptionData
+from reference.rules.topics import pop_origin
 from reference.trace import NULL_TRACE, Trace
 
 CONSUME_OK = "OK"
@@ -237,7 +237,7 @@ class PopPushConsumer:
             )
 
     def _columns(self, message: PoppedMessage) -> dict[str, object]:
-        queue_id, offset = origin(message.properties, message.queue_id, message.queue_offset)
+        queue_id, offset = pop_origin(message.properties, message.queue_id, message.queue_offset)
         broker = self._broker_names.get(message.handle)
         if broker is None:  # the handle names the broker that issued it; parsed once per delivery
             broker = self._broker_names[message.handle] = ReceiptHandle.parse(message.handle).broker_name

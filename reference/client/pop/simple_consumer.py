@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 
-from reference.broker.consumer_manager import ConsumerData
 from reference.broker.pop.protocol import ALL_QUEUES, PopMessageRequest, PoppedMessage
+from reference.broker.protocol import ConsumerData
 from reference.client.pop.connection import BrokerHost, ClientError, PopCallback, PopConnection
 from reference.clock import Clock
 from reference.rules.filter import SubscriptionData

@@ -36,7 +36,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from reference.allocation.message_queue import MessageQueue
 from reference.allocation.registry import strategy_class
 from reference.broker.broker import Broker
-from reference.broker.consumer_manager import ConsumerData
 from reference.broker.host import BrokerHost
 from reference.broker.permits.batch import encode_batch
 from reference.broker.permits.protocol import DispatchedMessage, InitialPosition, Position, RecordingPermitChannel
@@ -46,7 +45,7 @@ from reference.broker.pop.assignment import CONSUMER_NOT_ONLINE, DEFAULT_STRATEG
 from reference.broker.pop.keys import retry_topic
 from reference.broker.pop.protocol import PopMessageRequest, PopResponse
 from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE
-from reference.broker.protocol import PullMessageRequest, PullResponse, PullSysFlag
+from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResponse, PullSysFlag
 from reference.clock import SimClock
 from reference.net.http import models as m
 from reference.rules.errors import InvalidRequest, TopicNotFound

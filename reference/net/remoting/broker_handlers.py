@@ -18,8 +18,7 @@ from collections.abc import Callable
 
 from reference.allocation.message_queue import MessageQueue
 from reference.broker.broker import Broker
-from reference.broker.consumer_manager import ConsumerData
-from reference.broker.protocol import PullMessageRequest, PullResponse
+from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResponse
 from reference.broker.send_back import DEFAULT_MAX_RECONSUME_TIMES
 from reference.net.remoting import admin
 from reference.net.remoting.command import RemotingCommand, RequestCode

@@ -13,11 +13,12 @@ import json
 from typing import Any
 
 from reference.broker.broker import Broker
-from reference.broker.send_back import RETRY_QUEUE_NUMS, is_retry_topic
+from reference.broker.send_back import RETRY_QUEUE_NUMS
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.connection import RemotingConnection
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest
+from reference.rules.topics import is_retry_topic
 from reference.store.names import check_name
 
 #: Queues of an auto-created topic: the client's DefaultMQProducer.defaultTopicQueueNums (4).
