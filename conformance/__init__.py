@@ -1,1 +1,16 @@
-"""mqtck's user-facing side: the spec, the conformance suite, targets, reports, mutants and the CLI."""
+"""mqtck's user-facing side, by the job each folder serves.
+
+==========================  ===================================================================================
+CI gating                   ``spec/`` (requirements with IDs), ``suite/`` (the tests), ``targets/`` (the interface
+                            and one adapter per wire; ``targets/registry.py`` opens one by address), ``mutants/``
+                            (seeded faults the suite must kill), ``peers/`` (real brokers from Maven Central),
+                            ``expectations/`` (reviewed deviations), ``client_check/`` (judging clients)
+property-testing strategies ``strategy/``
+trace audits                ``audit/`` (PySpark; reads only ``reference.rules`` of the reference)
+reports                     ``report/`` (JUnit, JSON, HTML, the results matrix)
+CLI                         ``cli.py``, ``commands/`` (one module per ``mqtck`` command), ``bench/``
+==========================  ===================================================================================
+
+The folders stay where they are rather than under a ``gating/`` package: ``conformance.suite`` (``pytest --pyargs
+conformance.suite``) and ``conformance.targets.Target`` are contracts users depend on.
+"""
