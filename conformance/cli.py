@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "conformance.commands.trace",
     "conformance.commands.peer",
     "conformance.commands.gate",
+    "conformance.commands.diff",
     "conformance.commands.matrix",
 )
 

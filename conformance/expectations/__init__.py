@@ -12,6 +12,18 @@ peer (``rocketmq-4.9.7``)::
     source = "upstream file and method (tag) that shows it"
     repro = "one line that reproduces it"
 
+A file may also declare how ``mqtck diff`` compares this implementation with the reference: each ``[[diff]]``
+entry drops one observed field of one step kind from the comparison, as an allowed difference (``kind =
+"allowed"``: the spec leaves it open) or a reviewed real deviation (``kind = "deviation"``)::
+
+    [[diff]]
+    step = "pull"                         # a step kind of conformance.diff.steps, or "*"
+    field = "min"                         # a field of that step's observation
+    kind = "deviation"
+    id = "RETAIN-7"                       # the requirement that allows it, or that the deviation breaks
+    reason = "why"
+    source = "upstream file and method"
+
 ``mqtck conform --expect NAME|FILE`` reports a failure listed here as ``expected-fail`` (it does not gate)
 and a listed requirement that passes as ``unexpected-pass`` (the entry is stale: remove it). A MUST that a
 real Apache broker fails is first suspected to be a wrong requirement or a wrong test; only what survives
@@ -29,6 +41,9 @@ from conformance import spec
 EXPECTATIONS_DIR = Path(__file__).resolve().parent
 #: Every entry must say these.
 FIELDS = ("id", "reason", "source", "repro")
+#: Every ``[[diff]]`` entry must say these; ``kind`` is one of :data:`DIFF_KINDS`.
+DIFF_FIELDS = ("step", "field", "kind", "id", "reason", "source")
+DIFF_KINDS = ("allowed", "deviation")
 
 
 class ExpectationError(ValueError):
@@ -44,11 +59,27 @@ class Expectation:
 
 
 @dataclass(frozen=True)
+class DiffRule:
+    """One field ``mqtck diff`` does not compare for one step kind, and why."""
+
+    step: str
+    field: str
+    kind: str
+    id: str
+    reason: str
+    source: str
+
+    def applies(self, step_kind: str) -> bool:
+        return self.step in ("*", step_kind)
+
+
+@dataclass(frozen=True)
 class Expectations:
     name: str
     implementation: str
     version: str
     entries: dict[str, Expectation]
+    diff: tuple[DiffRule, ...] = ()
 
 
 def known() -> list[str]:
@@ -88,4 +119,20 @@ def load(name_or_file: str) -> Expectations:
             raise ExpectationError(f"{path}: entry {n}: id {rid!r} is listed twice")
         entries[rid] = Expectation(*(" ".join(entry[k].split()) for k in FIELDS))
     return Expectations(path.stem, str(data.get("implementation", path.stem)), str(data.get("version", "")),
-                        entries)
+                        entries, _diff_rules(path, data.get("diff", []), reqs))
+
+
+def _diff_rules(path: Path, raw: list[dict[str, object]], reqs: dict[str, spec.Requirement]) -> tuple[DiffRule, ...]:
+    rules = []
+    for n, entry in enumerate(raw, 1):
+        for key in DIFF_FIELDS:
+            value = entry.get(key)
+            if not isinstance(value, str) or not value.strip():
+                raise ExpectationError(f"{path}: diff entry {n}: field {key!r} is required (a non-empty string)")
+        if entry["kind"] not in DIFF_KINDS:
+            kinds = ", ".join(DIFF_KINDS)
+            raise ExpectationError(f"{path}: diff entry {n}: kind {entry['kind']!r} is not one of {kinds}")
+        if entry["id"] not in reqs:
+            raise ExpectationError(f"{path}: diff entry {n}: id {entry['id']!r} is not a requirement of the spec")
+        rules.append(DiffRule(*(" ".join(str(entry[k]).split()) for k in DIFF_FIELDS)))
+    return tuple(rules)

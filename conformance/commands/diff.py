@@ -1,0 +1,209 @@
+"""``mqtck diff``: run two targets in lockstep on random operation sequences and shrink the first divergence.
+
+Examples::
+
+    mqtck diff --target mutant:offset-too-small-keeps-offset --examples 200
+    mqtck diff --target remoting://127.0.0.1:9876 --against reference --examples 1000 --report-dir reports/diff
+    mqtck diff --target peer:rocketmq-4.9.7 --expect rocketmq-4.9.7 --examples 500
+    mqtck diff --replay reports/diff/divergence.json --target mutant:pull-no-match-not-found
+
+Steps are drawn only from the capabilities both targets have. A divergence is printed as a numbered list of
+the shrunk sequence with both answers side by side and the requirements the steps touch, and written as a
+replay file (and, with ``--emit-test``, as a pytest test). Exit 0 when no unexplained divergence was found,
+1 when one was, 2 for a usage error or an unusable target (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from conformance.cli import UsageError
+
+#: Seconds between progress lines.
+PROGRESS_EVERY_S = 5.0
+#: Default steps per sequence at most.
+DEFAULT_MAX_STEPS = 12
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diff", help="run two targets in lockstep on random sequences; shrink the first divergence",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--target", required=True,
+                   help="reference, mutant:NAME, http://HOST:PORT, remoting://HOST:PORT[?control=HOST:PORT] or "
+                        "peer:NAME (a peer of `mqtck peer list`, started for the run)")
+    p.add_argument("--against", default="reference", help="the target it is compared with (default: reference)")
+    p.add_argument("--examples", type=int, default=100, help="sequences to draw at most (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="the random seed (default 0: runs repeat)")
+    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
+                   help=f"steps per sequence at most (default {DEFAULT_MAX_STEPS})")
+    p.add_argument("--expect", default=None, metavar="NAME|FILE",
+                   help="the implementation's expectations file: its [[diff]] entries (allowed differences and "
+                        "reviewed deviations) are not compared (default: the peer's, for peer:NAME)")
+    p.add_argument("--report-dir", default=None, help="write diff.json, the replay file and the emitted test here")
+    p.add_argument("--replay", default=None, metavar="FILE", help="run a replay file's sequence once instead")
+    p.add_argument("--emit-test", action="store_true", help="also write a pytest test reproducing the divergence")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.set_defaults(func=run)
+
+
+def _say(text: str) -> None:
+    print(f"mqtck diff: {text}", file=sys.stderr, flush=True)
+
+
+class _Progress:
+    """Plain progress lines on stderr (a CI log and a terminal alike), at most every PROGRESS_EVERY_S."""
+
+    def __init__(self, examples: int) -> None:
+        self.examples = examples
+        self._last = time.monotonic()
+
+    def __call__(self, stats: Any) -> None:
+        now = time.monotonic()
+        if now - self._last < PROGRESS_EVERY_S:
+            return
+        self._last = now
+        phase = "shrinking" if stats.divergences else "searching"
+        rate = stats.steps / stats.elapsed_s if stats.elapsed_s else 0.0
+        _say(f"{phase}: {min(stats.sequences, self.examples)}/{self.examples} sequences, {stats.steps} steps, "
+             f"{rate:.0f} steps/s, {stats.divergences} diverging runs")
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if args.examples < 1:
+        raise UsageError(f"--examples must be >= 1, got {args.examples}")
+    if not 1 <= args.max_steps <= 100:
+        raise UsageError(f"--max-steps must be in [1, 100], got {args.max_steps}")
+    if args.report_dir is not None and Path(args.report_dir).exists() and not Path(args.report_dir).is_dir():
+        raise UsageError(f"--report-dir {args.report_dir} is a file, not a directory")
+    if args.emit_test and args.report_dir is None:
+        raise UsageError("--emit-test needs --report-dir (where the test is written)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance.diff.compare import rules_for
+    from conformance.expectations import ExpectationError
+    from conformance.targets.http import UnreachableTarget
+    from conformance.targets.registry import parse_target
+
+    _check_args(args)
+    stack = contextlib.ExitStack()
+    with stack:
+        try:
+            target, expect = _serve(args.target, stack)
+            against, _ = _serve(args.against, stack)
+            for text in (target, against):
+                parse_target(text)
+            rules = rules_for(args.expect or expect)
+            if args.replay is not None:
+                return _replay(args, target, against, rules)
+            return _search(args, target, against, args.expect or expect, rules)
+        except (ValueError, ExpectationError, UnreachableTarget) as exc:
+            raise UsageError(str(exc)) from None
+
+
+def _serve(text: str, stack: contextlib.ExitStack) -> tuple[str, str | None]:
+    """A target address for ``text``: ``peer:NAME`` starts the peer for the run (and names its expectations)."""
+    if not text.startswith("peer:"):
+        return text, None
+    from conformance import expectations
+    from conformance.peers import PeerError, peer_info
+    from conformance.peers.maven import rocketmq_classpath
+    from conformance.peers.rocketmq import served
+
+    name = text.split(":", 1)[1]
+    try:
+        info = peer_info(name)
+        _say(f"resolving and starting {info.name}")
+        rocketmq_classpath(info.version)
+        address = stack.enter_context(served(info))
+    except PeerError as exc:
+        raise UsageError(str(exc)) from None
+    _say(f"{info.name} serves {address}")
+    return address, info.name if info.name in expectations.known() else None
+
+
+def _replay(args: argparse.Namespace, target: str, against: str, rules: tuple[Any, ...]) -> int:
+    from conformance.diff.replay import listing, read_replay, replay
+
+    program, _ = read_replay(Path(args.replay))
+    divergence = replay(program, target, against, rules)
+    if divergence is None:
+        _say(f"the {len(program.steps)} steps of {args.replay} agree on {target} and {against}")
+        return 0
+    print(listing(divergence, target, against))
+    return 1
+
+
+def _search(args: argparse.Namespace, target: str, against: str, expect: str | None, rules: tuple[Any, ...]) -> int:
+    from conformance.diff.replay import emit_test, listing, replay_document
+    from conformance.diff.runner import Lockstep, TargetBroken, search
+    from conformance.targets.registry import open_target
+
+    with tempfile.TemporaryDirectory(prefix="mqtck-diff-") as workdir:
+        a = open_target(target, str(Path(workdir) / "a"))
+        b = open_target(against, str(Path(workdir) / "b"))
+        try:
+            both = a.capabilities & b.capabilities
+            _say(f"{target} vs {against}: up to {args.examples} sequences of up to {args.max_steps} steps over "
+                 f"{', '.join(sorted(both))}")
+            lockstep = Lockstep(a, b, rules, on_sequence=_Progress(args.examples))
+            try:
+                result = search(lockstep, both, args.examples, args.seed, args.max_steps)
+            except TargetBroken as exc:
+                raise UsageError(f"target unusable: {exc}") from None
+        finally:
+            a.close()
+            b.close()
+    stats = result.stats
+    summary: dict[str, Any] = {
+        "target": target, "against": against, "seed": args.seed, "expect": expect,
+        "sequences": stats.sequences, "steps": stats.steps, "elapsed_s": round(stats.elapsed_s, 3),
+        "sequences_per_s": round(stats.sequences / stats.elapsed_s, 2) if stats.elapsed_s else None,
+        "steps_per_s": round(stats.steps / stats.elapsed_s, 1) if stats.elapsed_s else None,
+        "diverged": result.divergence is not None, "sequences_to_first_divergence": stats.first_at,
+        "flaky": result.flaky,
+        "excused": [{"step": r.step, "field": r.field, "kind": r.kind, "id": r.id, "times": n}
+                    for r, n in stats.excused.items()],
+    }
+    divergence = result.divergence
+    if divergence is not None:
+        summary["shrunk_steps"] = divergence.index + 1
+        summary["first_found_steps"] = result.first.index + 1 if result.first else None
+    if args.report_dir is not None:
+        _write_reports(Path(args.report_dir), summary, divergence, args, target, against, expect,
+                       replay_document, emit_test)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    if divergence is None:
+        _say(f"no divergence in {stats.sequences} sequences ({stats.steps} steps, {stats.elapsed_s:.1f} s)")
+        return 0
+    if not args.json:
+        flaky = " (it did not reproduce while shrinking: timing-dependent)" if result.flaky else ""
+        print(f"divergence after {stats.first_at} sequences, shrunk to {divergence.index + 1} steps{flaky}:")
+        print(listing(divergence, target, against))
+    return 1
+
+
+def _write_reports(directory: Path, summary: dict[str, Any], divergence: Any, args: argparse.Namespace,
+                   target: str, against: str, expect: str | None, replay_document: Any, emit_test: Any) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "diff.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if divergence is None:
+        return
+    replay_file = directory / "divergence.json"
+    replay_file.write_text(json.dumps(replay_document(divergence, target, against, args.seed, expect), indent=2)
+                           + "\n", encoding="utf-8")
+    _say(f"replay: mqtck diff --replay {replay_file} --target {target} --against {against}")
+    if args.emit_test:
+        name = re.sub(r"[^a-z0-9]+", "_", f"{divergence.step.kind} {target}".lower()).strip("_")
+        test_file = directory / f"test_diff_{name}.py"
+        test_file.write_text(emit_test(divergence, target, against, expect, name), encoding="utf-8")
+        _say(f"test: {test_file}")

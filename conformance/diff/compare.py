@@ -1,0 +1,58 @@
+"""Comparing two observations of one step, after the normalisations a pair of implementations is allowed.
+
+What may legitimately differ between any two implementations is not observed at all (a step records no
+message id, commit-log offset, receipt handle, store timestamp, broker name or address, hold duration); the
+table :data:`NOT_OBSERVED` says why each is left out. What may differ between the reference and one real
+implementation is declared in that implementation's expectations file (``[[diff]]`` entries,
+:mod:`conformance.expectations`): an allowed difference or a reviewed deviation, each naming its requirement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from conformance import expectations
+from conformance.diff.steps import STEP_KINDS
+from conformance.expectations import DiffRule, ExpectationError
+
+#: What a step never records, and the requirement that lets implementations differ in it.
+NOT_OBSERVED: tuple[tuple[str, str, str], ...] = (
+    ("message ids", "STORE-3", "the offset message id holds the store host's address and commit-log offset"),
+    ("commit-log offsets", "STORE-4", "where a record starts depends on segment size and record layout"),
+    ("receipt handles", "PACK-2", "a handle carries the pop time and the broker name"),
+    ("store timestamps, hold durations", "LPOLL-3", "real time: only the kind of answer is compared"),
+    ("broker names and addresses", "REMOTING-1", "each runner names and places its broker"),
+)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The fields in which two observations of one step differ, and the rules that excused others."""
+
+    fields: tuple[str, ...]
+    excused: tuple[DiffRule, ...]
+
+
+def rules_for(expect: str | None) -> tuple[DiffRule, ...]:
+    """The ``[[diff]]`` rules of an expectations name or file (none for None), each naming a known step kind
+    (ExpectationError naming the file or the rule otherwise)."""
+    if expect is None:
+        return ()
+    known = set(STEP_KINDS) | {"*"}
+    out = expectations.load(expect).diff
+    for rule in out:
+        if rule.step not in known:
+            raise ExpectationError(f"diff entry for {rule.field!r}: step {rule.step!r} is not one of "
+                                   f"{', '.join(sorted(known))}")
+    return out
+
+
+def compare(step_kind: str, a: dict[str, Any], b: dict[str, Any], rules: tuple[DiffRule, ...]) -> Difference:
+    """Where ``a`` and ``b`` differ once the rules for ``step_kind`` dropped their fields."""
+    dropped = {rule.field: rule for rule in rules if rule.applies(step_kind)}
+    differing = sorted(key for key in set(a) | set(b) if a.get(key) != b.get(key))
+    return Difference(
+        fields=tuple(key for key in differing if key not in dropped),
+        excused=tuple(dropped[key] for key in differing if key in dropped),
+    )

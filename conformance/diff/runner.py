@@ -1,0 +1,164 @@
+"""The lockstep run: each step of a program on target A, then on target B, compared at once; Hypothesis draws
+the programs and shrinks the first divergence.
+
+Each program runs in names of its own (topics and groups prefixed with the sequence number), so the targets
+need no reset between programs. The first step whose observations differ (after the pair's normalisations)
+ends the program: from there on the two states differ and later steps would only repeat it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import Flaky
+
+from conformance.diff.compare import Difference, compare
+from conformance.diff.program import Program, programs
+from conformance.diff.steps import Side, Step
+from conformance.expectations import DiffRule
+from conformance.targets import Target, TargetError
+
+_salts = itertools.count()
+
+
+class TargetBroken(Exception):
+    """A target failed in a way that is no answer at all (a lost connection, an internal error): the run
+    cannot go on (exit 2), and no divergence is claimed."""
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first step of a program whose observations differ."""
+
+    program: Program
+    index: int
+    a: dict[str, Any]
+    b: dict[str, Any]
+    difference: Difference
+    #: Each step before it, with both observations (equal up to the rules), for the side-by-side listing.
+    before: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = ()
+
+    @property
+    def step(self) -> Step:
+        return self.program.steps[self.index]
+
+
+@dataclass
+class Stats:
+    sequences: int = 0
+    steps: int = 0
+    divergences: int = 0
+    #: Sequences run before the first divergence was seen (None: none seen).
+    first_at: int | None = None
+    #: How often each rule excused a difference.
+    excused: dict[DiffRule, int] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+
+class Lockstep:
+    """Runs programs on two targets in lockstep."""
+
+    def __init__(self, a: Target, b: Target, rules: tuple[DiffRule, ...] = (),
+                 on_sequence: Callable[[Stats], None] | None = None) -> None:
+        self.a, self.b = a, b
+        self.rules = rules
+        self.stats = Stats()
+        self._on_sequence = on_sequence
+        self._salt = f"{os.getpid() % 1000}x{next(_salts)}"
+
+    def run(self, program: Program) -> Divergence | None:
+        """Run one program; its first divergence, or None."""
+        self.stats.sequences += 1
+        prefix = f"d{self._salt}s{self.stats.sequences}-"
+        exact_time = "clock_control" in self.a.capabilities & self.b.capabilities
+        sides = (Side(self.a, prefix, program.queues, exact_time), Side(self.b, prefix, program.queues, exact_time))
+        before: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        try:
+            for side in sides:
+                for i, queues in enumerate(program.queues):
+                    _guard(side.target, side.target.create_topic, side.topic(i), queues)
+            for index, step in enumerate(program.steps):
+                a, b = (_guard(side.target, step.run, side, index) for side in sides)
+                self.stats.steps += 1
+                difference = compare(step.kind, a, b, self.rules)
+                for rule in difference.excused:
+                    self.stats.excused[rule] = self.stats.excused.get(rule, 0) + 1
+                if difference.fields:
+                    self.stats.divergences += 1
+                    if self.stats.first_at is None:
+                        self.stats.first_at = self.stats.sequences
+                    return Divergence(program, index, a, b, difference, tuple(before))
+                before.append((a, b))
+            return None
+        finally:
+            if self._on_sequence is not None:
+                self._on_sequence(self.stats)
+
+
+def _guard(target: Target, call: Callable[..., Any], *args: Any) -> Any:
+    """``call(*args)`` on ``target``; a failure that is not an answer is :class:`TargetBroken`."""
+    try:
+        return call(*args)
+    except (TargetError, AssertionError):
+        raise
+    except (OSError, ConnectionError, TimeoutError) as error:
+        raise TargetBroken(f"{target.name}: {type(error).__name__}: {error}") from error
+
+
+class _Found(Exception):
+    """Raised inside the Hypothesis test so that it shrinks."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    stats: Stats
+    #: The shrunk divergence (None: none found).
+    divergence: Divergence | None
+    #: The divergence as first found, before shrinking.
+    first: Divergence | None
+    #: True when the divergence did not reproduce while shrinking (a timing-dependent answer).
+    flaky: bool = False
+
+
+def search(lockstep: Lockstep, capabilities: frozenset[str], examples: int, seed: int, max_steps: int) -> SearchResult:
+    """Draw up to ``examples`` programs from what both targets can run; shrink the first divergence."""
+    found: list[Divergence] = []
+    broken: list[TargetBroken] = []
+
+    @settings(max_examples=examples, database=None, deadline=None, derandomize=False, verbosity=Verbosity.quiet,
+              suppress_health_check=list(HealthCheck), phases=(Phase.generate, Phase.shrink),
+              report_multiple_bugs=False, print_blob=False)
+    @given(programs(capabilities, max_steps))
+    def check(program: Program) -> None:
+        if broken:
+            return  # a broken target ends the search: the remaining examples pass at once
+        try:
+            divergence = lockstep.run(program)
+        except TargetBroken as error:
+            broken.append(error)
+            return
+        if divergence is not None:
+            found.append(divergence)
+            raise _Found
+
+    try:
+        hypothesis_seed(seed)(check)()
+    except _Found:
+        return SearchResult(lockstep.stats, found[-1], found[0])
+    except Flaky:
+        shortest = min(found, key=lambda d: len(d.program.steps))
+        return SearchResult(lockstep.stats, shortest, found[0], flaky=True)
+    if broken:
+        raise broken[0]
+    return SearchResult(lockstep.stats, None, None)
