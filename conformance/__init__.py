@@ -4,7 +4,8 @@
 CI gating                   ``spec/`` (requirements with IDs), ``suite/`` (the tests), ``targets/`` (the interface
                             and one adapter per wire; ``targets/registry.py`` opens one by address), ``mutants/``
                             (seeded faults the suite must kill), ``peers/`` (real brokers from Maven Central),
-                            ``expectations/`` (reviewed deviations), ``client_check/`` (judging clients)
+                            ``expectations/`` (reviewed deviations), ``client_check/`` (judging clients),
+                            ``diff/`` (two targets in lockstep, the first divergence shrunk)
 property-testing strategies ``strategy/``
 trace audits                ``audit/`` (PySpark; reads only ``reference.rules`` of the reference)
 reports                     ``report/`` (JUnit, JSON, HTML, the results matrix)

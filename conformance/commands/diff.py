@@ -4,7 +4,7 @@ Examples::
 
     mqtck diff --target mutant:offset-too-small-keeps-offset --examples 200
     mqtck diff --target remoting://127.0.0.1:9876 --against reference --examples 1000 --report-dir reports/diff
-    mqtck diff --target peer:rocketmq-4.9.7 --expect rocketmq-4.9.7 --examples 500
+    mqtck diff --target peer:rocketmq-4.9.7 --examples 500 --without restart
     mqtck diff --replay reports/diff/divergence.json --target mutant:pull-no-match-not-found
 
 Steps are drawn only from the capabilities both targets have. A divergence is printed as a numbered list of
@@ -44,6 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="the random seed (default 0: runs repeat)")
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
                    help=f"steps per sequence at most (default {DEFAULT_MAX_STEPS})")
+    p.add_argument("--without", nargs="+", default=[], metavar="STEP",
+                   help="never draw these step kinds (e.g. restart retention: a JVM broker takes seconds for each)")
     p.add_argument("--expect", default=None, metavar="NAME|FILE",
                    help="the implementation's expectations file: its [[diff]] entries (allowed differences and "
                         "reviewed deviations) are not compared (default: the peer's, for peer:NAME)")
@@ -83,6 +85,11 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--max-steps must be in [1, 100], got {args.max_steps}")
     if args.report_dir is not None and Path(args.report_dir).exists() and not Path(args.report_dir).is_dir():
         raise UsageError(f"--report-dir {args.report_dir} is a file, not a directory")
+    from conformance.diff.steps import STEP_KINDS
+
+    unknown = sorted(set(args.without) - set(STEP_KINDS))
+    if unknown:
+        raise UsageError(f"--without: unknown step kind {unknown[0]!r}; kinds: {', '.join(sorted(STEP_KINDS))}")
     if args.emit_test and args.report_dir is None:
         raise UsageError("--emit-test needs --report-dir (where the test is written)")
 
@@ -156,7 +163,7 @@ def _search(args: argparse.Namespace, target: str, against: str, expect: str | N
                  f"{', '.join(sorted(both))}")
             lockstep = Lockstep(a, b, rules, on_sequence=_Progress(args.examples))
             try:
-                result = search(lockstep, both, args.examples, args.seed, args.max_steps)
+                result = search(lockstep, both, args.examples, args.seed, args.max_steps, frozenset(args.without))
             except TargetBroken as exc:
                 raise UsageError(f"target unusable: {exc}") from None
         finally:
@@ -187,7 +194,8 @@ def _search(args: argparse.Namespace, target: str, against: str, expect: str | N
         return 0
     if not args.json:
         flaky = " (it did not reproduce while shrinking: timing-dependent)" if result.flaky else ""
-        print(f"divergence after {stats.first_at} sequences, shrunk to {divergence.index + 1} steps{flaky}:")
+        steps = divergence.index + 1
+        print(f"divergence after {stats.first_at} sequences, shrunk to {steps} step{'s' if steps > 1 else ''}{flaky}:")
         print(listing(divergence, target, against))
     return 1
 

@@ -23,7 +23,12 @@ NOT_OBSERVED: tuple[tuple[str, str, str], ...] = (
     ("receipt handles", "PACK-2", "a handle carries the pop time and the broker name"),
     ("store timestamps, hold durations", "LPOLL-3", "real time: only the kind of answer is compared"),
     ("broker names and addresses", "REMOTING-1", "each runner names and places its broker"),
+    ("refusal codes", "INPUT-4", "each transport has its own codes; the field a refusal names is compared"),
 )
+
+
+#: The observation field of a refusal (conformance.diff.steps): a rule on it excuses a whole step.
+REFUSED = "refused"
 
 
 @dataclass(frozen=True)
@@ -49,8 +54,15 @@ def rules_for(expect: str | None) -> tuple[DiffRule, ...]:
 
 
 def compare(step_kind: str, a: dict[str, Any], b: dict[str, Any], rules: tuple[DiffRule, ...]) -> Difference:
-    """Where ``a`` and ``b`` differ once the rules for ``step_kind`` dropped their fields."""
-    dropped = {rule.field: rule for rule in rules if rule.applies(step_kind)}
+    """Where ``a`` and ``b`` differ once the rules for ``step_kind`` dropped their fields (a ``refused`` rule: the
+    whole step, when one side refused it naming the rule's field and the other answered)."""
+    applicable = [rule for rule in rules if rule.applies(step_kind)]
+    for rule in applicable:
+        if rule.field == REFUSED and (REFUSED in a) != (REFUSED in b):
+            named = a.get(REFUSED) or b.get(REFUSED)
+            if not rule.when or rule.when == named:
+                return Difference(fields=(), excused=(rule,))
+    dropped = {rule.field: rule for rule in applicable if rule.field != REFUSED}
     differing = sorted(key for key in set(a) | set(b) if a.get(key) != b.get(key))
     return Difference(
         fields=tuple(key for key in differing if key not in dropped),

@@ -115,18 +115,26 @@ FAMILIES: tuple[tuple[type[s.Step], ...], ...] = (
 )
 
 
-def programs(capabilities: frozenset[str], max_steps: int) -> st.SearchStrategy[Program]:
+def programs(capabilities: frozenset[str], max_steps: int, without: frozenset[str] = frozenset()
+             ) -> st.SearchStrategy[Program]:
     """Programs of 1 to ``max_steps`` steps over 1 to :data:`MAX_TOPICS` topics, each from one family of
-    steps or from all. The length is drawn first (uniformly: Hypothesis's own lists favour very short ones,
-    which rarely hold the three or four steps a behaviour needs) and shrinks like any integer."""
-    kinds = step_strategies(capabilities)
-    families = [
-        [kinds[cls] for cls in family if cls in kinds] for family in FAMILIES if family[0] in kinds
-    ] + [list(kinds.values())]
-    if s.Retention in kinds:
-        # Retention deletes only whole segments: its family sends large messages, two or three at a time.
-        idx, queue = st.integers(0, MAX_TOPICS - 1), st.integers(0, MAX_QUEUES - 1)
-        families[0].append(st.builds(s.Send, idx, queue, st.sampled_from(s.TAGS), st.integers(2, 3), st.just(True)))
+    steps or from all (step kinds named in ``without`` never). The length is drawn first (uniformly:
+    Hypothesis's own lists favour very short ones, which rarely hold the three or four steps a behaviour
+    needs) and shrinks like any integer."""
+    kinds = {cls: strategy for cls, strategy in step_strategies(capabilities).items() if cls.kind not in without}
+    if not kinds:
+        raise ValueError("no step kind is left to draw: both targets lack the capabilities, or --without took all")
+    families = []
+    for family in FAMILIES:
+        if family[0] not in kinds:
+            continue
+        drawn = [kinds[cls] for cls in family if cls in kinds]
+        if s.Retention in family and s.Retention in kinds:
+            # Retention deletes only whole segments: its family also sends large messages, two or three at once.
+            drawn.append(st.builds(s.Send, st.integers(0, MAX_TOPICS - 1), st.integers(0, MAX_QUEUES - 1),
+                                   st.sampled_from(s.TAGS), st.integers(2, 3), st.just(True)))
+        families.append(drawn)
+    families.append(list(kinds.values()))
     return st.builds(
         Program,
         st.lists(st.integers(1, MAX_QUEUES), min_size=1, max_size=MAX_TOPICS).map(tuple),

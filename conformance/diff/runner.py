@@ -131,7 +131,8 @@ class SearchResult:
     flaky: bool = False
 
 
-def search(lockstep: Lockstep, capabilities: frozenset[str], examples: int, seed: int, max_steps: int) -> SearchResult:
+def search(lockstep: Lockstep, capabilities: frozenset[str], examples: int, seed: int, max_steps: int,
+           without: frozenset[str] = frozenset()) -> SearchResult:
     """Draw up to ``examples`` programs from what both targets can run; shrink the first divergence."""
     found: list[Divergence] = []
     broken: list[TargetBroken] = []
@@ -139,7 +140,7 @@ def search(lockstep: Lockstep, capabilities: frozenset[str], examples: int, seed
     @settings(max_examples=examples, database=None, deadline=None, derandomize=False, verbosity=Verbosity.quiet,
               suppress_health_check=list(HealthCheck), phases=(Phase.generate, Phase.shrink),
               report_multiple_bugs=False, print_blob=False)
-    @given(programs(capabilities, max_steps))
+    @given(programs(capabilities, max_steps, without))
     def check(program: Program) -> None:
         if broken:
             return  # a broken target ends the search: the remaining examples pass at once

@@ -111,7 +111,9 @@ def _notified(side: Side) -> dict[str, list[str]]:
 
 
 def _refused(error: TargetError) -> dict[str, Any]:
-    return {"refused": error.code}
+    """A refusal, by the field it names (INPUT-4): the code is the transport's own (a remoting ResponseCode, an
+    HTTP front's error code), so it is not compared."""
+    return {"refused": error.field or "(no field named)"}
 
 
 @dataclass(frozen=True)
@@ -353,7 +355,9 @@ class Restart(Step):
 
     def run(self, side: Side, index: int) -> dict[str, Any]:
         side.target.restart()
-        side.notified.clear()
+        # A restart drops every connection (consumers register again): what its shutdown told the old ones is
+        # not an answer of the broker to anything a client can still see.
+        _notified(side)
         return {}
 
 

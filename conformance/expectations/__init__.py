@@ -24,6 +24,9 @@ entry drops one observed field of one step kind from the comparison, as an allow
     reason = "why"
     source = "upstream file and method"
 
+``field = "refused"`` says more: where one side refuses the step (naming the field ``when``, if given) and
+the other answers it, the step is not compared at all (a stricter input rule of the reference, INPUT-4).
+
 ``mqtck conform --expect NAME|FILE`` reports a failure listed here as ``expected-fail`` (it does not gate)
 and a listed requirement that passes as ``unexpected-pass`` (the entry is stale: remove it). A MUST that a
 real Apache broker fails is first suspected to be a wrong requirement or a wrong test; only what survives
@@ -68,6 +71,8 @@ class DiffRule:
     id: str
     reason: str
     source: str
+    #: With ``field = "refused"``: the field the refusal names (empty: any).
+    when: str = ""
 
     def applies(self, step_kind: str) -> bool:
         return self.step in ("*", step_kind)
@@ -134,5 +139,8 @@ def _diff_rules(path: Path, raw: list[dict[str, object]], reqs: dict[str, spec.R
             raise ExpectationError(f"{path}: diff entry {n}: kind {entry['kind']!r} is not one of {kinds}")
         if entry["id"] not in reqs:
             raise ExpectationError(f"{path}: diff entry {n}: id {entry['id']!r} is not a requirement of the spec")
-        rules.append(DiffRule(*(" ".join(str(entry[k]).split()) for k in DIFF_FIELDS)))
+        when = entry.get("when", "")
+        if not isinstance(when, str):
+            raise ExpectationError(f"{path}: diff entry {n}: field 'when' must be a string")
+        rules.append(DiffRule(*(" ".join(str(entry[k]).split()) for k in DIFF_FIELDS), when=when))
     return tuple(rules)

@@ -294,7 +294,8 @@ class RocketMQPeer:
                 deadline = time.monotonic() + EXPIRE_TIMEOUT_S
                 while True:
                     lo, hi = self._commitlog_bounds(client)
-                    if lo >= hi // COMMITLOG_SEGMENT_BYTES * COMMITLOG_SEGMENT_BYTES:
+                    # An empty commit log (RocketMQ answers min -1, max 0) has nothing to expire.
+                    if hi <= 0 or lo >= hi // COMMITLOG_SEGMENT_BYTES * COMMITLOG_SEGMENT_BYTES:
                         break
                     if time.monotonic() > deadline:
                         raise PeerError(f"retention did not reach the segment being written within "

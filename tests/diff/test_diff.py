@@ -1,0 +1,163 @@
+"""``mqtck diff``: the control (the reference against itself over the wire agrees), a seeded fault diverges and
+shrinks, the replay file and the emitted test reproduce it, and bad input is one line with exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conformance.diff import steps as s
+from conformance.diff.compare import compare, rules_for
+from conformance.diff.program import Program
+from conformance.diff.replay import listing, read_replay, replay
+from conformance.diff.runner import Lockstep, search
+from conformance.expectations import ExpectationError
+from conformance.targets.launch import LaunchedBroker
+from conformance.targets.registry import open_target
+
+
+def mqtck_diff(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "conformance.cli", "diff", *args], capture_output=True, text=True,
+                          timeout=600, cwd=cwd)
+
+
+def _search(target: str, against: str, examples: int, tmp_path: Path, max_steps: int = 12):  # type: ignore[no-untyped-def]
+    a, b = open_target(target, str(tmp_path / "a")), open_target(against, str(tmp_path / "b"))
+    try:
+        return search(Lockstep(a, b), a.capabilities & b.capabilities, examples, seed=0, max_steps=max_steps)
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.req("OFFSET-1", "OFFSET-2", "QOFF-13", "CGRP-4", "PULL-1")
+def test_the_reference_agrees_with_itself_over_remoting(remoting_server: Callable[..., LaunchedBroker],
+                                                         tmp_path: Path) -> None:
+    """The control: every step the wire can carry answers the same in-process and over remoting."""
+    server = remoting_server("--control")
+    result = _search(server.url, "reference", 12, tmp_path, max_steps=6)
+    assert result.divergence is None, listing(result.divergence, server.url, "reference")
+    assert result.stats.sequences == 12 and result.stats.steps >= 12
+
+
+@pytest.mark.req("LPOLL-2", "LPOLL-3", "LPOLL-4")
+def test_the_reference_agrees_with_itself_over_http_on_simulated_time(http_server: Callable[..., LaunchedBroker],
+                                                                      tmp_path: Path) -> None:
+    """With clock control on both sides the instant of a held answer is compared too (held_ms)."""
+    server = http_server("--sim-clock")
+    result = _search(server.url, "reference", 15, tmp_path, max_steps=6)
+    assert result.divergence is None, listing(result.divergence, server.url, "reference")
+
+
+@pytest.mark.req("OFFSET-1")
+def test_a_seeded_fault_diverges_and_shrinks_to_the_step_that_shows_it(tmp_path: Path) -> None:
+    result = _search("mutant:offset-empty-queue-keeps-offset", "reference", 300, tmp_path)
+    d = result.divergence
+    assert d is not None, "the mutant answers a pull on an empty queue with the requested offset"
+    assert d.step.kind == "pull" and d.difference.fields == ("next",)
+    assert d.index + 1 <= 2, f"shrunk to {d.index + 1} steps"
+    assert result.stats.first_at is not None and result.stats.first_at <= result.stats.sequences
+    text = listing(d, "mutant", "reference")
+    assert "<<< differs" in text and "OFFSET-1" in text
+
+
+def test_the_cli_writes_a_replay_and_a_test_that_reproduce_the_divergence(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    target = "mutant:registry-no-notify-on-unregister"
+    run = mqtck_diff("--target", target, "--examples", "1500", "--report-dir", str(reports), "--emit-test")
+    assert run.returncode == 1, run.stderr
+    assert "divergence after" in run.stdout and "<<< differs" in run.stdout and "CGRP-5" in run.stdout
+    summary = json.loads((reports / "diff.json").read_text())
+    assert summary["diverged"] and summary["shrunk_steps"] <= 4
+    program, document = read_replay(reports / "divergence.json")
+    assert document["divergence"]["kind"] == "unregister" and document["divergence"]["fields"] == ["notified"]
+    assert len(program.steps) >= summary["shrunk_steps"]
+    # The replay diverges again on the mutant, and agrees where both sides are the reference.
+    again = mqtck_diff("--replay", str(reports / "divergence.json"), "--target", target)
+    assert again.returncode == 1 and "<<< differs" in again.stdout
+    same = mqtck_diff("--replay", str(reports / "divergence.json"), "--target", "reference")
+    assert same.returncode == 0, same.stderr
+    # The emitted test fails while the divergence is there.
+    (test_file,) = reports.glob("test_diff_*.py")
+    emitted = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
+                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert emitted.returncode == 1 and "<<< differs" in emitted.stdout, emitted.stdout[-2000:]
+
+
+def test_a_diff_rule_excuses_its_field_and_names_its_requirement(tmp_path: Path) -> None:
+    rules_file = tmp_path / "impl.toml"
+    rules_file.write_text(
+        'implementation = "X"\nversion = "1"\n\n[[diff]]\nstep = "pull"\nfield = "next"\nkind = "deviation"\n'
+        'id = "OFFSET-1"\nreason = "keeps the offset"\nsource = "somewhere"\n'
+    )
+    rules = rules_for(str(rules_file))
+    assert [(r.step, r.field, r.kind, r.id) for r in rules] == [("pull", "next", "deviation", "OFFSET-1")]
+    difference = compare("pull", {"next": 0, "max": 0}, {"next": 5, "max": 0}, rules)
+    assert difference.fields == () and difference.excused == rules
+    assert compare("query_offset", {"next": 0}, {"next": 5}, rules).fields == ("next",)
+    program = Program((1,), (s.Pull(0, 0, 0, 5),))
+    assert replay(program, "mutant:offset-empty-queue-keeps-offset", "reference", rules) is None
+    assert replay(program, "mutant:offset-empty-queue-keeps-offset", "reference") is not None
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ('[[diff]]\nstep = "pull"\nfield = "next"\nkind = "maybe"\nid = "OFFSET-1"\nreason = "r"\nsource = "s"\n',
+     "kind 'maybe' is not one of allowed, deviation"),
+    ('[[diff]]\nstep = "pul"\nfield = "next"\nkind = "allowed"\nid = "OFFSET-1"\nreason = "r"\nsource = "s"\n',
+     "step 'pul' is not one of"),
+    ('[[diff]]\nstep = "pull"\nfield = "next"\nkind = "allowed"\nid = "NOPE-1"\nreason = "r"\nsource = "s"\n',
+     "id 'NOPE-1' is not a requirement"),
+    ('[[diff]]\nstep = "pull"\nkind = "allowed"\nid = "OFFSET-1"\nreason = "r"\nsource = "s"\n',
+     "field 'field' is required"),
+])
+def test_bad_diff_rules_name_the_entry_and_the_rule(tmp_path: Path, body: str, message: str) -> None:
+    rules_file = tmp_path / "bad.toml"
+    rules_file.write_text(body)
+    with pytest.raises(ExpectationError, match=message):
+        rules_for(str(rules_file))
+
+
+def test_replay_files_are_checked_field_by_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    for document, message in (
+        ("{", "not a readable JSON replay file"),
+        ('{"format": "other"}', "format: expected"),
+        ('{"format": "mqtck-diff-replay/1", "program": {"queues": [], "steps": []}}', "program.queues"),
+        ('{"format": "mqtck-diff-replay/1", "program": {"queues": [1], "steps": [{"kind": "fly"}]}}',
+         "step kind 'fly'"),
+        ('{"format": "mqtck-diff-replay/1", "program": {"queues": [1], "steps": [{"kind": "pull", "x": 1}]}}',
+         "step pull:"),
+    ):
+        bad.write_text(document)
+        with pytest.raises(ValueError, match=message):
+            read_replay(bad)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--target", "reference", "--examples", "0"], "--examples must be >= 1"),
+    (["--target", "nowhere"], "unknown target 'nowhere'"),
+    (["--target", "reference", "--emit-test"], "--emit-test needs --report-dir"),
+    (["--target", "reference", "--expect", "no-such-impl"], "no expectations named 'no-such-impl'"),
+    (["--target", "remoting://127.0.0.1:1"], "127.0.0.1:1"),
+])
+def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
+    run = mqtck_diff(*args, cwd=tmp_path)
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mqtck diff: error:") and message in lines[0], run.stderr
+
+
+def test_replay_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    run = mqtck_diff("--replay", str(tmp_path / "none.json"), "--target", "reference")
+    assert run.returncode == 2 and "not a readable JSON replay file" in run.stderr
+
+
+def test_every_step_kind_round_trips_through_json() -> None:
+    for cls in s.STEP_KINDS.values():
+        step = cls()
+        assert s.step_from_json(json.loads(json.dumps(step.to_json()))) == step
