@@ -74,8 +74,10 @@ class _Progress:
         self._last = now
         phase = "shrinking" if stats.divergences else "searching"
         rate = stats.steps / stats.elapsed_s if stats.elapsed_s else 0.0
+        shortest = (f"; shortest: {stats.shortest_steps} steps, step {stats.shortest_steps} {stats.shortest} differs"
+                    if stats.shortest_steps else "")
         _say(f"{phase}: {min(stats.sequences, self.examples)}/{self.examples} sequences, {stats.steps} steps, "
-             f"{rate:.0f} steps/s, {stats.divergences} diverging runs")
+             f"{rate:.0f} steps/s, {stats.divergences} diverging runs{shortest}")
 
 
 def _check_args(args: argparse.Namespace) -> None:

@@ -57,6 +57,9 @@ class Stats:
     divergences: int = 0
     #: Sequences run before the first divergence was seen (None: none seen).
     first_at: int | None = None
+    #: The shortest divergence seen so far (progress lines show it while shrinking).
+    shortest: str = ""
+    shortest_steps: int = 0
     #: How often each rule excused a difference.
     excused: dict[DiffRule, int] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
@@ -98,6 +101,9 @@ class Lockstep:
                     self.stats.divergences += 1
                     if self.stats.first_at is None:
                         self.stats.first_at = self.stats.sequences
+                    if not self.stats.shortest_steps or index + 1 < self.stats.shortest_steps:
+                        self.stats.shortest_steps = index + 1
+                        self.stats.shortest = f"{step.kind} ({', '.join(difference.fields)})"
                     return Divergence(program, index, a, b, difference, tuple(before))
                 before.append((a, b))
             return None

@@ -42,8 +42,12 @@ Offset = Annotated[int, Field(ge=0, le=JSON_SAFE_MAX, examples=[0])]
 #: character, no ``|`` (the core forbids only ``||``; the front is stricter so the schema stays simple).
 TAG_CHARS = r"[^|\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]{1,255}"
 Tags = Annotated[str, Field(pattern=rf"^{TAG_CHARS}$", examples=["TagA"])]
+#: ``*`` or tags separated by ``||``, with spaces around them as RocketMQ's FilterAPI allows (it trims each piece):
+#: a subset of what ``reference.rules.filter.SubscriptionData.parse`` accepts, so the schema never promises more
+#: than the core takes (``A || B`` was once refused here while the wire and the core accepted it: mqtck diff).
 Expression = Annotated[
-    str, Field(max_length=1024, pattern=rf"^(\*|{TAG_CHARS}(\|\|{TAG_CHARS})*)$", examples=["*", "TagA||TagB"])
+    str, Field(max_length=1024, pattern=rf"^ *(\*|{TAG_CHARS}( *\|\| *{TAG_CHARS})*) *$",
+               examples=["*", "TagA||TagB", "TagA || TagB"])
 ]
 
 
