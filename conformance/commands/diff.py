@@ -153,12 +153,10 @@ def _replay(args: argparse.Namespace, target: str, against: str, rules: tuple[An
 
 def _search(args: argparse.Namespace, target: str, against: str, expect: str | None, rules: tuple[Any, ...]) -> int:
     from conformance.diff.replay import emit_test, listing, replay_document
-    from conformance.diff.runner import Lockstep, TargetBroken, search
-    from conformance.targets.registry import open_target
+    from conformance.diff.runner import Lockstep, TargetBroken, open_pair, search
 
     with tempfile.TemporaryDirectory(prefix="mqtck-diff-") as workdir:
-        a = open_target(target, str(Path(workdir) / "a"))
-        b = open_target(against, str(Path(workdir) / "b"))
+        a, b = open_pair(target, against, Path(workdir))
         try:
             both = a.capabilities & b.capabilities
             _say(f"{target} vs {against}: up to {args.examples} sequences of up to {args.max_steps} steps over "

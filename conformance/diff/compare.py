@@ -53,15 +53,21 @@ def rules_for(expect: str | None) -> tuple[DiffRule, ...]:
     return out
 
 
+def _holds(rule: DiffRule, a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """A rule's condition ``when = "KEY=VALUE"``: either observation has that value (no condition: always)."""
+    if not rule.when:
+        return True
+    key, _, value = rule.when.partition("=")
+    return any(key in obs and str(obs[key]) == value for obs in (a, b))
+
+
 def compare(step_kind: str, a: dict[str, Any], b: dict[str, Any], rules: tuple[DiffRule, ...]) -> Difference:
-    """Where ``a`` and ``b`` differ once the rules for ``step_kind`` dropped their fields (a ``refused`` rule: the
-    whole step, when one side refused it naming the rule's field and the other answered)."""
-    applicable = [rule for rule in rules if rule.applies(step_kind)]
+    """Where ``a`` and ``b`` differ once the rules for ``step_kind`` whose condition holds dropped their fields (a
+    ``refused`` rule: the whole step, when one side refused it and the other answered)."""
+    applicable = [rule for rule in rules if rule.applies(step_kind) and _holds(rule, a, b)]
     for rule in applicable:
         if rule.field == REFUSED and (REFUSED in a) != (REFUSED in b):
-            named = a.get(REFUSED) or b.get(REFUSED)
-            if not rule.when or rule.when == named:
-                return Difference(fields=(), excused=(rule,))
+            return Difference(fields=(), excused=(rule,))
     dropped = {rule.field: rule for rule in applicable if rule.field != REFUSED}
     differing = sorted(key for key in set(a) | set(b) if a.get(key) != b.get(key))
     return Difference(

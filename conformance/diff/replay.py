@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance.diff.program import Program
-from conformance.diff.runner import Divergence, Lockstep
+from conformance.diff.runner import Divergence, Lockstep, open_pair
 from conformance.expectations import DiffRule
-from conformance.targets.registry import open_target
 
 REPLAY_FORMAT = "mqtck-diff-replay/1"
 
@@ -83,15 +82,12 @@ def read_replay(path: Path) -> tuple[Program, dict[str, Any]]:
 def replay(program: Program, target: str, against: str, rules: tuple[DiffRule, ...] = ()) -> Divergence | None:
     """Open both targets, run ``program`` once in lockstep, close them; the divergence or None."""
     with tempfile.TemporaryDirectory(prefix="mqtck-diff-") as workdir:
-        a = open_target(target, str(Path(workdir) / "a"))
+        a, b = open_pair(target, against, Path(workdir))
         try:
-            b = open_target(against, str(Path(workdir) / "b"))
-            try:
-                return Lockstep(a, b, rules).run(program)
-            finally:
-                b.close()
+            return Lockstep(a, b, rules).run(program)
         finally:
             a.close()
+            b.close()
 
 
 TEST_TEMPLATE = '''"""Reproduces a divergence found by ``mqtck diff`` (step {step}, {kind}: {fields}).

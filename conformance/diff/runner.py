@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
@@ -21,9 +22,10 @@ from hypothesis.errors import Flaky
 
 from conformance.diff.compare import Difference, compare
 from conformance.diff.program import Program, programs
-from conformance.diff.steps import Side, Step
+from conformance.diff.steps import LARGE_BODY_BYTES, MAX_LARGE_BODY_BYTES, Side, Step
 from conformance.expectations import DiffRule
 from conformance.targets import Target, TargetError
+from conformance.targets.registry import open_target
 
 _salts = itertools.count()
 
@@ -75,6 +77,7 @@ class Lockstep:
     def __init__(self, a: Target, b: Target, rules: tuple[DiffRule, ...] = (),
                  on_sequence: Callable[[Stats], None] | None = None) -> None:
         self.a, self.b = a, b
+        self.large_bytes = large_body_bytes(a, b)
         self.rules = rules
         self.stats = Stats()
         self._on_sequence = on_sequence
@@ -85,7 +88,7 @@ class Lockstep:
         self.stats.sequences += 1
         prefix = f"d{self._salt}s{self.stats.sequences}-"
         exact_time = "clock_control" in self.a.capabilities & self.b.capabilities
-        sides = (Side(self.a, prefix, program.queues, exact_time), Side(self.b, prefix, program.queues, exact_time))
+        sides = tuple(Side(target, prefix, program.queues, exact_time, self.large_bytes) for target in (self.a, self.b))
         before: list[tuple[dict[str, Any], dict[str, Any]]] = []
         try:
             for side in sides:
@@ -110,6 +113,29 @@ class Lockstep:
         finally:
             if self._on_sequence is not None:
                 self._on_sequence(self.stats)
+
+
+def open_pair(target: str, against: str, workdir: Path) -> tuple[Target, Target]:
+    """Open both targets; an in-process reference (or mutant) gets the other's segment sizes when that one
+    tells them (capability ``store_layout``), so that a retention step deletes the same messages on both."""
+    a = open_target(target, str(workdir / "a"))
+    try:
+        layout = a.store_layout() if "store_layout" in a.capabilities else None
+        b = open_target(against, str(workdir / "b"), layout=layout)
+        if layout is None and "store_layout" in b.capabilities:
+            a.close()
+            a = open_target(target, str(workdir / "a2"), layout=b.store_layout())
+    except BaseException:
+        a.close()
+        raise
+    return a, b
+
+
+def large_body_bytes(a: Target, b: Target) -> int:
+    """Half the smaller commit-log segment of the two (at most MAX_LARGE_BODY_BYTES); the in-process
+    conformance store's half segment when neither tells its layout."""
+    sizes = [t.store_layout().commitlog_segment_bytes for t in (a, b) if "store_layout" in t.capabilities]
+    return min(min(sizes) // 2, MAX_LARGE_BODY_BYTES) if sizes else LARGE_BODY_BYTES
 
 
 def _guard(target: Target, call: Callable[..., Any], *args: Any) -> Any:

@@ -25,9 +25,11 @@ from reference.rules.codes import ResponseCode
 
 #: Simulated time a retention step moves on clocked targets: past fileReservedTime (72 h, RETAIN-1).
 RETENTION_ADVANCE_MS = 73 * 3_600_000
-#: Bodies of a "large" send: half of the in-process conformance store's 64 KiB commit-log segment, so a
-#: few sends span segments and a retention step has something to delete.
+#: Bodies of a "large" send: half of a commit-log segment (the in-process conformance store's is 64 KiB), so a
+#: few sends span segments and a retention step has something to delete; at most MAX_LARGE_BODY_BYTES, well
+#: under RocketMQ's maxMessageSize (4 MiB).
 LARGE_BODY_BYTES = 32 * 1024
+MAX_LARGE_BODY_BYTES = 1 << 20
 #: Tags a step may carry or filter by; None sends an untagged message.
 TAGS = ("A", "B", None)
 #: Subscription expressions a pull, a long poll or a heartbeat may carry.
@@ -43,6 +45,8 @@ class Side:
     queues: tuple[int, ...]
     #: Both targets are on simulated time: when an answer came is compared too (held_ms), not only its kind.
     exact_time: bool = False
+    #: The body size of a large send (half a commit-log segment of the pair's layout).
+    large_bytes: int = LARGE_BODY_BYTES
     #: Messages this side accepted per (topic index, queue id): where "the max offset" of a long poll is.
     sent: Counter[tuple[int, int]] = field(default_factory=Counter)
     #: Receipt handles popped so far, in order (a change of invisible time replaces its handle).
@@ -74,9 +78,10 @@ class Side:
         return "clock_control" in self.target.capabilities
 
 
-def _body(step: int, k: int, large: bool) -> bytes:
+def _body(step: int, k: int, large: int = 0) -> bytes:
+    """Message ``k`` of step ``step``: recognisable, and ``large`` bytes long when asked."""
     stamp = f"s{step}m{k};".encode()
-    return (stamp * (LARGE_BODY_BYTES // len(stamp) + 1))[:LARGE_BODY_BYTES] if large else stamp
+    return (stamp * (large // len(stamp) + 1))[:large] if large else stamp
 
 
 def _pull_view(reply: PullReply, offset: int, side: Side) -> dict[str, Any]:
@@ -152,7 +157,7 @@ class Send(Step):
         placed = []
         for k in range(self.count):
             try:
-                receipt = side.target.send(topic, q, _body(index, k, self.large), self.tags)
+                receipt = side.target.send(topic, q, _body(index, k, side.large_bytes if self.large else 0), self.tags)
             except TargetError as error:
                 placed.append(_refused(error))
                 continue
@@ -220,7 +225,7 @@ class LongPoll(Step):
             if self.commit_during is not None:
                 side.target.commit_offset(group, topic, q, self.commit_during)
             if self.send:
-                receipt = side.target.send(topic, q, _body(index, 0, False), self.send_tags)
+                receipt = side.target.send(topic, q, _body(index, 0), self.send_tags)
                 side.sent[(t, q)] = max(side.sent[(t, q)], receipt.queue_offset + 1)
                 during["sent"] = [receipt.queue_id, receipt.queue_offset]
             reply = pending.result()
@@ -420,7 +425,7 @@ class Pop(Step):
             pending = side.target.pop(group, topic, q, self.max_nums, self.invisible_ms, self.poll_ms)
             if self.send_after_ms is not None:
                 _wait(side, self.send_after_ms)
-                receipt = side.target.send(topic, max(q, 0), _body(index, 0, False), "A")
+                receipt = side.target.send(topic, max(q, 0), _body(index, 0), "A")
                 out["sent"] = [receipt.queue_id, receipt.queue_offset]
             reply = pending.result()
         except TargetError as error:
@@ -532,7 +537,7 @@ class PermitFlow(Step):
         out: dict[str, Any] = {}
         try:
             if self.batch:
-                side.target.send_batch(topic, 0, [_body(index, k, False) for k in range(self.batch)])
+                side.target.send_batch(topic, 0, [_body(index, k) for k in range(self.batch)])
             side.target.flow(group, client, topic, self.permits)
             records = side.target.dispatched(group, client, topic)
             out["permits"] = side.target.permits(group, client, topic)

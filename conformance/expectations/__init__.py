@@ -24,8 +24,10 @@ entry drops one observed field of one step kind from the comparison, as an allow
     reason = "why"
     source = "upstream file and method"
 
-``field = "refused"`` says more: where one side refuses the step (naming the field ``when``, if given) and
-the other answers it, the step is not compared at all (a stricter input rule of the reference, INPUT-4).
+An entry may hold only under a condition, ``when = "KEY=VALUE"``: one of the two observations has that value
+(``when = "status=OFFSET_OVERFLOW_BADLY"``). ``field = "refused"`` says more: where one side refuses the step
+and the other answers it, the step is not compared at all (a stricter input rule of the reference, INPUT-4;
+``when = "refused=queueOffset"`` narrows it to refusals naming that field).
 
 ``mqtck conform --expect NAME|FILE`` reports a failure listed here as ``expected-fail`` (it does not gate)
 and a listed requirement that passes as ``unexpected-pass`` (the entry is stale: remove it). A MUST that a
@@ -71,7 +73,7 @@ class DiffRule:
     id: str
     reason: str
     source: str
-    #: With ``field = "refused"``: the field the refusal names (empty: any).
+    #: ``KEY=VALUE``: the rule holds only where one of the two observations has that value (empty: always).
     when: str = ""
 
     def applies(self, step_kind: str) -> bool:
@@ -140,7 +142,7 @@ def _diff_rules(path: Path, raw: list[dict[str, object]], reqs: dict[str, spec.R
         if entry["id"] not in reqs:
             raise ExpectationError(f"{path}: diff entry {n}: id {entry['id']!r} is not a requirement of the spec")
         when = entry.get("when", "")
-        if not isinstance(when, str):
-            raise ExpectationError(f"{path}: diff entry {n}: field 'when' must be a string")
+        if not isinstance(when, str) or (when and "=" not in when):
+            raise ExpectationError(f"{path}: diff entry {n}: field 'when' must be a string KEY=VALUE")
         rules.append(DiffRule(*(" ".join(str(entry[k]).split()) for k in DIFF_FIELDS), when=when))
     return tuple(rules)

@@ -30,6 +30,7 @@ from . import (
     PulledMessage,
     PullReply,
     SendReceipt,
+    StoreLayout,
     TargetError,
 )
 
@@ -117,7 +118,10 @@ class ReferenceTarget:
         }
     )
 
-    def __init__(self, workdir: str, mutant: Mutant | None = None, name: str = "reference") -> None:
+    def __init__(self, workdir: str, mutant: Mutant | None = None, name: str = "reference",
+                 layout: StoreLayout | None = None) -> None:
+        """``layout``: the segment sizes of another implementation, so that retention deletes the same
+        messages on both (``mqtck diff``); the conformance store's small segments otherwise."""
         self.name = name
         self.mutant = mutant
         self.clock = SimClock()
@@ -125,7 +129,10 @@ class ReferenceTarget:
         self._trace_sink = MemorySink()
         self._trace = Trace(self._trace_sink, run=name, clock=self.clock)
         self._host = BrokerHost(
-            workdir, self.clock, store_config=MessageStoreConfig(**CONFORMANCE_STORE),
+            workdir, self.clock, store_config=MessageStoreConfig(**(CONFORMANCE_STORE if layout is None else dict(
+                commit_log_segment_bytes=layout.commitlog_segment_bytes,
+                consume_queue_units_per_segment=layout.consumequeue_segment_units,
+            ))),
             components=self.mutant.components if self.mutant else None, trace=self._trace,
         )
         self.broker = self._open_broker()

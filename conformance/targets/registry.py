@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from conformance.mutants import CATALOGUE
-from conformance.targets import CAPABILITIES, Target
+from conformance.targets import CAPABILITIES, StoreLayout, Target
 from conformance.targets.http import HttpTarget, probe
 from conformance.targets.reference import ReferenceTarget
 from conformance.targets.remoting import RemotingTarget, control_capabilities, discover_broker, wire_capabilities
@@ -89,13 +89,14 @@ def target_capabilities(text: str) -> frozenset[str]:
     return ReferenceTarget.capabilities
 
 
-def open_target(text: str, workdir: str) -> Target:
-    """Open a target in ``workdir`` (a fresh directory the caller removes)."""
+def open_target(text: str, workdir: str, layout: StoreLayout | None = None) -> Target:
+    """Open a target in ``workdir`` (a fresh directory the caller removes); an in-process reference or mutant
+    with the segment sizes of ``layout`` if given."""
     spec = parse_target(text)
     if spec.kind == "reference":
-        return ReferenceTarget(workdir)
+        return ReferenceTarget(workdir, layout=layout)
     if spec.kind == "http":
         return HttpTarget(spec.arg, target_capabilities(text))
     if spec.kind == "remoting":
         return RemotingTarget(spec.arg, name=text, control=spec.options.get("control"))
-    return ReferenceTarget(workdir, mutant=CATALOGUE[spec.arg], name=text)
+    return ReferenceTarget(workdir, mutant=CATALOGUE[spec.arg], name=text, layout=layout)

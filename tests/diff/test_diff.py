@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,10 +16,9 @@ from conformance.diff import steps as s
 from conformance.diff.compare import compare, rules_for
 from conformance.diff.program import Program
 from conformance.diff.replay import listing, read_replay, replay
-from conformance.diff.runner import Lockstep, search
+from conformance.diff.runner import Lockstep, open_pair, search
 from conformance.expectations import ExpectationError
 from conformance.targets.launch import LaunchedBroker
-from conformance.targets.registry import open_target
 
 
 def mqtck_diff(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -27,7 +27,7 @@ def mqtck_diff(*args: str, cwd: Path | None = None) -> subprocess.CompletedProce
 
 
 def _search(target: str, against: str, examples: int, tmp_path: Path, max_steps: int = 12):  # type: ignore[no-untyped-def]
-    a, b = open_target(target, str(tmp_path / "a")), open_target(against, str(tmp_path / "b"))
+    a, b = open_pair(target, against, tmp_path)
     try:
         return search(Lockstep(a, b), a.capabilities & b.capabilities, examples, seed=0, max_steps=max_steps)
     finally:
@@ -106,6 +106,10 @@ def test_a_diff_rule_excuses_its_field_and_names_its_requirement(tmp_path: Path)
     difference = compare("pull", {"next": 0, "max": 0}, {"next": 5, "max": 0}, rules)
     assert difference.fields == () and difference.excused == rules
     assert compare("query_offset", {"next": 0}, {"next": 5}, rules).fields == ("next",)
+    conditional = replace(rules[0], when="status=OFFSET_TOO_SMALL")
+    assert compare("pull", {"next": 0, "status": "FOUND"}, {"next": 5, "status": "FOUND"}, (conditional,)).fields
+    too_small = {"status": "OFFSET_TOO_SMALL"}
+    assert not compare("pull", {"next": 0, **too_small}, {"next": 5, **too_small}, (conditional,)).fields
     program = Program((1,), (s.Pull(0, 0, 0, 5),))
     assert replay(program, "mutant:offset-empty-queue-keeps-offset", "reference", rules) is None
     assert replay(program, "mutant:offset-empty-queue-keeps-offset", "reference") is not None
