@@ -53,6 +53,8 @@ class Side:
     handles: list[str] = field(default_factory=list)
     #: How many notifications of each connection were already observed.
     notified: Counter[int] = field(default_factory=Counter)
+    #: The connections each group index has registered (by this program's heartbeats and unregisters).
+    registered: dict[int, set[int]] = field(default_factory=dict)
     #: Messages dispatched to each permit consumer that were already observed.
     dispatched_seen: Counter[int] = field(default_factory=Counter)
 
@@ -307,6 +309,7 @@ class Heartbeat(Step):
                                   sub_version=self.sub_version)
         except TargetError as error:
             return _refused(error)
+        side.registered.setdefault(self.group, set()).add(self.conn)
         return {"notified": _notified(side)}
 
 
@@ -319,11 +322,15 @@ class Unregister(Step):
     group: int = 0
 
     def run(self, side: Side, index: int) -> dict[str, Any]:
+        members = side.registered.setdefault(self.group, set())
+        # Whether the program had registered this connection: the same on both sides (a rule may hold on it).
+        member = self.conn in members
         try:
             side.target.unregister(side.conn(self.conn), side.group(self.group))
         except TargetError as error:
-            return _refused(error)
-        return {"notified": _notified(side)}
+            return {"member": member, **_refused(error)}
+        members.discard(self.conn)
+        return {"member": member, "notified": _notified(side)}
 
 
 @dataclass(frozen=True)
@@ -363,6 +370,7 @@ class Restart(Step):
         # A restart drops every connection (consumers register again): what its shutdown told the old ones is
         # not an answer of the broker to anything a client can still see.
         _notified(side)
+        side.registered.clear()
         return {}
 
 

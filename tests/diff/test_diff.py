@@ -39,7 +39,7 @@ def _search(target: str, against: str, examples: int, tmp_path: Path, max_steps:
 def test_the_reference_agrees_with_itself_over_remoting(remoting_server: Callable[..., LaunchedBroker],
                                                          tmp_path: Path) -> None:
     """The control: every step the wire can carry answers the same in-process and over remoting."""
-    server = remoting_server("--control")
+    server = remoting_server("--control", "--segment-bytes", "65536")
     result = _search(server.url, "reference", 12, tmp_path, max_steps=6)
     assert result.divergence is None, listing(result.divergence, server.url, "reference")
     assert result.stats.sequences == 12 and result.stats.steps >= 12
@@ -49,7 +49,7 @@ def test_the_reference_agrees_with_itself_over_remoting(remoting_server: Callabl
 def test_the_reference_agrees_with_itself_over_http_on_simulated_time(http_server: Callable[..., LaunchedBroker],
                                                                       tmp_path: Path) -> None:
     """With clock control on both sides the instant of a held answer is compared too (held_ms)."""
-    server = http_server("--sim-clock")
+    server = http_server("--sim-clock", "--segment-bytes", "65536")
     # Found by mqtck diff: the HTTP front's schema refused the expression "A || B" that the core and the wire
     # accept (RocketMQ trims the pieces).
     for expression in ("A || B", " A||B ", "*"):
