@@ -88,7 +88,9 @@ class Lockstep:
         self.stats.sequences += 1
         prefix = f"d{self._salt}s{self.stats.sequences}-"
         exact_time = "clock_control" in self.a.capabilities & self.b.capabilities
-        sides = tuple(Side(target, prefix, program.queues, exact_time, self.large_bytes) for target in (self.a, self.b))
+        expire = "retention_expire" in self.a.capabilities & self.b.capabilities
+        sides = tuple(Side(target, prefix, program.queues, exact_time, self.large_bytes, expire)
+                      for target in (self.a, self.b))
         before: list[tuple[dict[str, Any], dict[str, Any]]] = []
         try:
             for side in sides:

@@ -47,6 +47,9 @@ class Side:
     exact_time: bool = False
     #: The body size of a large send (half a commit-log segment of the pair's layout).
     large_bytes: int = LARGE_BODY_BYTES
+    #: Both targets expire retention on request (``retention_expire``); otherwise a retention step moves their
+    #: clocks past fileReservedTime, on both alike (so that channels expire on both too).
+    expire_on_request: bool = False
     #: Messages this side accepted per (topic index, queue id): where "the max offset" of a long poll is.
     sent: Counter[tuple[int, int]] = field(default_factory=Counter)
     #: Receipt handles popped so far, in order (a change of invisible time replaces its handle).
@@ -387,7 +390,7 @@ class Retention(Step):
     def run(self, side: Side, index: int) -> dict[str, Any]:
         if not self.expire:
             side.target.run_retention()
-        elif "retention_expire" in side.target.capabilities:
+        elif side.expire_on_request:
             side.target.expire_retention()
         else:
             side.target.advance(RETENTION_ADVANCE_MS)
