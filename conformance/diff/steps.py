@@ -239,7 +239,12 @@ class LongPoll(Step):
         except AssertionError:
             # The target's own bound (hold time plus slack) passed without an answer (LPOLL-3).
             return {"answer": "none within the hold time plus slack"}
-        return {**during, **_pull_view(reply, offset, side)}
+        view = _pull_view(reply, offset, side)
+        if not side.exact_time and not reply.messages:
+            # Real time: not the instant, but whether an answer without messages came well before the hold time
+            # (woken by an arrival that does not match, LPOLL-5), which no tolerance of a check interval explains.
+            view["early"] = reply.held_ms < self.suspend_ms // 2
+        return {**during, **view}
 
 
 @dataclass(frozen=True)
