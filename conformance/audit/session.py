@@ -30,6 +30,11 @@ LOCAL_MASTER = "local[*]"
 #: mode (Spark spills to local disk beyond it); with the JVM's own memory (code, metaspace, threads,
 #: buffers: about 500 MiB) the process stays under 2 GiB (1.8 GiB measured at 10M events).
 DRIVER_MEMORY = "1280m"
+#: Finished SQL executions, jobs and stages, and tasks, the driver's status store keeps (progress needs only
+#: the running ones).
+RETAINED_EXECUTIONS = 20
+RETAINED_JOBS = 100
+RETAINED_TASKS = 10_000
 #: Shuffle partitions until the job sizes them from the input.
 SHUFFLE_PARTITIONS = 8
 LOG_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
@@ -94,6 +99,13 @@ def spark_session(settings: SparkSettings | None = None) -> SparkSession:
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.ui.enabled", os.environ.get("MQTCK_SPARK_UI", "false"))
         .config("spark.ui.showConsoleProgress", "false")
+        # What the status store keeps of finished work (Spark keeps 1,000 SQL executions with their plans by
+        # default): a driver that runs many audits, as a test worker's does, must not fill its heap with the
+        # plans of audits long done (a CI run once spent 30 min in full GCs at 93 % of the old generation).
+        .config("spark.sql.ui.retainedExecutions", str(RETAINED_EXECUTIONS))
+        .config("spark.ui.retainedJobs", str(RETAINED_JOBS))
+        .config("spark.ui.retainedStages", str(RETAINED_JOBS))
+        .config("spark.ui.retainedTasks", str(RETAINED_TASKS))
         .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
         # The job sizes its shuffles itself (one partition per 4 MiB of input) and broadcasts its small
         # tables explicitly; adaptive re-planning between stages only adds latency (measured on 1M events:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+#: The test workers' driver heap.
+TEST_DRIVER_MEMORY = "2g"
+
 
 @pytest.fixture(scope="session")
 def spark():
     pytest.importorskip("pyspark")
-    from conformance.audit.session import DRIVER_MEMORY, SparkSettings, spark_session
+    from conformance.audit.session import SparkSettings, spark_session
 
-    # The CLI's heap: one driver audits every trace of the worker's tests. With 1 GiB, a GC log showed up to
-    # 628 MiB live during the larger audits, and a CI run once lost the driver in the middle of one.
-    session = spark_session(SparkSettings(master="local[2]", driver_memory=DRIVER_MEMORY, shuffle_partitions=2))
+    # One driver audits every trace of the worker's tests, so it gets more heap than the CLI's one audit
+    # (DRIVER_MEMORY): with 1 GiB a GC log showed up to 628 MiB live during the larger audits, a CI run once
+    # lost the driver in the middle of one, and another spent 30 min in full GCs at the CLI's 1280 MiB when
+    # the worker happened to run more of the audit tests.
+    session = spark_session(SparkSettings(master="local[2]", driver_memory=TEST_DRIVER_MEMORY, shuffle_partitions=2))
     yield session
