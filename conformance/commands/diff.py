@@ -97,7 +97,7 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.diff.compare import rules_for
+    from conformance.diff.compare import rules_for, settings_for
     from conformance.expectations import ExpectationError
     from conformance.targets.http import UnreachableTarget
     from conformance.targets.registry import parse_target
@@ -110,10 +110,11 @@ def run(args: argparse.Namespace) -> int:
             against, _ = _serve(args.against, stack)
             for text in (target, against):
                 parse_target(text)
-            rules = rules_for(args.expect or expect)
+            expect = args.expect or expect
+            rules, settings = rules_for(expect), settings_for(expect)
             if args.replay is not None:
-                return _replay(args, target, against, rules)
-            return _search(args, target, against, args.expect or expect, rules)
+                return _replay(args, target, against, rules, settings)
+            return _search(args, target, against, expect, rules, settings)
         except (ValueError, ExpectationError, UnreachableTarget) as exc:
             raise UsageError(str(exc)) from None
 
@@ -139,11 +140,12 @@ def _serve(text: str, stack: contextlib.ExitStack) -> tuple[str, str | None]:
     return address, info.name if info.name in expectations.known() else None
 
 
-def _replay(args: argparse.Namespace, target: str, against: str, rules: tuple[Any, ...]) -> int:
+def _replay(args: argparse.Namespace, target: str, against: str, rules: tuple[Any, ...],
+            settings: dict[str, object]) -> int:
     from conformance.diff.replay import listing, read_replay, replay
 
     program, _ = read_replay(Path(args.replay))
-    divergence = replay(program, target, against, rules)
+    divergence = replay(program, target, against, rules, settings)
     if divergence is None:
         _say(f"the {len(program.steps)} steps of {args.replay} agree on {target} and {against}")
         return 0
@@ -151,14 +153,18 @@ def _replay(args: argparse.Namespace, target: str, against: str, rules: tuple[An
     return 1
 
 
-def _search(args: argparse.Namespace, target: str, against: str, expect: str | None, rules: tuple[Any, ...]) -> int:
+def _search(args: argparse.Namespace, target: str, against: str, expect: str | None, rules: tuple[Any, ...],
+            settings: dict[str, object]) -> int:
     from conformance.diff.replay import emit_test, listing, replay_document
     from conformance.diff.runner import Lockstep, TargetBroken, open_pair, search
 
     with tempfile.TemporaryDirectory(prefix="mqtck-diff-") as workdir:
-        a, b = open_pair(target, against, Path(workdir))
+        a, b = open_pair(target, against, Path(workdir), settings)
         try:
             both = a.capabilities & b.capabilities
+            if settings:
+                _say("the reference runs as the expectations say: " +
+                     ", ".join(f"{k}={v}" for k, v in sorted(settings.items())))
             _say(f"{target} vs {against}: up to {args.examples} sequences of up to {args.max_steps} steps over "
                  f"{', '.join(sorted(both))}")
             lockstep = Lockstep(a, b, rules, on_sequence=_Progress(args.examples))

@@ -79,10 +79,12 @@ def read_replay(path: Path) -> tuple[Program, dict[str, Any]]:
         raise ValueError(f"{path}: program.{error}") from None
 
 
-def replay(program: Program, target: str, against: str, rules: tuple[DiffRule, ...] = ()) -> Divergence | None:
-    """Open both targets, run ``program`` once in lockstep, close them; the divergence or None."""
+def replay(program: Program, target: str, against: str, rules: tuple[DiffRule, ...] = (),
+           store_settings: dict[str, object] | None = None) -> Divergence | None:
+    """Open both targets (an in-process reference with ``store_settings``), run ``program`` once in lockstep,
+    close them; the divergence or None."""
     with tempfile.TemporaryDirectory(prefix="mqtck-diff-") as workdir:
-        a, b = open_pair(target, against, Path(workdir))
+        a, b = open_pair(target, against, Path(workdir), store_settings)
         try:
             return Lockstep(a, b, rules).run(program)
         finally:
@@ -103,7 +105,7 @@ import pytest
 
 from conformance.diff.program import Program
 from conformance.diff.replay import listing, replay
-from conformance.diff.compare import rules_for
+from conformance.diff.compare import rules_for, settings_for
 
 PROGRAM = json.loads({program!r})
 TARGET = os.environ.get("MQTCK_DIFF_TARGET", {target!r})
@@ -112,7 +114,7 @@ AGAINST = os.environ.get("MQTCK_DIFF_AGAINST", {against!r})
 
 @pytest.mark.req({touches})
 def test_{name}_targets_agree() -> None:
-    divergence = replay(Program.from_json(PROGRAM), TARGET, AGAINST, rules_for({expect!r}))
+    divergence = replay(Program.from_json(PROGRAM), TARGET, AGAINST, rules_for({expect!r}), settings_for({expect!r}))
     assert divergence is None, "\\n" + listing(divergence, TARGET, AGAINST)
 '''
 

@@ -117,16 +117,18 @@ class Lockstep:
                 self._on_sequence(self.stats)
 
 
-def open_pair(target: str, against: str, workdir: Path) -> tuple[Target, Target]:
+def open_pair(target: str, against: str, workdir: Path,
+              store_settings: dict[str, object] | None = None) -> tuple[Target, Target]:
     """Open both targets; an in-process reference (or mutant) gets the other's segment sizes when that one
-    tells them (capability ``store_layout``), so that a retention step deletes the same messages on both."""
-    a = open_target(target, str(workdir / "a"))
+    tells them (capability ``store_layout``), so that a retention step deletes the same messages on both, and
+    the MessageStoreConfig fields of ``store_settings`` (the other's expectations, ``settings_for``)."""
+    a = open_target(target, str(workdir / "a"), store_settings=store_settings)
     try:
         layout = a.store_layout() if "store_layout" in a.capabilities else None
-        b = open_target(against, str(workdir / "b"), layout=layout)
+        b = open_target(against, str(workdir / "b"), layout=layout, store_settings=store_settings)
         if layout is None and "store_layout" in b.capabilities:
             a.close()
-            a = open_target(target, str(workdir / "a2"), layout=b.store_layout())
+            a = open_target(target, str(workdir / "a2"), layout=b.store_layout(), store_settings=store_settings)
     except BaseException:
         a.close()
         raise

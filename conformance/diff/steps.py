@@ -287,7 +287,7 @@ class QueryOffset(Step):
 @dataclass(frozen=True)
 class MinMax(Step):
     kind: ClassVar[str] = "min_max"
-    touches: ClassVar[tuple[str, ...]] = ("PULL-2", "RETAIN-7")
+    touches: ClassVar[tuple[str, ...]] = ("PULL-2", "RETAIN-7", "RETAIN-9")
     topic: int = 0
     queue: int = 0
 
@@ -389,7 +389,8 @@ class Retention(Step):
     young as they are (capability ``retention_control``: nothing young may go, RETAIN-1)."""
 
     kind: ClassVar[str] = "retention"
-    touches: ClassVar[tuple[str, ...]] = ("RETAIN-1", "RETAIN-5", "RETAIN-6", "RETAIN-7", "OFFSET-2", "OFFSET-5")
+    touches: ClassVar[tuple[str, ...]] = ("RETAIN-1", "RETAIN-5", "RETAIN-6", "RETAIN-7", "RETAIN-9", "OFFSET-2",
+                                          "OFFSET-5")
     expire: bool = True
 
     def run(self, side: Side, index: int) -> dict[str, Any]:

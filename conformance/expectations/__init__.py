@@ -29,6 +29,18 @@ An entry may hold only under a condition, ``when = "KEY=VALUE"``: one of the two
 and the other answers it, the step is not compared at all (a stricter input rule of the reference, INPUT-4;
 ``when = "refused=queueOffset"`` narrows it to refusals naming that field).
 
+A file may also say how ``mqtck diff`` runs the in-process reference against this implementation: each
+``[[reference]]`` entry sets one field of the reference's MessageStoreConfig to a behaviour of this implementation
+that the spec allows (a SHOULD it does not follow, listed above too), so that the diff compares what follows
+instead of stopping at its first consequence::
+
+    [[reference]]
+    setting = "raise_min_of_emptied_queue"   # a field of reference.store.config.MessageStoreConfig
+    value = false                            # of that field's type
+    id = "RETAIN-9"
+    reason = "why"
+    source = "upstream file and method"
+
 ``mqtck conform --expect NAME|FILE`` reports a failure listed here as ``expected-fail`` (it does not gate)
 and a listed requirement that passes as ``unexpected-pass`` (the entry is stale: remove it). A MUST that a
 real Apache broker fails is first suspected to be a wrong requirement or a wrong test; only what survives
@@ -37,11 +49,13 @@ that review becomes an entry.
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from conformance import spec
+from reference.store.config import MessageStoreConfig
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parent
 #: Every entry must say these.
@@ -49,6 +63,8 @@ FIELDS = ("id", "reason", "source", "repro")
 #: Every ``[[diff]]`` entry must say these; ``kind`` is one of :data:`DIFF_KINDS`.
 DIFF_FIELDS = ("step", "field", "kind", "id", "reason", "source")
 DIFF_KINDS = ("allowed", "deviation")
+#: Every ``[[reference]]`` entry must say these (and ``value``).
+REFERENCE_FIELDS = ("setting", "id", "reason", "source")
 
 
 class ExpectationError(ValueError):
@@ -81,12 +97,28 @@ class DiffRule:
 
 
 @dataclass(frozen=True)
+class ReferenceSetting:
+    """One MessageStoreConfig field ``mqtck diff`` sets on the in-process reference run against this implementation."""
+
+    setting: str
+    value: object
+    id: str
+    reason: str
+    source: str
+
+
+@dataclass(frozen=True)
 class Expectations:
     name: str
     implementation: str
     version: str
     entries: dict[str, Expectation]
     diff: tuple[DiffRule, ...] = ()
+    reference: tuple[ReferenceSetting, ...] = ()
+
+    def reference_settings(self) -> dict[str, object]:
+        """The ``[[reference]]`` entries as MessageStoreConfig keyword arguments."""
+        return {entry.setting: entry.value for entry in self.reference}
 
 
 def known() -> list[str]:
@@ -126,7 +158,8 @@ def load(name_or_file: str) -> Expectations:
             raise ExpectationError(f"{path}: entry {n}: id {rid!r} is listed twice")
         entries[rid] = Expectation(*(" ".join(entry[k].split()) for k in FIELDS))
     return Expectations(path.stem, str(data.get("implementation", path.stem)), str(data.get("version", "")),
-                        entries, _diff_rules(path, data.get("diff", []), reqs))
+                        entries, _diff_rules(path, data.get("diff", []), reqs),
+                        _reference_settings(path, data.get("reference", []), reqs))
 
 
 def _diff_rules(path: Path, raw: list[dict[str, object]], reqs: dict[str, spec.Requirement]) -> tuple[DiffRule, ...]:
@@ -146,3 +179,28 @@ def _diff_rules(path: Path, raw: list[dict[str, object]], reqs: dict[str, spec.R
             raise ExpectationError(f"{path}: diff entry {n}: field 'when' must be a string KEY=VALUE")
         rules.append(DiffRule(*(" ".join(str(entry[k]).split()) for k in DIFF_FIELDS), when=when))
     return tuple(rules)
+
+
+def _reference_settings(path: Path, raw: list[dict[str, object]],
+                        reqs: dict[str, spec.Requirement]) -> tuple[ReferenceSetting, ...]:
+    fields = {f.name for f in dataclasses.fields(MessageStoreConfig)}
+    defaults = MessageStoreConfig()
+    out: list[ReferenceSetting] = []
+    for n, entry in enumerate(raw, 1):
+        for key in REFERENCE_FIELDS:
+            value = entry.get(key)
+            if not isinstance(value, str) or not value.strip():
+                raise ExpectationError(f"{path}: reference entry {n}: field {key!r} is required (a non-empty string)")
+        name = str(entry["setting"])
+        if name not in fields:
+            raise ExpectationError(f"{path}: reference entry {n}: setting {name!r} is not a MessageStoreConfig field")
+        if any(earlier.setting == name for earlier in out):
+            raise ExpectationError(f"{path}: reference entry {n}: setting {name!r} is set twice")
+        kind = type(getattr(defaults, name))
+        if "value" not in entry or type(entry["value"]) is not kind:
+            raise ExpectationError(f"{path}: reference entry {n}: field 'value' must be a {kind.__name__}")
+        if entry["id"] not in reqs:
+            raise ExpectationError(f"{path}: reference entry {n}: id {entry['id']!r} is not a requirement of the spec")
+        out.append(ReferenceSetting(name, entry["value"], str(entry["id"]),
+                                    " ".join(str(entry["reason"]).split()), " ".join(str(entry["source"]).split())))
+    return tuple(out)

@@ -253,3 +253,25 @@ def test_raised_min_offsets_survive_a_restart(target) -> None:  # type: ignore[n
     (m,) = target.start_pull("G", T, 1, len(early)).result().messages
     assert m.body == body("late", 0, 10)
     assert pull_all(target, T, 0, first_kept, first_kept + 1)[0].body == body(T, first_kept, size)
+
+
+@pytest.mark.req("RETAIN-9")
+@pytest.mark.needs("pull", "retention_expire", "store_layout")
+def test_a_queue_with_every_message_expired_reads_from_its_max(target) -> None:  # type: ignore[no-untyped-def]
+    """Queue 1 is written only while queue 0 fills the first two segments: after the expiry nothing of queue 1
+    is left, so its min offset is its max, pulls below it are moved there, and the next message is read."""
+    segment = segment_bytes(target)
+    target.create_topic(T, 2)
+    early = [target.send(T, 1, body("early", i, 10)) for i in range(3)]
+    receipts = fill_three_segments(target, T, 0, segment)
+    kept_from = receipts[-1].commit_log_offset // segment * segment
+    assert all(r.commit_log_offset < kept_from for r in early), "queue 1's messages are all in expired segments"
+    target.expire_retention()
+    assert target.min_max(T, 1) == (3, 3), "queue 1: no message left, so [min, max) is empty at its max"
+    r = target.start_pull("G", T, 1, 0).result()
+    assert (r.status, r.next_begin_offset) == ("OFFSET_TOO_SMALL", 3), "a pull below the min is moved to it"
+    late = target.send(T, 1, body("late", 0, 10))
+    assert late.queue_offset == 3
+    visible(target, T, 1, 4)
+    (m,) = target.start_pull("G", T, 1, 3).result().messages
+    assert m.body == body("late", 0, 10)

@@ -119,20 +119,23 @@ class ReferenceTarget:
     )
 
     def __init__(self, workdir: str, mutant: Mutant | None = None, name: str = "reference",
-                 layout: StoreLayout | None = None) -> None:
+                 layout: StoreLayout | None = None, store_settings: dict[str, object] | None = None) -> None:
         """``layout``: the segment sizes of another implementation, so that retention deletes the same
-        messages on both (``mqtck diff``); the conformance store's small segments otherwise."""
+        messages on both (``mqtck diff``); the conformance store's small segments otherwise. ``store_settings``:
+        MessageStoreConfig fields that make the reference behave as that implementation where the spec allows
+        (an expectations file's ``[[reference]]`` entries)."""
         self.name = name
         self.mutant = mutant
         self.clock = SimClock()
         #: What the broker records (capability ``trace``), across restarts.
         self._trace_sink = MemorySink()
         self._trace = Trace(self._trace_sink, run=name, clock=self.clock)
+        segments = CONFORMANCE_STORE if layout is None else dict(
+            commit_log_segment_bytes=layout.commitlog_segment_bytes,
+            consume_queue_units_per_segment=layout.consumequeue_segment_units,
+        )
         self._host = BrokerHost(
-            workdir, self.clock, store_config=MessageStoreConfig(**(CONFORMANCE_STORE if layout is None else dict(
-                commit_log_segment_bytes=layout.commitlog_segment_bytes,
-                consume_queue_units_per_segment=layout.consumequeue_segment_units,
-            ))),
+            workdir, self.clock, store_config=MessageStoreConfig(**{**segments, **(store_settings or {})}),
             components=self.mutant.components if self.mutant else None, trace=self._trace,
         )
         self.broker = self._open_broker()

@@ -89,14 +89,16 @@ def target_capabilities(text: str) -> frozenset[str]:
     return ReferenceTarget.capabilities
 
 
-def open_target(text: str, workdir: str, layout: StoreLayout | None = None) -> Target:
+def open_target(text: str, workdir: str, layout: StoreLayout | None = None,
+                store_settings: dict[str, object] | None = None) -> Target:
     """Open a target in ``workdir`` (a fresh directory the caller removes); an in-process reference or mutant
-    with the segment sizes of ``layout`` if given."""
+    with the segment sizes of ``layout`` and the MessageStoreConfig fields of ``store_settings`` if given."""
     spec = parse_target(text)
     if spec.kind == "reference":
-        return ReferenceTarget(workdir, layout=layout)
+        return ReferenceTarget(workdir, layout=layout, store_settings=store_settings)
     if spec.kind == "http":
         return HttpTarget(spec.arg, target_capabilities(text))
     if spec.kind == "remoting":
         return RemotingTarget(spec.arg, name=text, control=spec.options.get("control"))
-    return ReferenceTarget(workdir, mutant=CATALOGUE[spec.arg], name=text, layout=layout)
+    return ReferenceTarget(workdir, mutant=CATALOGUE[spec.arg], name=text, layout=layout,
+                           store_settings=store_settings)

@@ -69,6 +69,12 @@ class MessageStoreConfig:
     #: "ASYNC" (default): an append returns once its bytes are in the OS page cache, which survives a
     #: process kill. "SYNC": each append is also msync'ed to the device before it returns.
     flush_disk_type: str = "ASYNC"
+    #: What retention does to the min offset of a queue none of whose messages is left in the commit log:
+    #: raise it to the queue's max offset (True: RocketMQ 5's ConsumeQueue.correctMinOffset, "let
+    #: minLogicOffset point to a future slot", RETAIN-9) or leave it where it was (False: RocketMQ 4.x, whose
+    #: pulls then skip the removed messages as MESSAGE_WAS_REMOVING). ``mqtck diff`` runs the reference with
+    #: False against a 4.x broker, as that broker's expectations file says.
+    raise_min_of_emptied_queue: bool = True
     #: How often the consumer offset table is written to disk (RocketMQ's flushConsumerOffsetInterval).
     offset_persist_interval_ms: int = 5_000
     #: This broker's address as recorded in each message and in its offset message id (STOREHOST).

@@ -180,10 +180,13 @@ class ConsumeQueue:
             deleted += 1
         return deleted
 
-    def correct_min_offset(self, commit_log_min: int) -> bool:
-        """Raise :attr:`min_offset` to the first unit pointing at or after ``commit_log_min`` (to
-        :attr:`max_offset` if none does); returns whether it rose."""
+    def correct_min_offset(self, commit_log_min: int, raise_if_emptied: bool = True) -> bool:
+        """Raise :attr:`min_offset` to the first unit pointing at or after ``commit_log_min`` (RETAIN-7). When
+        none does, every message of the queue is gone: raise it to :attr:`max_offset` if ``raise_if_emptied``
+        (RETAIN-9, RocketMQ 5), leave it otherwise (RocketMQ 4.x). Returns whether it rose."""
         new_min = self.first_offset_at_or_after(commit_log_min)
+        if new_min == self.max_offset and not raise_if_emptied:
+            return False
         if new_min > self.min_offset:
             self.min_offset = new_min
             return True

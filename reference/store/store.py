@@ -171,7 +171,7 @@ class MessageStore:
         end, start = self._commit_log.max_offset, self._commit_log.min_offset
         for cq in self._queues.values():
             cq.truncate_past(end)
-            cq.correct_min_offset(start)
+            cq.correct_min_offset(start, self.config.raise_min_of_emptied_queue)
 
     def _redispatch(self, commit_log_offset: int, header: RecordHeader, topic: str) -> None:
         """Recovery's visit of an intact record: index it if its consume queue has not yet."""
@@ -472,7 +472,7 @@ class MessageStore:
         tell the retention listeners about every queue whose min rose."""
         start = self._commit_log.min_offset
         for (topic, queue_id), cq in self._queues.items():
-            if cq.correct_min_offset(start):
+            if cq.correct_min_offset(start, self.config.raise_min_of_emptied_queue):
                 for listener in self._retention_listeners:
                     listener(topic, queue_id, cq.min_offset)
 

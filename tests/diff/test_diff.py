@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from conformance.diff import steps as s
-from conformance.diff.compare import compare, rules_for
+from conformance.diff.compare import compare, rules_for, settings_for
 from conformance.diff.program import Program
 from conformance.diff.replay import listing, read_replay, replay
 from conformance.diff.runner import Lockstep, open_pair, search
 from conformance.expectations import ExpectationError
 from conformance.targets.launch import LaunchedBroker
+from conformance.targets.reference import ReferenceTarget
 
 
 def mqtck_diff(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -113,6 +114,43 @@ def test_a_diff_rule_excuses_its_field_and_names_its_requirement(tmp_path: Path)
     program = Program((1,), (s.Pull(0, 0, 0, 5),))
     assert replay(program, "mutant:offset-empty-queue-keeps-offset", "reference", rules) is None
     assert replay(program, "mutant:offset-empty-queue-keeps-offset", "reference") is not None
+
+
+#: A queue emptied by retention: queue 1 gets two messages, queue 0 large ones until both are in expired segments.
+EMPTIED_QUEUE = Program((2,), (s.Send(0, 1, count=2), s.Send(0, 0, large=True, count=6), s.Retention(),
+                               s.MinMax(0, 1), s.Pull(0, 0, 1, 0), s.QueryOffset(1, 0, 1)))
+
+
+@pytest.mark.req("RETAIN-7", "RETAIN-9")
+def test_reference_settings_run_the_reference_as_the_expectations_say(tmp_path: Path) -> None:
+    """4.9.7's ``[[reference]]`` entry keeps an emptied queue's min: the reference run that way diverges from the
+    reference as it is (RETAIN-9) at the emptied queue's min offset, and agrees with itself run that way."""
+    settings = settings_for("rocketmq-4.9.7")
+    assert settings == {"raise_min_of_emptied_queue": False}
+    assert replay(EMPTIED_QUEUE, "reference", "reference", (), settings) is None
+    a, b = ReferenceTarget(str(tmp_path / "a"), store_settings=settings), ReferenceTarget(str(tmp_path / "b"))
+    try:
+        divergence = Lockstep(a, b).run(EMPTIED_QUEUE)
+    finally:
+        a.close()
+        b.close()
+    assert divergence is not None and divergence.step.kind == "min_max", divergence
+    assert (divergence.a["max"], divergence.b["min"]) == (2, 2) and divergence.a["min"] < 2
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ('[[reference]]\nsetting = "no_such"\nvalue = 1\nid = "RETAIN-9"\nreason = "r"\nsource = "s"\n',
+     "setting 'no_such' is not a MessageStoreConfig field"),
+    ('[[reference]]\nsetting = "raise_min_of_emptied_queue"\nvalue = "no"\nid = "RETAIN-9"\nreason = "r"\n'
+     'source = "s"\n', "field 'value' must be a bool"),
+    ('[[reference]]\nsetting = "raise_min_of_emptied_queue"\nvalue = false\nid = "RETAIN-9"\nsource = "s"\n',
+     "field 'reason' is required"),
+])
+def test_bad_reference_entries_name_the_entry_and_the_rule(tmp_path: Path, body: str, message: str) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(body)
+    with pytest.raises(ExpectationError, match=message):
+        settings_for(str(bad))
 
 
 @pytest.mark.parametrize(("body", "message"), [

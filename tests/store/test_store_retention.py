@@ -162,9 +162,10 @@ def test_index_segments_pointing_only_below_the_log_start_are_deleted(make_store
     assert store.get_min_offset_in_queue("T", 1) == 0  # not corrected yet: that is phase 3
 
 
-@pytest.mark.req("RETAIN-7")
-def test_min_offset_rises_and_listeners_hear_it(make_store, clock) -> None:
-    store = make_store(commit_log_segment_bytes=SEGMENT_OF_10, consume_queue_units_per_segment=10)
+def _retain_with_queue_1_emptied(make_store, clock, **overrides):  # type: ignore[no-untyped-def]
+    """Queues 0 and 1 take turns filling commit-log segments 0..3 (messages 0..39), which expire; then queue 0
+    and queue 2 get one young message each, so queue 1 has no message left at all. Returns (store, heard)."""
+    store = make_store(commit_log_segment_bytes=SEGMENT_OF_10, consume_queue_units_per_segment=10, **overrides)
     store.create_topic("T", 3)
     heard: list[tuple[str, int, int]] = []
     store.add_retention_listener(lambda topic, queue, new_min: heard.append((topic, queue, new_min)))
@@ -175,6 +176,13 @@ def test_min_offset_rises_and_listeners_hear_it(make_store, clock) -> None:
     store.put_message(Message("T", BODY, 2))
     store.request_manual_delete()
     store.run_retention()  # commit-log segments 0..3 (messages 0..39) go
+    return store, heard
+
+
+@pytest.mark.req("RETAIN-7", "RETAIN-9")
+def test_min_offset_rises_and_listeners_hear_it(make_store, clock) -> None:
+    store, heard = _retain_with_queue_1_emptied(make_store, clock)
+    # RETAIN-7: queue 0's min is its young message; RETAIN-9: queue 1, emptied, rises to its max.
     assert sorted(heard) == [("T", 0, 20), ("T", 1, 20)]  # queue 2 lost nothing: no event
     assert store.get_min_offset_in_queue("T", 1) == store.get_max_offset_in_queue("T", 1) == 20
     for queue in (0, 1):
@@ -182,6 +190,18 @@ def test_min_offset_rises_and_listeners_hear_it(make_store, clock) -> None:
         assert (result.status, result.next_begin_offset) == (GetMessageStatus.OFFSET_TOO_SMALL, 20)
     store.run_retention()
     assert len(heard) == 2  # nothing rose again
+
+
+@pytest.mark.req("RETAIN-7")
+def test_an_emptied_queue_keeps_its_min_as_rocketmq_4_does(make_store, clock) -> None:
+    """raise_min_of_emptied_queue=False (RocketMQ 4.x, how the reference runs against a 4.x broker): the emptied
+    queue's min stays; a pull there finds its messages removed and moves past them (MESSAGE_WAS_REMOVING)."""
+    store, heard = _retain_with_queue_1_emptied(make_store, clock, raise_min_of_emptied_queue=False)
+    assert heard == [("T", 0, 20)]
+    assert (store.get_min_offset_in_queue("T", 1), store.get_max_offset_in_queue("T", 1)) == (0, 20)
+    result = store.get_message("g", "T", 1, 3, 32, None)
+    assert result.status in (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.MESSAGE_WAS_REMOVING)
+    assert not result.messages and result.next_begin_offset > 3
 
 
 @pytest.mark.req("RETAIN-8")
