@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from conformance.audit.params import AuditParams
+from conformance.cliargs import report_dir
 
 #: Driver heap for local mode (the job never collects trace-sized data).
 DRIVER_MEMORY = "1280m"
@@ -17,7 +18,8 @@ _MS_OPTIONS = ("settle_ms", "overlap_window_ms", "hold_check_interval_ms", "poll
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = AuditParams()
     parser.add_argument("trace", help="trace: a Parquet file or directory, or JSON Lines (.jsonl, .jsonl.gz)")
-    parser.add_argument("--report-dir", required=True, help="where summary.json, findings/ and report.html go")
+    parser.add_argument("--report-dir", required=True, type=report_dir,
+                   help="where summary.json, findings/ and report.html go")
     parser.add_argument("--master", default=None, help="Spark master URL (default: local[*])")
     parser.add_argument("--driver-memory", default=DRIVER_MEMORY,
                         help=f"Spark driver memory in local mode (default {DRIVER_MEMORY})")

@@ -9,8 +9,11 @@ trace (``trace.jsonl``, for ``mqtck audit``) and the client's output per scenari
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
+import shlex
+import shutil
 import time
 from pathlib import Path
 
@@ -23,6 +26,8 @@ from conformance.client_check.scenarios import SCENARIOS
 
 #: The requirement family this check judges.
 FAMILY_PREFIX = "CCLIENT-"
+#: First words of a --client command that are the shell's own (not programs on PATH).
+SHELL_WORDS = frozenset({"exec", "cd", "set", "export", "if", "for", "while", "(", "{", ".", "source", "command"})
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,7 +43,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: the seeds' rebalance interval, 20 s, + 2 s)")
 
 
+def check_client_command(cmd: str) -> None:
+    """The program CMD starts must exist: a missing one would otherwise be judged as a client that fails every
+    CCLIENT requirement. Leading ``NAME=value`` assignments are skipped; shell keywords and builtins pass."""
+    try:
+        words = shlex.split(cmd)
+    except ValueError as exc:
+        raise UsageError(f"--client: {cmd!r} is not a shell command: {exc}") from None
+    words = list(itertools.dropwhile(lambda w: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w), words))
+    if not words:
+        raise UsageError("--client: no command given")
+    program = words[0]
+    if program in SHELL_WORDS or shutil.which(program) is not None:
+        return
+    where = "is not an executable file" if "/" in program else "is not on PATH"
+    raise UsageError(f"--client: command {program!r} {where}")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_client_command(args.client)
     scenarios = tuple(args.client_scenarios or SCENARIOS)
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:

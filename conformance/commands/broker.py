@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -103,6 +105,20 @@ def parse_http_address(text: str, option: str = "--http") -> tuple[str, int]:
     return host or LOOPBACK, port
 
 
+def ensure_bindable(host: str, port: int, option: str) -> None:
+    """A port another process holds is a usage error named by its option (one line, exit 2), found before the
+    broker opens its store rather than as a traceback from the server (remoting) or uvicorn's exit 3 (HTTP)."""
+    if port == 0:
+        return
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
+        raise UsageError(f"{option} {host}:{port}: {reason}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from reference.broker.config import BrokerConfig
     from reference.broker.host import BrokerHost
@@ -119,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{option} needs --remoting [HOST:]PORT")
     mutant = broker_mutant(args.mutant) if args.mutant is not None else None
     address = parse_http_address(args.http) if args.http is not None else None
+    if address is not None:
+        ensure_bindable(*address, "--http")
     data_dir = Path(args.data_dir)
     if data_dir.exists() and not data_dir.is_dir():
         raise UsageError(f"--data-dir {data_dir} is not a directory")
@@ -180,6 +198,8 @@ def _run_remoting(
     host, port = parse_http_address(args.remoting, "--remoting")
     if not 0 <= args.broker_port <= 65535:
         raise UsageError(f"--broker-port must be in [0, 65535], got {args.broker_port}")
+    ensure_bindable(host, port, "--remoting")
+    ensure_bindable(host, args.broker_port, "--broker-port")
 
     broker_host = BrokerHost(data_dir, clock, config=config, store_config=store_config, trace=trace,
                              components=mutant.components if mutant is not None else None)

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from conformance import expectations, mutation, report, spec
 from conformance.cli import UsageError
+from conformance.cliargs import report_dir
 from conformance.targets.registry import parse_target, target_capabilities
 
 SUITE_DIR = Path(__file__).resolve().parents[1] / "suite"
@@ -30,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", default="reference",
                    help="reference (default), mutant:NAME, http://HOST:PORT (a server of the HTTP front's API) or "
                         "remoting://HOST:PORT (a RocketMQ-protocol broker's name server)")
-    p.add_argument("--report-dir", default="reports", help="where runs are written (default: reports)")
+    p.add_argument("--report-dir", default="reports", type=report_dir, help="where runs are written (default: reports)")
     p.add_argument("--junit", default=None, help="also write the JUnit XML here (for CI upload)")
     p.add_argument("--only", nargs="+", default=None, metavar="ID", help="run only tests of these requirement IDs")
     p.add_argument("-n", "--workers", type=int, default=1, help="parallel pytest-xdist workers (default 1)")

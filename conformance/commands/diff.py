@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.cli import UsageError
+from conformance.cliargs import report_dir
 
 #: Seconds between progress lines.
 PROGRESS_EVERY_S = 5.0
@@ -49,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--expect", default=None, metavar="NAME|FILE",
                    help="the implementation's expectations file: its [[diff]] entries (allowed differences and "
                         "reviewed deviations) are not compared (default: the peer's, for peer:NAME)")
-    p.add_argument("--report-dir", default=None, help="write diff.json, the replay file and the emitted test here")
+    p.add_argument("--report-dir", default=None, type=report_dir,
+                   help="write diff.json, the replay file and the emitted test here")
     p.add_argument("--replay", default=None, metavar="FILE", help="run a replay file's sequence once instead")
     p.add_argument("--emit-test", action="store_true", help="also write a pytest test reproducing the divergence")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
@@ -85,8 +87,6 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--examples must be >= 1, got {args.examples}")
     if not 1 <= args.max_steps <= 100:
         raise UsageError(f"--max-steps must be in [1, 100], got {args.max_steps}")
-    if args.report_dir is not None and Path(args.report_dir).exists() and not Path(args.report_dir).is_dir():
-        raise UsageError(f"--report-dir {args.report_dir} is a file, not a directory")
     from conformance.diff.steps import STEP_KINDS
 
     unknown = sorted(set(args.without) - set(STEP_KINDS))

@@ -15,6 +15,7 @@ import time
 
 from conformance import expectations
 from conformance.cli import UsageError, build_parser
+from conformance.cliargs import report_dir
 from conformance.peers import PeerError, peer_info
 
 
@@ -22,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("gate", help="start a real peer, run the conformance suite against it, stop it",
                        description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("name", help="a peer of `mqtck peer list`, e.g. rocketmq-4.9.7")
-    p.add_argument("--report-dir", default="reports", help="where the run is written (default: reports)")
+    p.add_argument("--report-dir", default="reports", type=report_dir,
+                   help="where the run is written (default: reports)")
     p.add_argument("--junit", default=None, help="also write the JUnit XML here")
     p.add_argument("--only", nargs="+", default=None, metavar="ID", help="run only tests of these requirement IDs")
     p.add_argument("-n", "--workers", type=int, default=1,

@@ -1,0 +1,89 @@
+"""What a newcomer's mistakes get from ``mqtck``: one line on stderr and exit 2 (or the SIGPIPE code when the
+reader of stdout went away), never a traceback; and ``mqtck --version``."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import BROKEN_PIPE_EXIT
+
+
+def mqtck(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def one_line(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+@pytest.fixture()
+def busy_port() -> Iterator[int]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def test_version_is_the_installed_distribution_s() -> None:
+    from importlib.metadata import version
+
+    result = mqtck("--version")
+    assert (result.returncode, result.stdout.strip()) == (0, f"mqtck {version('mqtck')}")
+
+
+@pytest.mark.parametrize("command", [
+    ("conform", "--only", "PULL-1"),
+    ("audit", "trace.jsonl"),
+    ("diff", "--target", "reference", "--examples", "1"),
+    ("gate", "rocketmq-4.9.7"),
+])
+def test_a_report_dir_that_is_a_file_is_a_usage_error(tmp_path: Path, command: tuple[str, ...]) -> None:
+    a_file = tmp_path / "reports"
+    a_file.write_text("not a directory")
+    one_line(mqtck(*command, "--report-dir", str(a_file)), "--report-dir", "is a file, not a directory")
+
+
+@pytest.mark.parametrize("transport", ["--remoting", "--http"])
+def test_a_busy_port_is_a_usage_error_naming_the_option(tmp_path: Path, busy_port: int, transport: str) -> None:
+    result = mqtck("broker", transport, f"127.0.0.1:{busy_port}", "--data-dir", str(tmp_path / "d"))
+    one_line(result, transport, f"127.0.0.1:{busy_port}", "address already in use")
+
+
+def test_a_busy_broker_port_is_a_usage_error_naming_the_option(tmp_path: Path, busy_port: int) -> None:
+    result = mqtck("broker", "--remoting", "127.0.0.1:0", "--broker-port", str(busy_port), "--data-dir",
+                   str(tmp_path / "d"))
+    one_line(result, "--broker-port", "address already in use")
+
+
+@pytest.mark.parametrize(("command", "says"), [
+    ("no-such-client-program --flag", "'no-such-client-program' is not on PATH"),
+    ("./no/such/client.sh", "'./no/such/client.sh' is not an executable file"),
+    ("GROUP=g 'unterminated", "is not a shell command"),
+])
+def test_a_client_command_that_cannot_start_is_a_usage_error(tmp_path: Path, command: str, says: str) -> None:
+    one_line(mqtck("conform", "--client", command, "--report-dir", str(tmp_path)), "--client", says)
+
+
+def test_a_closed_pipe_ends_quietly_with_the_sigpipe_code(tmp_path: Path) -> None:
+    """``mqtck conform --json | head``: the reader has gone before the JSON is written; no traceback follows,
+    and the reports are written all the same."""
+    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "conform", "--only", "PULL-1", "--json",
+                             "--report-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == BROKEN_PIPE_EXIT, stderr.decode()[-2000:]
+    assert b"Traceback" not in stderr and b"BrokenPipeError" not in stderr, stderr.decode()[-2000:]
+    assert json.loads((tmp_path / "latest" / "summary.json").read_text())["verdict"] == "pass"
