@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from conformance.progress import Ticker
 
 #: One fault's suite run may not take longer than this (the suite on the reference takes seconds).
 RUN_TIMEOUT_S = 600
@@ -45,15 +46,12 @@ def run_one(name: str, report_dir: Path) -> dict[str, Any]:
 
 def run_catalogue(names: list[str], report_dir: Path, workers: int, console: Console, quiet: bool) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
-    with Progress(
-        TextColumn("[bold]seeded faults"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True, disable=quiet,
-    ) as progress:
-        task = progress.add_task("mutants", total=len(names))
+    with Ticker("conform", "seeded faults", quiet=quiet, console=console) as ticker:
+        ticker.total(len(names))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for result in pool.map(lambda n: run_one(n, report_dir), names):
+            for name, result in zip(names, pool.map(lambda n: run_one(n, report_dir), names), strict=True):
                 results.append(result)
-                progress.advance(task)
+                ticker.advance(name)
     killed = sum(r["killed"] for r in results)
     return {"total": len(results), "killed": killed, "kill_rate": killed / len(results) if results else 1.0,
             "results": results}

@@ -87,3 +87,39 @@ def test_a_closed_pipe_ends_quietly_with_the_sigpipe_code(tmp_path: Path) -> Non
     assert proc.returncode == BROKEN_PIPE_EXIT, stderr.decode()[-2000:]
     assert b"Traceback" not in stderr and b"BrokenPipeError" not in stderr, stderr.decode()[-2000:]
     assert json.loads((tmp_path / "latest" / "summary.json").read_text())["verdict"] == "pass"
+
+
+def test_what_tox_leaves_in_the_checkout_is_ignored() -> None:
+    """tox 4 writes a ``.venv`` *file* (the path of its last environment) into the checkout: git ignores it."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        pytest.skip("not applicable: not a git checkout")
+    for name in (".venv", "reports/x"):
+        assert subprocess.run(["git", "check-ignore", "-q", "--no-index", name], cwd=root).returncode == 0, name
+
+
+def test_without_a_terminal_long_commands_print_plain_progress_lines(tmp_path: Path) -> None:
+    """tox and CI have no TTY: a rich bar draws nothing there, so conform says where it is in plain lines."""
+    result = mqtck("conform", "--only", "PULL-1", "LPOLL-4", "-n", "2", "--report-dir", str(tmp_path),
+                   "--mutants", "hold-ignore-deadline", timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("mqtck conform: ")]
+    assert any(line.startswith("mqtck conform: tests on several workers") for line in lines), result.stderr
+    assert any(line.startswith("mqtck conform: seeded faults 1/1 ") and line.endswith("done") for line in lines), lines
+    assert "\x1b[" not in result.stderr, "no terminal control sequences in a log"
+
+
+def test_a_ticker_prints_a_line_per_phase_and_at_most_one_per_interval(capsys: pytest.CaptureFixture[str]) -> None:
+    from rich.console import Console
+
+    from conformance.progress import Ticker
+
+    console = Console(stderr=True, force_terminal=False)
+    with Ticker("audit", "reading", console=console) as ticker:
+        ticker.total(3)
+        for item in ("a", "b", "c"):
+            ticker.advance(item)  # within PLAIN_EVERY_S of the start: no line
+        ticker.phase("deriving findings")
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" (")[0] for line in lines] == ["mqtck audit: deriving findings", "mqtck audit: deriving findings"]
+    assert lines[-1].endswith("done")

@@ -1,8 +1,8 @@
 """Progress while Spark works: the phase the job is in and the tasks of the stages running now.
 
 A background thread polls Spark's status tracker (cheap: it reads the driver's bookkeeping) and
-drives a rich progress bar on stderr. It is off when stderr is not a terminal, so logs and CI output
-stay clean.
+drives a rich progress bar on stderr. When stderr is not a terminal (a CI log) the bar draws nothing: a
+plain line names each phase instead (:class:`conformance.progress.Ticker`), so a long audit does not look hung.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from pyspark.sql import SparkSession
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from conformance.progress import Ticker
+
 #: Seconds between polls of the status tracker.
 POLL_S = 0.25
 
@@ -24,6 +26,8 @@ class SparkProgress:
         self._sc = spark.sparkContext
         console = Console(stderr=True)
         self.enabled = enabled and console.is_terminal
+        #: Plain phase lines where a bar cannot be drawn.
+        self._plain = Ticker("audit", "starting", console=console) if enabled and not console.is_terminal else None
         self._progress = Progress(
             SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("tasks"), TimeElapsedColumn(), console=console, transient=True, disable=not self.enabled,
@@ -51,6 +55,8 @@ class SparkProgress:
         self._phase = text
         self._sc.setJobDescription(f"mqtck audit: {text}")
         self._progress.update(self._task, description=text)
+        if self._plain is not None:
+            self._plain.phase(text)
 
     def _poll(self) -> None:
         tracker = self._sc.statusTracker()

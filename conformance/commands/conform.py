@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from conformance import expectations, mutation, report, spec
 from conformance.cli import UsageError
 from conformance.cliargs import report_dir
+from conformance.progress import Ticker
 from conformance.targets.registry import parse_target, target_capabilities
 
 SUITE_DIR = Path(__file__).resolve().parents[1] / "suite"
@@ -53,18 +53,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 class _Progress:
-    """pytest plugin that drives a rich progress bar from test reports."""
+    """pytest plugin that counts finished tests on a :class:`Ticker` (a bar on a terminal, lines in a log)."""
 
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.task = progress.add_task("conformance", total=None)
+    def __init__(self, ticker: Ticker) -> None:
+        self.ticker = ticker
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.progress.update(self.task, total=len(session.items))
+        self.ticker.total(len(session.items))
+
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        """With workers the controller collects nothing itself; each worker reports the same whole list."""
+        self.ticker.total(len(ids))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown":
-            self.progress.update(self.task, advance=1, description=report.nodeid.split("::")[-1][:40])
+            self.ticker.advance(report.nodeid.split("::")[-1])
 
 
 def check_target(text: str) -> frozenset[str]:
@@ -132,12 +135,11 @@ def run(args: argparse.Namespace) -> int:
     ]
     console = Console(stderr=True)
     started = time.monotonic()
-    with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True, disable=args.json,
-    ) as progress:
-        for phase_args in phases:
-            code = pytest.main(phase_args, plugins=[_Progress(progress)])
+    with Ticker("conform", "conformance tests", quiet=args.json, console=console) as ticker:
+        for n, phase_args in enumerate(phases):
+            if len(phases) > 1:
+                ticker.phase(("tests on several workers", "tests that act on the whole broker, alone")[n])
+            code = pytest.main(phase_args, plugins=[_Progress(ticker)])
             if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
                 raise UsageError(f"the suite could not run (pytest exit {int(code)}); see {run_dir}")
     elapsed = time.monotonic() - started
