@@ -123,3 +123,19 @@ def test_a_ticker_prints_a_line_per_phase_and_at_most_one_per_interval(capsys: p
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(" (")[0] for line in lines] == ["mqtck audit: deriving findings"] * 2
     assert lines[-1].endswith("done")
+
+
+def test_a_failure_says_what_failed_on_the_console_and_in_junit(tmp_path: Path) -> None:
+    """The FAIL line is followed by the failing test and its assertion, and the JUnit failure message is that
+    assertion (a CI page shows only the message), not the requirement's text again."""
+    import xml.etree.ElementTree as ET
+
+    junit = tmp_path / "junit.xml"
+    result = mqtck("conform", "--target", "mutant:hold-ignore-deadline", "--only", "LPOLL-1", "--report-dir",
+                   str(tmp_path), "--junit", str(junit), timeout=300)
+    assert result.returncode == 1, result.stderr[-2000:]
+    out = " ".join(result.stdout.split())
+    assert "FAIL LPOLL-1 (MUST)" in out and "AssertionError: not answered within timeout" in out, out[-3000:]
+    failures = [f.get("message", "") for f in ET.parse(junit).iter("failure")]
+    assert any(m.startswith("LPOLL-1 (MUST): AssertionError") for m in failures), failures
+    assert all(": AssertionError: not answered" in m for m in failures), failures  # its other requirements too

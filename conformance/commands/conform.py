@@ -185,6 +185,9 @@ def _print_table(console: Console, doc: dict, run_dir: Path) -> None:
     for r in doc["requirements"]:
         if r["status"] == "fail":
             out.print(f"[red]FAIL[/red] {r['id']} ({r['level']}): {r['sentence']}")
+            for t in r["tests"]:
+                if t["outcome"] == "failed":
+                    out.print(f"    {t['nodeid'].split('::')[-1]}: {t['summary']}", markup=False, highlight=False)
         elif r["status"] == "expected-fail":
             out.print(f"[yellow]EXPECTED FAIL[/yellow] {r['id']} ({r['level']}): {r['expectation']['reason']}")
         elif r["status"] == "unexpected-pass":

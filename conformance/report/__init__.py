@@ -154,7 +154,10 @@ def junit_xml(target: str, vs: list[Verdict]) -> bytes:
                 ET.SubElement(case, "skipped", message=f"expected fail: {v.expectation['reason']}")
             elif t["outcome"] == "failed":
                 failures += 1
-                ET.SubElement(case, "failure", message=f"{v.id} ({v.level}): {v.sentence}").text = t["message"]
+                # The message is what failed (the assertion); the requirement and the traceback are the text.
+                what = t.get("summary") or v.sentence
+                ET.SubElement(case, "failure", message=f"{v.id} ({v.level}): {what}").text = (
+                    f"{v.id} ({v.level}): {v.sentence}\n\n{t['message']}")
             elif t["outcome"] == "skipped":
                 skipped += 1
                 ET.SubElement(case, "skipped", message=t["message"] or v.status)
