@@ -76,6 +76,17 @@ CORRECTION_TABLE: tuple[CorrectionRow, ...] = (
 )
 
 
+def overflow_to_max(table: tuple[CorrectionRow, ...]) -> tuple[CorrectionRow, ...]:
+    """``table`` with Apache RocketMQ's change of 4.9.4 (ISSUE #4215): an offset past the max goes to the max
+    whatever the min, where seed 002 goes back to 0 when the min is 0. OFFSET-4 allows both; the reference runs
+    this way when diffed against a broker that does (MessageStoreConfig.offset_overflow_to_max)."""
+    return tuple(
+        CorrectionRow("offset > max", row.status, "max", lambda offset, lo, hi: offset > hi, lambda offset, lo, hi: hi)
+        if row.condition == "offset > max and min == 0" else row
+        for row in table
+    )
+
+
 def check_offset(
     offset: int, min_offset: int, max_offset: int, table: tuple[CorrectionRow, ...] = CORRECTION_TABLE
 ) -> tuple[GetMessageStatus | None, int]:

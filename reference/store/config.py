@@ -75,6 +75,10 @@ class MessageStoreConfig:
     #: pulls then skip the removed messages as MESSAGE_WAS_REMOVING). ``mqtck diff`` runs the reference with
     #: False against a 4.x broker, as that broker's expectations file says.
     raise_min_of_emptied_queue: bool = True
+    #: Where a read past the max offset of a queue whose min offset is 0 is sent: back to 0 (False: seed 002,
+    #: RocketMQ before 4.9.4) or to the max (True: RocketMQ 4.9.4 and later, ISSUE #4215). OFFSET-4 allows both;
+    #: ``mqtck diff`` runs the reference with True against a broker that does it, as its expectations file says.
+    offset_overflow_to_max: bool = False
     #: How often the consumer offset table is written to disk (RocketMQ's flushConsumerOffsetInterval).
     offset_persist_interval_ms: int = 5_000
     #: This broker's address as recorded in each message and in its offset message id (STOREHOST).

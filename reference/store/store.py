@@ -37,7 +37,7 @@ from reference.clock import Clock, RealClock
 from reference.periodic import PeriodicTask
 from reference.rules.errors import InvalidRequest, TopicNotFound, require
 from reference.rules.filter import SubscriptionData, tag_rule_broken, tags_hash_code
-from reference.rules.status import CORRECTION_TABLE, CorrectionRow, GetMessageStatus, check_offset
+from reference.rules.status import CORRECTION_TABLE, CorrectionRow, GetMessageStatus, check_offset, overflow_to_max
 from reference.store.commitlog import CommitLog
 from reference.store.config import MessageStoreConfig
 from reference.store.consumequeue import CQ_STORE_UNIT_SIZE, UNIT, ConsumeQueue
@@ -150,6 +150,10 @@ class MessageStore:
         #: How full the store's disk is, in [0, 1] (negative: unreadable); the clean service's space trigger.
         self.disk_used_ratio = disk_usage_ratio or disk_usage_of(self.data_dir)
         self._clean = CleanService(self.config, self.clock, self.disk_used_ratio)
+        #: The correction table this store answers by: its class's (a seeded fault may replace it), with 4.9.4's
+        #: overflow rule if configured.
+        self._corrections = (overflow_to_max(self.correction_table) if self.config.offset_overflow_to_max
+                             else self.correction_table)
         self._periodic = PeriodicTask(
             self.clock, self.config.clean_resource_initial_delay_ms, self.config.clean_resource_interval_ms,
             self.run_retention,
@@ -306,7 +310,7 @@ class MessageStore:
             return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
         cq = self._queues.get((topic, queue_id))
         min_offset, max_offset = (cq.min_offset, cq.max_offset) if cq is not None else (0, 0)
-        status, next_begin = check_offset(offset, min_offset, max_offset, self.correction_table)
+        status, next_begin = check_offset(offset, min_offset, max_offset, self._corrections)
         if status is not None:
             return GetMessageResult(status, next_begin, min_offset, max_offset)
         assert cq is not None  # a legal offset needs max > 0, so the queue exists

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reference.rules.filter import SubscriptionData
-from reference.rules.status import CORRECTION_TABLE, GetMessageStatus, check_offset
+from reference.rules.status import CORRECTION_TABLE, GetMessageStatus, check_offset, overflow_to_max
 from reference.store.message import Message
 from reference.store.store import GetMessageResult, MessageStore
 
@@ -90,6 +90,21 @@ def test_overflow_badly_with_min_zero_goes_back_to_zero(make_store) -> None:
     assert (result.status, result.next_begin_offset) == (GetMessageStatus.OFFSET_OVERFLOW_BADLY, 0)
     one = _pull(store, 10)
     assert (one.status, one.next_begin_offset) == (GetMessageStatus.OFFSET_OVERFLOW_ONE, 10)
+
+
+@pytest.mark.req("OFFSET-4")
+def test_overflow_badly_goes_to_the_max_as_rocketmq_4_9_4_does_when_configured(make_store) -> None:
+    """offset_overflow_to_max (how the reference runs against RocketMQ 4.9.4+): past the max, to the max even
+    with min 0; every other row of the table is unchanged."""
+    store = make_store(offset_overflow_to_max=True)
+    store.create_topic("T", 1)
+    _fill(store, 10)
+    result = _pull(store, 15)
+    assert (result.status, result.next_begin_offset) == (GetMessageStatus.OFFSET_OVERFLOW_BADLY, 10)
+    table = overflow_to_max(CORRECTION_TABLE)
+    for args in ((5, 0, 0), (3, 10, 20), (20, 10, 20), (25, 10, 20), (15, 10, 20)):
+        assert check_offset(*args, table) == check_offset(*args), args
+    assert check_offset(25, 0, 20, table) == (GetMessageStatus.OFFSET_OVERFLOW_BADLY, 20)
 
 
 @pytest.mark.req("OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5")
