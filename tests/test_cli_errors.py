@@ -139,3 +139,12 @@ def test_a_failure_says_what_failed_on_the_console_and_in_junit(tmp_path: Path) 
     failures = [f.get("message", "") for f in ET.parse(junit).iter("failure")]
     assert any(m.startswith("LPOLL-1 (MUST): AssertionError") for m in failures), failures
     assert all(": AssertionError: not answered" in m for m in failures), failures  # its other requirements too
+
+
+def test_only_reports_what_was_selected_not_the_rest_as_not_covered(tmp_path: Path) -> None:
+    result = mqtck("conform", "--only", "LPOLL-4", "--report-dir", str(tmp_path), "--json", timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    requirements = json.loads(result.stdout)["requirements"]
+    ids = {r["id"] for r in requirements}
+    assert "LPOLL-4" in ids and "CGRP-1" not in ids and "FLOW-1" not in ids
+    assert all(r["tests"] for r in requirements), "every requirement listed was judged by a test that ran"
