@@ -30,6 +30,28 @@ COMMAND_MODULES = (
 )
 
 
+#: ``mqtck COMMAND --help`` ends with these: what a newcomer types first.
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "conform": ("mqtck conform", "mqtck conform --only LPOLL-4 --json",
+                "mqtck conform --target remoting://127.0.0.1:9876?control=127.0.0.1:7000 --junit ci.xml",
+                "mqtck conform --mutants", "mqtck conform --client './my-consumer'  # reads MQTCK_NAMESRV, MQTCK_TOPIC, MQTCK_GROUP"),
+    "broker": ("mqtck broker --http 0 --data-dir /tmp/b", "mqtck broker --remoting 0 --control --data-dir /tmp/b",
+               "mqtck broker --http 0 --sim-clock --segment-bytes 65536 --data-dir /tmp/b"),
+    "bench": ("mqtck bench store", "mqtck bench strategy", "mqtck bench audit --events 1000000"),
+    "spec": ("mqtck spec check", "mqtck spec render"),
+    "strategy": ("mqtck strategy list", "mqtck strategy check averagely",
+                 "mqtck strategy check mypkg.zones:ZoneAware", "mqtck strategy check --exec 'java -jar alloc.jar'"),
+    "audit": ("mqtck audit trace.jsonl --report-dir reports/audit", "mqtck audit traces/ --report-dir out --master spark://head:7077"),
+    "trace": ("mqtck trace synth --events 100000 --out /tmp/trace",),
+    "peer": ("mqtck peer list", "mqtck peer install rocketmq-4.9.7", "mqtck peer run rocketmq-5.5.0"),
+    "gate": ("mqtck gate rocketmq-4.9.7", "mqtck gate rocketmq-5.5.0 --only REVIVE-6 --junit gate.xml"),
+    "diff": ("mqtck diff --target mutant:hold-ignore-deadline --examples 200",
+             "mqtck diff --target peer:rocketmq-4.9.7 --examples 500 --without restart --report-dir d",
+             "mqtck diff --replay d/divergence.json --target peer:rocketmq-4.9.7"),
+    "matrix": ("mqtck matrix --out docs/matrix reports/gate",),
+}
+
+
 class UsageError(Exception):
     """A problem the user can fix; printed as one line, exit 2."""
 
@@ -63,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    for command, examples in EXAMPLES.items():
+        command_parser = sub.choices[command]
+        command_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        command_parser.epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples)
     return parser
 
 
