@@ -34,7 +34,8 @@ COMMAND_MODULES = (
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "conform": ("mqtck conform", "mqtck conform --only LPOLL-4 --json",
                 "mqtck conform --target remoting://127.0.0.1:9876?control=127.0.0.1:7000 --junit ci.xml",
-                "mqtck conform --mutants", "mqtck conform --client './my-consumer'  # reads MQTCK_NAMESRV, MQTCK_TOPIC, MQTCK_GROUP"),
+                "mqtck conform --mutants",
+                "mqtck conform --client './my-consumer'  # reads MQTCK_NAMESRV, MQTCK_TOPIC, MQTCK_GROUP"),
     "broker": ("mqtck broker --http 0 --data-dir /tmp/b", "mqtck broker --remoting 0 --control --data-dir /tmp/b",
                "mqtck broker --http 0 --sim-clock --segment-bytes 65536 --data-dir /tmp/b"),
     "bench": ("mqtck bench store", "mqtck bench strategy", "mqtck bench audit --events 1000000"),
