@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -27,6 +28,16 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from conformance import spec
 from conformance.expectations import Expectations
 from conformance.report import plots
+
+#: Every status a requirement can have in a run, in the order a report lists them, with what it means.
+STATUSES: dict[str, str] = {
+    "fail": "a test of this requirement failed",
+    "expected-fail": "failed: a reviewed deviation of this implementation (not gating)",
+    "unexpected-pass": "listed as a deviation, but passed: the entry is stale",
+    "pass": "every test of this requirement passed",
+    "not-applicable": "the target lacks a capability the tests need",
+    "not-covered": "no test of this suite: proven by the project's own tests and property suites",
+}
 
 
 @dataclass
@@ -167,13 +178,60 @@ def junit_xml(target: str, vs: list[Verdict]) -> bytes:
     return ET.tostring(suite, encoding="utf-8", xml_declaration=True)
 
 
+#: ``assert LEFT == RIGHT`` as pytest reports it: the suite's tests put what the target answered on the left.
+_COMPARISON = re.compile(r"^(?:E\s+)?assert (?P<left>.+?) == (?P<right>.+)$", re.MULTILINE)
+
+
+def failure_causes(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's failures by cause: one entry per failing test (one assertion), with every requirement it breaks,
+    most gating first, and the compared values when the assertion compared two (``observed`` / ``expected``)."""
+    causes: dict[str, dict[str, Any]] = {}
+    for r in doc["requirements"]:
+        if r["status"] not in ("fail", "expected-fail"):
+            continue
+        for t in r["tests"]:
+            if t["outcome"] != "failed":
+                continue
+            cause = causes.setdefault(t["nodeid"], {
+                "nodeid": t["nodeid"], "test": t["nodeid"].split("::")[-1], "summary": t["summary"],
+                "message": t["message"], "requirements": [], "expected_fail": True,
+            })
+            cause["requirements"].append(r)
+            cause["expected_fail"] &= r["status"] == "expected-fail"
+            compared = _COMPARISON.search(t["summary"]) or _COMPARISON.search(t["message"])
+            if compared is not None and "observed" not in cause:
+                cause["observed"], cause["expected"] = compared["left"].strip(), compared["right"].strip()
+    order = {"MUST": 0, "SHOULD": 1}
+    for cause in causes.values():
+        cause["requirements"].sort(key=lambda r: (order.get(r["level"], 2), r["id"]))
+    return sorted(causes.values(), key=lambda c: (c["expected_fail"], order.get(c["requirements"][0]["level"], 2),
+                                                  c["nodeid"]))
+
+
+def family_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per family: its title, its requirements and their counts by status; ``open`` when a reader must look."""
+    families, _ = spec.load()
+    rows = []
+    for name, fam in families.items():
+        reqs = [r for r in doc["requirements"] if r["family"] == name]
+        if not reqs:
+            continue
+        counts: dict[str, int] = {}
+        for r in reqs:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        rows.append({"name": name, "title": fam.title, "requirements": reqs,
+                     "counts": " · ".join(f"{counts[s]} {s}" for s in STATUSES if s in counts),
+                     "open": bool(counts.get("fail") or counts.get("unexpected-pass"))})
+    return rows
+
+
 def html(doc: dict[str, Any]) -> str:
     env = Environment(loader=PackageLoader("conformance.report"), autoescape=select_autoescape())
-    families, _ = spec.load()
     obs = doc.get("observations", {})
     latencies = [float(v) for v in obs.get("lpoll.wake_latency_ms", [])]
     return env.get_template("report.html.j2").render(
-        doc=doc, families=families, latencies=latencies,
+        doc=doc, families=family_rows(doc), causes=failure_causes(doc), latencies=latencies,
+        statuses=STATUSES,
         latency_svg=plots.histogram_svg(latencies, "ms") if latencies else "",
         balance=plots.balance_rows(obs.get("alloc.balance", [])),
     )
