@@ -145,15 +145,6 @@ def test_reference_settings_run_the_reference_as_the_expectations_say(tmp_path: 
      'source = "s"\n', "field 'value' must be a bool"),
     ('[[reference]]\nsetting = "raise_min_of_emptied_queue"\nvalue = false\nid = "RETAIN-9"\nsource = "s"\n',
      "field 'reason' is required"),
-])
-def test_bad_reference_entries_name_the_entry_and_the_rule(tmp_path: Path, body: str, message: str) -> None:
-    bad = tmp_path / "bad.toml"
-    bad.write_text(body)
-    with pytest.raises(ExpectationError, match=message):
-        settings_for(str(bad))
-
-
-@pytest.mark.parametrize(("body", "message"), [
     ('[[diff]]\nstep = "pull"\nfield = "next"\nkind = "maybe"\nid = "OFFSET-1"\nreason = "r"\nsource = "s"\n',
      "kind 'maybe' is not one of allowed, deviation"),
     ('[[diff]]\nstep = "pul"\nfield = "next"\nkind = "allowed"\nid = "OFFSET-1"\nreason = "r"\nsource = "s"\n',
@@ -163,11 +154,12 @@ def test_bad_reference_entries_name_the_entry_and_the_rule(tmp_path: Path, body:
     ('[[diff]]\nstep = "pull"\nkind = "allowed"\nid = "OFFSET-1"\nreason = "r"\nsource = "s"\n',
      "field 'field' is required"),
 ])
-def test_bad_diff_rules_name_the_entry_and_the_rule(tmp_path: Path, body: str, message: str) -> None:
-    rules_file = tmp_path / "bad.toml"
-    rules_file.write_text(body)
+def test_bad_diff_and_reference_entries_name_the_entry_and_the_rule(tmp_path: Path, body: str, message: str) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(body)
     with pytest.raises(ExpectationError, match=message):
-        rules_for(str(rules_file))
+        rules_for(str(bad))
+        settings_for(str(bad))
 
 
 def test_replay_files_are_checked_field_by_field(tmp_path: Path) -> None:
