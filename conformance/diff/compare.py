@@ -29,6 +29,11 @@ NOT_OBSERVED: tuple[tuple[str, str, str], ...] = (
 
 #: The observation field of a refusal (conformance.diff.steps): a rule on it excuses a whole step.
 REFUSED = "refused"
+#: The observation field of an answer outside the protocol (conformance.diff.runner): a rule on it, too, excuses
+#: a whole step where one side answered so and the other did not.
+MALFORMED = "malformed"
+#: Fields whose rules excuse a whole step.
+WHOLE_STEP = (REFUSED, MALFORMED)
 
 
 @dataclass(frozen=True)
@@ -69,12 +74,13 @@ def _holds(rule: DiffRule, a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def compare(step_kind: str, a: dict[str, Any], b: dict[str, Any], rules: tuple[DiffRule, ...]) -> Difference:
     """Where ``a`` and ``b`` differ once the rules for ``step_kind`` whose condition holds dropped their fields (a
-    ``refused`` rule: the whole step, when one side refused it and the other answered)."""
+    ``refused`` or ``malformed`` rule: the whole step, when one side refused it, or answered outside the protocol,
+    and the other answered)."""
     applicable = [rule for rule in rules if rule.applies(step_kind) and _holds(rule, a, b)]
     for rule in applicable:
-        if rule.field == REFUSED and (REFUSED in a) != (REFUSED in b):
+        if rule.field in WHOLE_STEP and (rule.field in a) != (rule.field in b):
             return Difference(fields=(), excused=(rule,))
-    dropped = {rule.field: rule for rule in applicable if rule.field != REFUSED}
+    dropped = {rule.field: rule for rule in applicable if rule.field not in WHOLE_STEP}
     differing = sorted(key for key in set(a) | set(b) if a.get(key) != b.get(key))
     return Difference(
         fields=tuple(key for key in differing if key not in dropped),

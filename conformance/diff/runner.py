@@ -24,7 +24,7 @@ from conformance.diff.compare import Difference, compare
 from conformance.diff.program import Program, programs
 from conformance.diff.steps import LARGE_BODY_BYTES, MAX_LARGE_BODY_BYTES, Side, Step
 from conformance.expectations import DiffRule
-from conformance.targets import Target, TargetError
+from conformance.targets import MalformedAnswer, Target, TargetError
 from conformance.targets.registry import open_target
 
 _salts = itertools.count()
@@ -97,7 +97,7 @@ class Lockstep:
                 for i, queues in enumerate(program.queues):
                     _guard(side.target, side.target.create_topic, side.topic(i), queues)
             for index, step in enumerate(program.steps):
-                a, b = (_guard(side.target, step.run, side, index) for side in sides)
+                a, b = (_observe(side, step, index) for side in sides)
                 self.stats.steps += 1
                 difference = compare(step.kind, a, b, self.rules)
                 for rule in difference.excused:
@@ -140,6 +140,15 @@ def large_body_bytes(a: Target, b: Target) -> int:
     conformance store's half segment when neither tells its layout."""
     sizes = [t.store_layout().commitlog_segment_bytes for t in (a, b) if "store_layout" in t.capabilities]
     return min(min(sizes) // 2, MAX_LARGE_BODY_BYTES) if sizes else LARGE_BODY_BYTES
+
+
+def _observe(side: Side, step: Step, index: int) -> dict[str, Any]:
+    """What ``side`` answered to ``step``; an answer outside the target's protocol is observed as such
+    (``malformed``), so that the divergence it makes is listed, not raised."""
+    try:
+        return _guard(side.target, step.run, side, index)
+    except MalformedAnswer as error:
+        return {"malformed": str(error)}
 
 
 def _guard(target: Target, call: Callable[..., Any], *args: Any) -> Any:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from conformance.suite.support import visible
-from conformance.targets import PullReply, Target, TargetError
+from conformance.targets import MalformedAnswer, PullReply, Target, TargetError
 from conformance.targets.remoting import derive_status
 from reference.rules.codes import ResponseCode
 
@@ -236,6 +236,8 @@ class LongPoll(Step):
             reply = pending.result()
         except TargetError as error:
             return _refused(error)
+        except MalformedAnswer:
+            raise
         except AssertionError:
             # The target's own bound (hold time plus slack) passed without an answer (LPOLL-3).
             return {"answer": "none within the hold time plus slack"}
@@ -447,6 +449,8 @@ class Pop(Step):
             reply = pending.result()
         except TargetError as error:
             return {**out, **_refused(error)}
+        except MalformedAnswer:
+            raise
         except AssertionError:
             return {**out, "answer": "none within the poll time plus slack"}
         handles = [m.handle for m in reply.messages]

@@ -124,6 +124,11 @@ class DispatchedRecord:
     redelivery_count: int
 
 
+class MalformedAnswer(AssertionError):
+    """The target answered, but not in its protocol (a body that does not decode): a conformance test fails on
+    it like on any assertion, and ``mqtck diff`` observes it as the step's answer instead of stopping."""
+
+
 @dataclass(eq=False)
 class TargetError(Exception):
     """A request the target refused: ``code`` and the ``field`` it named.

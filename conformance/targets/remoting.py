@@ -57,7 +57,7 @@ from reference.net.remoting.message_codec import CodecError, decode_records, enc
 from reference.rules.codes import ResponseCode
 from reference.rules.filter import tags_hash_code
 
-from . import PoppedRecord, PopReply, PulledMessage, PullReply, SendReceipt, StoreLayout, TargetError
+from . import MalformedAnswer, PoppedRecord, PopReply, PulledMessage, PullReply, SendReceipt, StoreLayout, TargetError
 from .control import ControlClient, ControlDescription, ControlError
 from .http import UnreachableTarget
 
@@ -298,7 +298,7 @@ class RemotingTarget:
             try:
                 records = decode_records(response.body)
             except CodecError as exc:
-                raise AssertionError(f"PULL_MESSAGE body does not decode: {exc}") from None
+                raise MalformedAnswer(f"PULL_MESSAGE body does not decode: {exc}") from None
             messages = tuple(PulledMessage(r.queue_offset, r.body, r.tags, r.msg_id, r.commit_log_offset)
                              for r in records)
         return PullReply(
@@ -422,7 +422,7 @@ class RemotingTarget:
         try:
             records = decode_records(response.body)
         except CodecError as exc:
-            raise AssertionError(f"POP_MESSAGE body does not decode: {exc}") from None
+            raise MalformedAnswer(f"POP_MESSAGE body does not decode: {exc}") from None
         starts = _offset_info(ext.get("startOffsetInfo", ""))
         prefix = " ".join((ext.get("popTime", "0"), ext.get("invisibleTime", "0"), ext.get("reviveQid", "0")))
         messages = []

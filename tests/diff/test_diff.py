@@ -201,3 +201,54 @@ def test_every_step_kind_round_trips_through_json() -> None:
     for cls in s.STEP_KINDS.values():
         step = cls()
         assert s.step_from_json(json.loads(json.dumps(step.to_json()))) == step
+
+
+class _GarbledPulls(ReferenceTarget):
+    """A reference whose pull answers do not decode, as RocketMQ 4.9.7's pull of a removed record at commit-log
+    offset 0 does (it reads the first remaining segment instead): the harness's seeded protocol fault."""
+
+    def start_pull(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        from conformance.targets import MalformedAnswer
+
+        raise MalformedAnswer("PULL_MESSAGE body does not decode: record at byte 0: body length 524288 runs past")
+
+
+def test_an_answer_outside_the_protocol_is_observed_and_listed_not_raised(tmp_path: Path) -> None:
+    a, b = _GarbledPulls(str(tmp_path / "a")), ReferenceTarget(str(tmp_path / "b"))
+    try:
+        divergence = Lockstep(a, b).run(Program((1,), (s.Send(0, 0, count=1), s.Pull(0, 0, 0, 0))))
+    finally:
+        a.close()
+        b.close()
+    assert divergence is not None and divergence.step.kind == "pull"
+    assert divergence.a == {"malformed": "PULL_MESSAGE body does not decode: record at byte 0: body length 524288 "
+                                         "runs past"}
+    assert "malformed" in listing(divergence, "garbled", "reference")
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "diff"
+
+
+@pytest.mark.parametrize("replay_file", sorted(FIXTURES.glob("*.json")), ids=lambda p: p.stem)
+def test_the_divergences_found_on_real_brokers_are_kept_as_replays(replay_file: Path) -> None:
+    """Each divergence found against a real broker (docs/diff.md) is a replay file naming its peer and its
+    expectations; the reference run as those expectations say agrees with itself on it, and the rules excuse the
+    divergence the file recorded."""
+    program, document = read_replay(replay_file)
+    assert document["target"].startswith("peer:") and document["expect"] == document["target"].split(":", 1)[1]
+    rules, settings = rules_for(document["expect"]), settings_for(document["expect"])
+    assert replay(program, "reference", "reference", rules, settings) is None
+    recorded = document["divergence"]
+    step = program.steps[recorded["step"] - 1]
+    assert step.kind == recorded["kind"]
+    excused = compare(step.kind, recorded["target"], recorded["against"], rules)
+    assert excused.fields == () or replay_file.stem.endswith("past-max"), excused  # past-max: a reference setting
+
+
+def test_a_malformed_rule_excuses_the_whole_step_only_when_one_side_is_malformed(tmp_path: Path) -> None:
+    rules = rules_for("rocketmq-4.9.7")
+    malformed = {"malformed": "PULL_MESSAGE body does not decode"}
+    answered = {"code": "PULL_RETRY_IMMEDIATELY", "next": 2}
+    assert compare("pull", malformed, answered, rules).fields == ()
+    assert [r.id for r in compare("pull", malformed, answered, rules).excused] == ["OFFSET-7"]
+    assert compare("pull", {"code": "SUCCESS", "next": 3}, answered, rules).fields == ("code", "next")
