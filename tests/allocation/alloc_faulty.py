@@ -167,3 +167,12 @@ class FollowsTheClock:
             return []
         index = (cid_all.index(current_cid) + int(time.time())) % len(cid_all)
         return [mq_all[i] for i in average_block(index, len(mq_all), len(cid_all))]
+
+
+class ReturnsOneQueue:
+    """Returns the first queue itself instead of a list holding it (an interface defect, not a wrong share)."""
+
+    name = "RETURNS_ONE_QUEUE"
+
+    def allocate(self, consumer_group, current_cid, mq_all, cid_all):
+        return mq_all[0] if mq_all else []

@@ -160,3 +160,16 @@ def test_broadcasting_is_a_different_promise_from_clustering() -> None:
 
     assert verdicts(Declaration(model="broadcasting"))["broadcast"] == PASS
     assert verdicts(Declaration())["partition"] == FAIL
+
+
+@pytest.mark.req("ALLOC-10")
+def test_an_interface_defect_is_reported_once_by_validity_not_again_as_its_consequences() -> None:
+    """A strategy returning a queue instead of a list: validity fails on it; partition, balance, stickiness and
+    determinism do not also fail (no unowned queue, no "another process answered differently" for it)."""
+    strategy = PythonStrategyUnderTest(alloc_faulty.ReturnsOneQueue, spec=f"{FAULTY}:ReturnsOneQueue")
+    report = run_check(strategy, Declaration(), CheckSettings())
+    statuses = {r.name: r.status for r in report.results}
+    assert statuses["validity"] == FAIL and report.exit_code == 1
+    assert statuses["partition"] == PASS and statuses["determinism"] == PASS, statuses
+    failure = next(r for r in report.results if r.name == "validity").failure
+    assert failure is not None and "not a list" in failure.summary
