@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from conformance.cli import UsageError
+from conformance.progress import Ticker
 from conformance.strategy.declaration import (
     BROADCASTING,
     BUILTIN_DECLARATIONS,
@@ -140,7 +141,8 @@ def run_check_command(args: argparse.Namespace) -> int:
     cfg = CheckSettings(examples=args.examples, seed=_seed(args.seed), properties=tuple(args.property),
                         shrink_seconds=args.shrink_seconds)
     try:
-        report = run_check(strategy, declaration, cfg)
+        with Ticker("strategy check", "properties", quiet=args.json) as ticker:
+            report = run_check(strategy, declaration, cfg, on_property=ticker.phase)
     except ValueError as exc:  # a --property that does not apply
         raise UsageError(str(exc)) from None
     except ProtocolError as exc:

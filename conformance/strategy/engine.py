@@ -13,7 +13,7 @@ crashed, hung or spoke garbage: the whole check stops with exit 2) and an exhaus
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Verbosity, given, seed, settings
@@ -127,16 +127,19 @@ def _observation_text(name: str, worst: int) -> str:
 
 
 def run_check(
-    strategy: StrategyUnderTest, declaration: Declaration, cfg: CheckSettings = CheckSettings()
+    strategy: StrategyUnderTest, declaration: Declaration, cfg: CheckSettings = CheckSettings(),
+    on_property: Callable[[str], None] | None = None,
 ) -> CheckReport:
-    """Every applicable (or every selected) property against ``strategy``. Raises
-    :class:`ProtocolError` when a program breaks the exec protocol."""
+    """Every applicable (or every selected) property against ``strategy``; ``on_property`` hears the name of each
+    before it runs (progress). Raises :class:`ProtocolError` when a program breaks the exec protocol."""
     chosen = select(declaration, cfg.properties)
     report = CheckReport(strategy.label, declaration.describe(), cfg.seed, cfg.examples)
     ctx = CheckContext(strategy, declaration)
     started = time.perf_counter()
     try:
         for prop in chosen:
+            if on_property is not None:
+                on_property(prop.name)
             report.results.append(run_property(prop, ctx, cfg))
     finally:
         ctx.close()
