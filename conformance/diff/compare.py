@@ -75,10 +75,10 @@ def _holds(rule: DiffRule, a: dict[str, Any], b: dict[str, Any]) -> bool:
 def compare(step_kind: str, a: dict[str, Any], b: dict[str, Any], rules: tuple[DiffRule, ...]) -> Difference:
     """Where ``a`` and ``b`` differ once the rules for ``step_kind`` whose condition holds dropped their fields (a
     ``refused`` or ``malformed`` rule: the whole step, when one side refused it, or answered outside the protocol,
-    and the other answered)."""
+    and the other did not, or did for another reason)."""
     applicable = [rule for rule in rules if rule.applies(step_kind) and _holds(rule, a, b)]
     for rule in applicable:
-        if rule.field in WHOLE_STEP and (rule.field in a) != (rule.field in b):
+        if rule.field in WHOLE_STEP and a.get(rule.field) != b.get(rule.field):
             return Difference(fields=(), excused=(rule,))
     dropped = {rule.field: rule for rule in applicable if rule.field not in WHOLE_STEP}
     differing = sorted(key for key in set(a) | set(b) if a.get(key) != b.get(key))
