@@ -26,8 +26,9 @@ entry drops one observed field of one step kind from the comparison, as an allow
 
 An entry may hold only under a condition, ``when = "KEY=VALUE"``: one of the two observations has that value
 (``when = "status=OFFSET_OVERFLOW_BADLY"``). ``field = "refused"`` says more: where one side refuses the step
-and the other answers it (or refuses it naming another field), the step is not compared at all (a stricter input rule of the reference, INPUT-4;
-``when = "refused=queueOffset"`` narrows it to refusals naming that field).
+and the other answers it (or refuses it naming another field), the step is not compared at all (a stricter input
+rule of the reference, INPUT-4; ``when = "refused=queueOffset"`` narrows it to refusals naming that field).
+``field = "malformed"`` does the same for an answer outside the protocol (a real fault, OFFSET-7 of 4.9.7).
 
 A file may also say how ``mqtck diff`` runs the in-process reference against this implementation: each
 ``[[reference]]`` entry sets one field of the reference's MessageStoreConfig to a behaviour of this implementation
