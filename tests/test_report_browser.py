@@ -81,9 +81,10 @@ def test_a_failing_run_shows_its_first_cause_on_the_first_screen(browser, tmp_pa
     assert _in_first_screen(page, ".cause h3")
     first = page.locator(".cause").first.inner_text()
     assert "not answered within timeout" in first and "LPOLL-1" in first and "(MUST)" in first
+    assert "last request: " in first, "the request that produced the failing answer is shown with the cause"
     # One cause, every requirement it breaks: the LPOLL test's cause is listed once, not once per requirement.
-    causes = page.locator(".cause h3").all_inner_texts()
-    assert len(causes) == len(set(zip(causes, page.locator(".cause code").all_inner_texts(), strict=True)))
+    tests = page.locator(".cause").evaluate_all("els => els.map(e => e.querySelector('p code').textContent)")
+    assert tests and len(tests) == len(set(tests)), tests
     # Families with a failure are open; the traceback waits behind a click.
     assert page.locator("details.family[open]").count() >= 1
     assert not page.locator(".cause pre").first.is_visible()

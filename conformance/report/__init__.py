@@ -144,6 +144,8 @@ def observations(results: list[TestResult]) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     for r in results:
         for name, value in r.observations:
+            if name == CALLS:
+                continue
             out.setdefault(str(name), []).extend(value if isinstance(value, list) else [value])
     return out
 
@@ -178,6 +180,8 @@ def junit_xml(target: str, vs: list[Verdict]) -> bytes:
     return ET.tostring(suite, encoding="utf-8", xml_declaration=True)
 
 
+#: The observation a failed suite test carries: its last calls on the target (conformance.suite.calls).
+CALLS = "calls"
 #: ``assert LEFT == RIGHT`` as pytest reports it: the suite's tests put what the target answered on the left.
 _COMPARISON = re.compile(r"^(?:E\s+)?assert (?P<left>.+?) == (?P<right>.+)$", re.MULTILINE)
 
@@ -197,6 +201,7 @@ def failure_causes(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 "message": t["message"], "requirements": [], "expected_fail": True,
             })
             cause["requirements"].append(r)
+            cause.setdefault("calls", next((v for k, v in t.get("observations", []) if k == CALLS), []))
             cause["expected_fail"] &= r["status"] == "expected-fail"
             compared = _COMPARISON.search(t["summary"]) or _COMPARISON.search(t["message"])
             if compared is not None and "observed" not in cause:

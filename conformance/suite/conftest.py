@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from conformance.suite.calls import RecordedTarget
 from conformance.targets.registry import open_target
 
 NOT_APPLICABLE = "not applicable: target lacks capability"
@@ -57,5 +60,21 @@ def target(request: pytest.FixtureRequest, tmp_path):  # type: ignore[no-untyped
     if missing:
         t.close()
         pytest.skip(f"{NOT_APPLICABLE} {', '.join(missing)}")
-    yield t
+    recorded = RecordedTarget(t)
+    request.node.stash[CALLS] = recorded.calls
+    yield recorded
     t.close()
+
+
+#: Where the ``target`` fixture leaves a test's calls for :func:`pytest_runtest_makereport`.
+CALLS = pytest.StashKey[Any]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """A failed test's report carries its last calls on the target (``calls``), for the report's cause block."""
+    outcome = yield
+    report = outcome.get_result()
+    calls = item.stash.get(CALLS, None)
+    if report.when == "call" and report.failed and calls:
+        report.user_properties.append(("calls", [str(c) for c in calls]))
