@@ -5,6 +5,10 @@
 * ``deep``: many more examples, for ``tox -e deep`` and nightly runs.
 
 Pick one with ``--hypothesis-profile NAME`` or ``HYPOTHESIS_PROFILE``.
+
+The commands the tests start print no plain progress lines (``MQTCK_PROGRESS_EVERY_S`` an hour): many tests assert
+that an error is the one line on stderr, and a slow machine would otherwise put a progress line before it. The
+tests of progress itself set the variable they need.
 """
 
 import os
@@ -25,3 +29,4 @@ settings.register_profile(
     "deep", max_examples=2_000, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+os.environ.setdefault("MQTCK_PROGRESS_EVERY_S", "3600")

@@ -97,7 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that left shows here, inside the handler below, not at interpreter exit
+        return code
     except UsageError as exc:
         print(f"mqtck {args.command}: error: {exc}", file=sys.stderr)
         return 2
