@@ -27,9 +27,8 @@ from typing import Any
 
 from conformance.cli import UsageError
 from conformance.cliargs import report_dir
+from conformance.progress import plain_every_s
 
-#: Seconds between progress lines.
-PROGRESS_EVERY_S = 5.0
 #: Default steps per sequence at most.
 DEFAULT_MAX_STEPS = 12
 
@@ -63,15 +62,17 @@ def _say(text: str) -> None:
 
 
 class _Progress:
-    """Plain progress lines on stderr (a CI log and a terminal alike), at most every PROGRESS_EVERY_S."""
+    """Plain progress lines on stderr (a CI log and a terminal alike), at most every ``plain_every_s()`` (the
+    interval of every command's progress, ``MQTCK_PROGRESS_EVERY_S``)."""
 
     def __init__(self, examples: int) -> None:
         self.examples = examples
         self._last = time.monotonic()
+        self._every = plain_every_s()
 
     def __call__(self, stats: Any) -> None:
         now = time.monotonic()
-        if now - self._last < PROGRESS_EVERY_S:
+        if now - self._last < self._every:
             return
         self._last = now
         phase = "shrinking" if stats.divergences else "searching"

@@ -196,16 +196,18 @@ def failure_causes(doc: dict[str, Any]) -> list[dict[str, Any]]:
         for t in r["tests"]:
             if t["outcome"] != "failed":
                 continue
-            cause = causes.setdefault(t["nodeid"], {
-                "nodeid": t["nodeid"], "test": t["nodeid"].split("::")[-1], "summary": t["summary"],
-                "message": t["message"], "requirements": [], "expected_fail": True,
-            })
+            cause = causes.get(t["nodeid"])
+            if cause is None:  # the test's own parts, once: every requirement it carries has the same result
+                cause = causes[t["nodeid"]] = {
+                    "nodeid": t["nodeid"], "test": t["nodeid"].split("::")[-1], "summary": t["summary"],
+                    "message": t["message"], "requirements": [], "expected_fail": True,
+                    "calls": next((v for k, v in t.get("observations", []) if k == CALLS), []),
+                }
+                compared = _COMPARISON.search(t["summary"]) or _COMPARISON.search(t["message"])
+                if compared is not None:
+                    cause["observed"], cause["expected"] = compared["left"].strip(), compared["right"].strip()
             cause["requirements"].append(r)
-            cause.setdefault("calls", next((v for k, v in t.get("observations", []) if k == CALLS), []))
             cause["expected_fail"] &= r["status"] == "expected-fail"
-            compared = _COMPARISON.search(t["summary"]) or _COMPARISON.search(t["message"])
-            if compared is not None and "observed" not in cause:
-                cause["observed"], cause["expected"] = compared["left"].strip(), compared["right"].strip()
     order = {"MUST": 0, "SHOULD": 1}
     for cause in causes.values():
         cause["requirements"].sort(key=lambda r: (order.get(r["level"], 2), r["id"]))

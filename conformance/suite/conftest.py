@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from conformance.report import CALLS as CALLS_OBSERVATION
 from conformance.suite.calls import RecordedTarget
 from conformance.targets.registry import open_target
 
@@ -77,4 +78,4 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     report = outcome.get_result()
     calls = item.stash.get(CALLS, None)
     if report.when == "call" and report.failed and calls:
-        report.user_properties.append(("calls", [str(c) for c in calls]))
+        report.user_properties.append((CALLS_OBSERVATION, [str(c) for c in calls]))
