@@ -570,7 +570,9 @@ def test_at_least_once_with_crashing_slow_and_retrying_consumers(target) -> None
     acked: set[str] = set()
     visible_again: dict[str, int] = {}  # msg id -> when its current invisibility ends (test time, ms)
     now, started = 0, time.monotonic()
-    limit = 60_000 if clocked(target) else 60_000 + 6 * WIRE_REVIVE_SLACK_MS
+    # Over the wire "eventually" gets the broker's revive lag for each of up to 12 rounds of crash and redelivery:
+    # RocketMQ 5.5 on a loaded CI machine once left 3 of 20 messages unrevived within 6 rounds' worth (150 s).
+    limit = 60_000 if clocked(target) else 60_000 + 12 * WIRE_REVIVE_SLACK_MS
     while acked != sent and now <= limit:
         for cid in clients:
             for queue_id in assigned[cid]:
