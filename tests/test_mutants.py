@@ -42,6 +42,7 @@ KILLERS = {
     "pop-revive-ignores-late-acks": lambda m: pop_broker_property(m.components),
     "pop-ack-key-without-pop-time": lambda m: pop_broker_property(m.components),
     "pop-invisible-from-request": lambda m: pop_broker_property(m.components),
+    "pop-change-keeps-the-instant": lambda m: pop_broker_property(m.components),
     "flow-batch-counts-as-one-permit": lambda m: permit_property(m.components),
     "flow-permits-go-negative": lambda m: permit_property(m.components),
     "client-pulls-dropped-queue": lambda m: drop_property(m.client),

@@ -172,6 +172,14 @@ CATALOGUE: dict[str, Mutant] = {
             BrokerComponents(pop_buffer=pf.AckKeyWithoutPopTime),
         ),
         Mutant(
+            "pop-change-keeps-the-instant",
+            ("PACK-9",),
+            "A change of invisible time stamps its checkpoint with the change's instant although a pending "
+            "checkpoint has that key (RocketMQ 5.5): a change of a checkpoint's first message within the pop's "
+            "millisecond replaces the original checkpoint, and neither is revived.",
+            BrokerComponents(pop_acks=pf.ChangeKeepsTheInstant),
+        ),
+        Mutant(
             "pop-invisible-from-request",
             ("PACK-1",),
             "A pop's invisible time counts from when the request arrived, not from when its batch was read, "

@@ -5,6 +5,9 @@
   revive log after the checkpoint left memory.
 * :class:`AckKeyWithoutPopTime` – checkpoints are matched with acks by topic, group, queue and start
   offset only: two checkpoints of one start offset (a change of invisible time) collide.
+* :class:`ChangeKeepsTheInstant` – a change of invisible time stamps its checkpoint with the change's
+  instant even when a pending checkpoint has that key (RocketMQ 5.5's ChangeInvisibleTimeProcessor): a change
+  of a checkpoint's first message within the pop's millisecond replaces the original checkpoint.
 * :class:`InvisibleFromRequest` – invisibility counts from when the pop request arrived, not from
   when its batch was read: a pop held by long polling hands out messages that become visible early.
 * :class:`BatchCountsAsOnePermit` – the dispatcher charges one permit per batch entry.
@@ -18,6 +21,7 @@ from collections.abc import Hashable
 
 from reference.broker.permits.cursor import EntryRead
 from reference.broker.permits.dispatcher import SingleActiveConsumerDispatcher
+from reference.broker.pop.ack import AckMessageProcessor, ResolvedHandle
 from reference.broker.pop.buffer import PopBufferMergeService
 from reference.broker.pop.checkpoint import AckMsg
 from reference.broker.pop.keys import CheckpointKey
@@ -33,6 +37,11 @@ class ReviveIgnoresLateAcks(PopReviveService):
 class AckKeyWithoutPopTime(PopBufferMergeService):
     def merge_key(self, key: CheckpointKey) -> Hashable:
         return (key.topic, key.group, key.queue_id, key.start_offset, key.broker_name)
+
+
+class ChangeKeepsTheInstant(AckMessageProcessor):
+    def changed_pop_time(self, resolved: ResolvedHandle, group: str) -> int:
+        return self.clock.now_ms()
 
 
 class InvisibleFromRequest(PopMessageProcessor):

@@ -44,6 +44,9 @@ POP_POLLING_SIZE = 1_024
 #: restart takes (RocketMQ 5.5 here: 15-28 s, its shutdown hook alone 10-19 s), or the ack arrives after the
 #: revive and the message rightly comes back (an ack counts only within the invisibility, PACK-3).
 RESTART_INVISIBLE_MS = 60_000
+#: How many pops, each followed at once by a change of invisible time, a test tries over the wire before one
+#: lands in its pop's millisecond (about 1 in 5 does on loopback here).
+SAME_MILLISECOND_ATTEMPTS = 200
 T = "PopT"
 G = "PopG"
 
@@ -75,6 +78,21 @@ def answered(target, pending) -> bool:  # type: ignore[no-untyped-def]
         if time.monotonic() > deadline:
             return False
     return True
+
+
+def pop_time_of(handle: str) -> int | None:
+    """The pop time a receipt handle carries (its second field, as extraInfo), or None if it has none."""
+    fields = handle.split(" ")
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+def past_pop_millisecond(target, handle: str) -> None:  # type: ignore[no-untyped-def]
+    """Over the wire, wait until the machine's clock is past the millisecond the handle was popped in: a consumer
+    that keeps a message longer changes its invisible time later than that. A change within the pop's own
+    millisecond is PACK-9's case, which RocketMQ 5.5 gets wrong; tests of other claims keep clear of it."""
+    popped = pop_time_of(handle)
+    while not clocked(target) and popped is not None and time.time_ns() // 1_000_000 <= popped:
+        time.sleep(0.001)
 
 
 def bodies(reply) -> list[bytes]:  # type: ignore[no-untyped-def]
@@ -409,6 +427,36 @@ def test_checkpoints_differing_only_in_pop_time(target) -> None:  # type: ignore
     )
 
 
+@pytest.mark.req("PACK-9")
+def test_a_change_of_invisible_time_in_the_pops_millisecond_loses_nothing(target) -> None:  # type: ignore[no-untyped-def]
+    """Pop two messages and change the first one's invisible time at once, until the change lands in the pop's
+    own millisecond (on simulated time it always does; over the wire the test knows it did when the pop and the
+    change both happened within one millisecond of its clock, or when the broker stamped the new handle with
+    the pop's time). Both messages must come back: the other one when the checkpoint's invisibility ends, the
+    changed one when its new invisibility ends."""
+    target.create_topic(T, 1)
+    for _attempt in range(SAME_MILLISECOND_ATTEMPTS):
+        send_n(target, 0, 2)
+        began_ms = time.time_ns() // 1_000_000
+        first, second = pop_now(target, queue_id=0, max_nums=2, invisible_ms=3_000).messages
+        renewed = target.change_invisible(G, T, first.handle, 3_000)
+        within_one_ms = time.time_ns() // 1_000_000 == began_ms
+        if clocked(target) or within_one_ms or pop_time_of(renewed) == pop_time_of(first.handle):
+            break
+        target.ack(G, T, second.handle)  # not the case under test: clear it and try again
+        target.ack(G, T, renewed)
+    else:
+        pytest.skip(f"no change of invisible time landed in its pop's millisecond in {SAME_MILLISECOND_ATTEMPTS} "
+                    "tries: the case PACK-9 is about did not arise")
+    back = collect_redeliveries(target, 2, 3_000 + REVIVE_DELAY_MS + SLACK_MS, invisible_ms=60_000)
+    lost = {first.msg_id, second.msg_id} - {m.msg_id for m in back}
+    assert not lost, (
+        f"{sorted(lost)} never came back after a change of invisible time in the pop's millisecond "
+        f"(pop time {pop_time_of(first.handle)}, the new handle's {pop_time_of(renewed)}): the new checkpoint "
+        "has the original's key (topic, group, queue, start offset, pop time) and replaced it"
+    )
+
+
 @pytest.mark.req("PACK-5")
 def test_bad_handles_change_nothing(target) -> None:  # type: ignore[no-untyped-def]
     """Whatever a broker answers to a bad handle (PACK-8 asks for a refusal), it acknowledges nothing and
@@ -569,10 +617,11 @@ def test_at_least_once_with_crashing_slow_and_retrying_consumers(target) -> None
     assert set().union(*assigned.values()) == {0, 1, 2, 3}, assigned
     acked: set[str] = set()
     visible_again: dict[str, int] = {}  # msg id -> when its current invisibility ends (test time, ms)
+    history: dict[str, list[str]] = {m: [] for m in sent}  # msg id -> its deliveries, for the failure message
     now, started = 0, time.monotonic()
-    # Over the wire "eventually" gets the broker's revive lag for each of up to 12 rounds of crash and redelivery:
-    # RocketMQ 5.5 on a loaded CI machine once left 3 of 20 messages unrevived within 6 rounds' worth (150 s).
-    limit = 60_000 if clocked(target) else 60_000 + 12 * WIRE_REVIVE_SLACK_MS
+    # Over the wire "eventually" gets the broker's revive lag for each of up to 6 rounds of crash and redelivery
+    # (RocketMQ 5.5 here: about 6 s a round, at most 7 deliveries of one message in 40 seeded runs).
+    limit = 60_000 if clocked(target) else 60_000 + 6 * WIRE_REVIVE_SLACK_MS
     while acked != sent and now <= limit:
         for cid in clients:
             for queue_id in assigned[cid]:
@@ -581,14 +630,18 @@ def test_at_least_once_with_crashing_slow_and_retrying_consumers(target) -> None
                     earliest = visible_again.get(m.msg_id, 0) - tolerance(target)
                     assert now >= earliest, f"{m.msg_id} delivered at {now} ms, still invisible until {earliest} ms"
                     fate = rng.random()
+                    history[m.msg_id].append(f"{now} ms to {cid}: " + ("acked" if fate < 0.6 else
+                                                                        "dropped" if fate < 0.8 else "kept longer"))
                     if fate < 0.6:
                         target.ack(G, T, m.handle)
                         acked.add(m.msg_id)
                     elif fate < 0.8:  # a crash: the delivery is never acknowledged
                         visible_again[m.msg_id] = now + invisible
                     else:  # slow: the consumer keeps it longer, then crashes too
+                        past_pop_millisecond(target, m.handle)
                         target.change_invisible(G, T, m.handle, invisible)
                         visible_again[m.msg_id] = now + invisible
         target.advance(step)
         now = now + step if clocked(target) else int((time.monotonic() - started) * 1000)
-    assert acked == sent, f"{len(sent - acked)} of {len(sent)} messages were never acknowledged"
+    assert acked == sent, f"{len(sent - acked)} of {len(sent)} messages were never acknowledged within {now} ms: " + \
+        "; ".join(f"{m} delivered {', '.join(history[m]) or 'never'}" for m in sorted(sent - acked))

@@ -23,6 +23,7 @@ from reference.broker.hold_service import PullRequestHoldService
 from reference.broker.permits.dispatcher import MultipleConsumersDispatcher, SingleActiveConsumerDispatcher
 from reference.broker.permits.protocol import InitialPosition, PermitChannel, Position, SubType
 from reference.broker.permits.service import DispatcherComponents, PermitService
+from reference.broker.pop.ack import AckMessageProcessor
 from reference.broker.pop.buffer import PopBufferMergeService
 from reference.broker.pop.config import PopConfig
 from reference.broker.pop.processor import PopMessageProcessor
@@ -68,6 +69,7 @@ class BrokerComponents:
     pop_processor: type[PopMessageProcessor] = PopMessageProcessor
     pop_buffer: type[PopBufferMergeService] = PopBufferMergeService
     pop_revive: type[PopReviveService] = PopReviveService
+    pop_acks: type[AckMessageProcessor] = AckMessageProcessor
     single_active_dispatcher: type[SingleActiveConsumerDispatcher] = SingleActiveConsumerDispatcher
     multiple_consumers_dispatcher: type[MultipleConsumersDispatcher] = MultipleConsumersDispatcher
 
@@ -104,7 +106,7 @@ class Broker:
         self.pop_service = PopService(
             self.store, self.offsets, self.consumer_manager, self.config.broker_name, pop_config or PopConfig(),
             clock, rng or random.Random(0), self.rec,
-            PopComponents(components.pop_processor, components.pop_buffer, components.pop_revive),
+            PopComponents(components.pop_processor, components.pop_buffer, components.pop_revive, components.pop_acks),
         )
         # Permit flow control (seed 003).
         self.permits = PermitService(

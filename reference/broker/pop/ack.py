@@ -145,12 +145,7 @@ class AckMessageProcessor:
         )
         resolved = self.resolve(group, topic, handle_text)
         old, offset = resolved.ck, resolved.handle.offset
-        pop_time = self.clock.now_ms()
-        # Two changes of one message within one millisecond would make the same key; the later
-        # checkpoint takes the next free millisecond so that the two stay distinct.
-        while self._pending(CheckpointKey(old.topic, group, old.queue_id, offset, pop_time, old.broker_name),
-                            resolved.handle.revive_queue_id):
-            pop_time += 1
+        pop_time = self.changed_pop_time(resolved, group)
         ck = PopCheckPoint(
             old.topic, group, old.queue_id, offset, (0,), (resolved.msg_id,), pop_time, invisible_time_ms,
             resolved.handle.revive_queue_id, old.broker_name,
@@ -162,6 +157,19 @@ class AckMessageProcessor:
             old.queue_id, offset,
         )
         return resolved, new
+
+    def changed_pop_time(self, resolved: ResolvedHandle, group: str) -> int:
+        """The pop time of the checkpoint a change of invisible time makes: now, or the next free millisecond.
+
+        The new checkpoint starts at the message's offset, so a change of a checkpoint's first message within
+        its pop's millisecond (or two changes of one message within one) would have the same key as a pending
+        checkpoint, and the revive service would keep only one of them (PACK-9; RocketMQ 5.5 loses both)."""
+        old, offset = resolved.ck, resolved.handle.offset
+        pop_time = self.clock.now_ms()
+        while self._pending(CheckpointKey(old.topic, group, old.queue_id, offset, pop_time, old.broker_name),
+                            resolved.handle.revive_queue_id):
+            pop_time += 1
+        return pop_time
 
     def _pending(self, key: CheckpointKey, revive_queue_id: int) -> bool:
         """Whether a checkpoint with exactly ``key`` is pending (buffered or in the revive log)."""

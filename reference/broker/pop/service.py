@@ -54,6 +54,7 @@ class PopComponents:
     processor: type[PopMessageProcessor] = PopMessageProcessor
     buffer: type[PopBufferMergeService] = PopBufferMergeService
     revive: type[PopReviveService] = PopReviveService
+    acks: type[AckMessageProcessor] = AckMessageProcessor
 
 
 class PopService:
@@ -84,7 +85,7 @@ class PopService:
             store, offsets, self.buffer, self.locks, config, broker_name, clock, rng, self._commit_offset
         )
         self.long_polling = PopLongPollingService(config, clock, self._wake, self._expire)
-        self.acks = AckMessageProcessor(
+        self.acks = components.acks(
             store, self.buffer, self.revive, self.revive_log, config, broker_name, clock, self.known_group
         )
         self.assignment = QueryAssignmentProcessor(store, consumer_manager, broker_name, rec, self.consume_offset)
