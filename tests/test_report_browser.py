@@ -5,36 +5,15 @@ Screenshots are kept in ``reports/screenshots/`` (a CI artifact)."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.browser import VIEWPORT, open_page
+
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[1]
-SCREENSHOTS = ROOT / "reports" / "screenshots"
-#: The first screen of a laptop.
-VIEWPORT = {"width": 1280, "height": 800}
-#: Chromium as root on a closed network: no sandbox, no GPU, none of its background connections.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.skip("not applicable: no chromium on PATH (tox -e ci installs Debian's: apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def _conform(report_dir: Path, *args: str) -> Path:
@@ -44,14 +23,6 @@ def _conform(report_dir: Path, *args: str) -> Path:
     return (report_dir / "latest").resolve()
 
 
-def _open(browser, run: Path, name: str):  # type: ignore[no-untyped-def]
-    page = browser.new_page(viewport=VIEWPORT)
-    page.goto((run / "report.html").as_uri())
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
-    return page
-
-
 def _in_first_screen(page, selector: str) -> bool:  # type: ignore[no-untyped-def]
     box = page.locator(selector).first.bounding_box()
     return box is not None and box["y"] + box["height"] <= VIEWPORT["height"]
@@ -59,7 +30,7 @@ def _in_first_screen(page, selector: str) -> bool:  # type: ignore[no-untyped-de
 
 def test_a_passing_run_opens_with_its_verdict_and_counts_and_is_short(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     run = _conform(tmp_path, "--mutants", "hold-ignore-deadline", "offset-empty-queue-keeps-offset")
-    page = _open(browser, run, "report-pass")
+    page = open_page(browser, run / "report.html", "report-pass")
     assert page.locator("h1").inner_text().startswith("PASS")
     assert _in_first_screen(page, "#verdict") and _in_first_screen(page, "#counts")
     counts = json.loads((run / "summary.json").read_text())["counts"]
@@ -76,7 +47,7 @@ def test_a_passing_run_opens_with_its_verdict_and_counts_and_is_short(browser, t
 
 def test_a_failing_run_shows_its_first_cause_on_the_first_screen(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     run = _conform(tmp_path, "--target", "mutant:hold-ignore-deadline")
-    page = _open(browser, run, "report-fail")
+    page = open_page(browser, run / "report.html", "report-fail")
     assert page.locator("h1").inner_text().startswith("FAIL")
     assert _in_first_screen(page, ".cause h3")
     first = page.locator(".cause").first.inner_text()

@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from conformance.audit import svg
+from conformance.audit.badrows import UNKNOWN_RUN
 from conformance.audit.categories import BY_NAME, CATEGORIES, provisional_ids, resolve
 from conformance.audit.params import AuditParams
 
@@ -108,25 +109,28 @@ def build_summary(
 
 def _plots(summary: dict[str, Any], metrics: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
     plots: dict[str, list[tuple[str, str]]] = {}
-    for run in list(summary["runs"])[:PLOTTED_RUNS]:
+    for run in [r for r in summary["runs"] if r != UNKNOWN_RUN][:PLOTTED_RUNS]:
         out = []
         series = metrics.get("messages", {}).get(run, {})
-        out.append(("unseen", svg.line_chart(
-            "Unseen messages (expected, sent, not yet consumed OK)",
-            {g: [(p["t_s"], p["unseen"]) for p in pts] for g, pts in series.items()}, "time since first event (s)",
-            "messages")))
-        out.append(("lag", svg.line_chart(
-            "Consumer lag (mean SEND to first OK, by consumption time)",
-            {g: [(p["t_s"], p["lag_ms"]) for p in pts if p["lag_ms"] is not None] for g, pts in series.items()},
-            "time since first event (s)", "ms")))
+        unseen = {g: [(p["t_s"], p["unseen"]) for p in pts] for g, pts in series.items()}
+        lag = {g: [(p["t_s"], p["lag_ms"]) for p in pts if p["lag_ms"] is not None] for g, pts in series.items()}
+        # A chart is drawn only when it has something to show: an empty frame reads as a broken report.
+        if any(unseen.values()):
+            out.append(("unseen", svg.line_chart("Unseen messages (expected, sent, not yet consumed OK)", unseen,
+                                                 "time since first event (s)", "messages")))
+        if any(lag.values()):
+            out.append(("lag", svg.line_chart("Consumer lag (mean SEND to first OK, by consumption time)", lag,
+                                              "time since first event (s)", "ms")))
         cats = summary["runs"][run]["categories"]
         dups = [(name.removeprefix("duplicate-"), cats[name]["count"])
                 for name in cats if name.startswith("duplicate-")]
-        out.append(("duplicates", svg.bar_chart("Duplicates by cause", dups, "consumptions",
-                                                [name == "unknown" for name, _ in dups])))
+        if any(count for _, count in dups):
+            out.append(("duplicates", svg.bar_chart("Duplicates by cause (red: no recorded cause)", dups,
+                                                    "consumptions", [name == "unknown" for name, _ in dups])))
         wake = summary["runs"][run].get("wake_latency") or {"buckets": []}
         bars = [(f"<={b['le_ms']}" if b["le_ms"] is not None else ">", b["count"]) for b in wake["buckets"]]
-        out.append(("wake", svg.bar_chart("Long-poll wake latency (ms)", bars, "answers")))
+        if any(count for _, count in bars):
+            out.append(("wake", svg.bar_chart("Long-poll wake latency (ms)", bars, "answers")))
         lanes = metrics.get("ownership", {}).get(run, [])
         spans = [s for lane in lanes for s in lane["spans"]]
         if spans:
@@ -142,7 +146,7 @@ def _plots(summary: dict[str, Any], metrics: dict[str, Any]) -> dict[str, list[t
                               for o in lane["spans"])
                     drawn.append(((s["start"] - t0) / 1e6, (s["end"] - t0) / 1e6, s["client"], bad))
                 rows.append((lane["queue"], drawn))
-            out.append(("ownership", svg.timeline("Queue ownership (red: overlap beyond the window)", rows, 0,
+            out.append(("ownership", svg.timeline("Queue ownership", rows, 0,
                                                   (t1 - t0) / 1e6, "seconds")))
         plots[run] = out
     return plots
@@ -152,6 +156,6 @@ def write_outputs(report_dir: Path, summary: dict[str, Any], metrics: dict[str, 
     (report_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     env = Environment(loader=PackageLoader("conformance.audit", "templates"), autoescape=select_autoescape())
     template = env.get_template("audit.html.j2")
-    html = template.render(summary=summary, plots=_plots(summary, metrics), categories=CATEGORIES,
+    html = template.render(summary=summary, plots=_plots(summary, metrics), categories=CATEGORIES, no_run=UNKNOWN_RUN,
                            json=lambda v: json.dumps(v, sort_keys=True))
     (report_dir / "report.html").write_text(html, encoding="utf-8")

@@ -18,6 +18,7 @@ import pytest
 
 from conformance.commands.broker import is_broker_fault
 from conformance.mutants import CATALOGUE
+from conformance.spec import requirements
 from conformance.targets.launch import launch_broker
 
 pytestmark = pytest.mark.slow
@@ -68,7 +69,9 @@ def _conform_over_wire(name: str, tmp_path: Path) -> tuple[int, dict[str, str]]:
 @pytest.mark.parametrize("name", CAUGHT)
 def test_broker_fault_is_caught_over_the_wire(name: str, tmp_path: Path) -> None:
     code, statuses = _conform_over_wire(name, tmp_path)
-    assert code == 1 and "fail" in statuses.values(), (
+    # Caught: a requirement it breaks fails (exit 1 when that is a MUST; PACK-9's fault breaks a SHOULD only).
+    must = any(requirements()[r].level == "MUST" for r in CATALOGUE[name].breaks)
+    assert "fail" in statuses.values() and code == (1 if must else 0), (
         f"{name} ({', '.join(CATALOGUE[name].breaks)}) survived the suite over remoting: {statuses}"
     )
 
