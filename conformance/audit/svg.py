@@ -115,15 +115,15 @@ def bar_chart(title: str, bars: Sequence[tuple[str, float]], y_label: str, highl
 
 
 def queue_label(lane: str) -> tuple[str, str]:
-    """(short label, full name) of a timeline lane ``group/topic/broker/queue_id``: the group and the queue
-    tell the rows apart (a group consumes one topic here); the full name goes into the row's tooltip."""
-    parts = lane.split("/")
+    """(short label, group) of a timeline lane ``group/topic/broker/queue_id``: the group and the queue tell
+    the rows apart (a group consumes one topic here); the full name goes into the row's tooltip."""
+    parts = lane.rsplit("/", 3)
     if len(parts) < 4:
         return lane[:34], lane
-    group, broker, queue_id = "/".join(parts[:-3]), parts[-2], parts[-1]
+    group, _, broker, queue_id = parts
     short = f"{group} · {broker}/{queue_id}"
     fits = int((TIMELINE_LABELS - 8) / CHAR_W)
-    return (short if len(short) <= fits else "…" + short[1 - fits:]), lane
+    return (short if len(short) <= fits else "…" + short[1 - fits:]), group
 
 
 def client_label(client: str, group: str) -> str:
@@ -173,10 +173,9 @@ def timeline(title: str, lanes: Sequence[tuple[str, Sequence[tuple[float, float,
             'the window</text>']
     y_lane = top
     for (lane, spans), rows, lane_h in zip(lanes, placement, heights, strict=True):
-        short, full = queue_label(lane)
-        group = full.split("/", 1)[0]
+        short, group = queue_label(lane)
         body.append(f'<text x="{left - 6}" y="{y_lane + 12}" text-anchor="end" class="queue">{escape(short)}'
-                    f'<title>{escape(full)}</title></text>')
+                    f'<title>{escape(lane)}</title></text>')
         for (start, end, client, bad), row in zip(spans, rows, strict=True):
             xs = left + plot_w * (start - x0) / (x1 - x0)
             width = max(plot_w * (end - start) / (x1 - x0), 1)

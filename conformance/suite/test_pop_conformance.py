@@ -635,17 +635,19 @@ def test_at_least_once_with_crashing_slow_and_retrying_consumers(target) -> None
                     earliest = visible_again.get(m.msg_id, 0) - tolerance(target)
                     assert now >= earliest, f"{m.msg_id} delivered at {now} ms, still invisible until {earliest} ms"
                     fate = rng.random()
-                    history[m.msg_id].append(f"{now} ms to {cid}: " + ("acked" if fate < 0.6 else
-                                                                        "dropped" if fate < 0.8 else "kept longer"))
                     if fate < 0.6:
                         target.ack(G, T, m.handle)
                         acked.add(m.msg_id)
+                        outcome = "acked"
                     elif fate < 0.8:  # a crash: the delivery is never acknowledged
                         visible_again[m.msg_id] = now + invisible
+                        outcome = "dropped"
                     else:  # slow: the consumer keeps it longer, then crashes too
                         past_pop_millisecond(target, m.handle)
                         target.change_invisible(G, T, m.handle, invisible)
                         visible_again[m.msg_id] = now + invisible
+                        outcome = "kept longer"
+                    history[m.msg_id].append(f"{now} ms to {cid}: {outcome}")
         target.advance(step)
         now = now + step if clocked(target) else int((time.monotonic() - started) * 1000)
     assert acked == sent, f"{len(sent - acked)} of {len(sent)} messages were never acknowledged within {now} ms: " + \

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,18 +23,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.peers.rocketmq import free_port
+
 HOST = "127.0.0.1"
 #: Each worker's share of the machine: one core, enough memory for one executor of WORKER_MEMORY.
 WORKER_CORES = 1
 WORKER_MEMORY = "1g"
 #: How long the master and the workers may take to come up.
 START_TIMEOUT_S = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -89,7 +84,7 @@ def _jvm(main: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
 def standalone_cluster(workers: int = 2) -> Iterator[StandaloneCluster]:
     """Start a master and ``workers`` workers; stop all of them (and the temp dir) on the way out."""
     root = Path(tempfile.mkdtemp(prefix="mqtck-spark-cluster-"))
-    port, ui_port = free_port(), free_port()
+    port, ui_port = free_port(HOST), free_port(HOST)
     master = _jvm("org.apache.spark.deploy.master.Master", "--host", HOST, "--port", str(port),
                   "--webui-port", str(ui_port), log=root / "master.log")
     cluster = StandaloneCluster(f"spark://{HOST}:{port}", ui_port, root, master)
@@ -99,7 +94,7 @@ def standalone_cluster(workers: int = 2) -> Iterator[StandaloneCluster]:
             work.mkdir()
             cluster.workers.append(_jvm(
                 "org.apache.spark.deploy.worker.Worker", cluster.url, "--host", HOST, "--cores", str(WORKER_CORES),
-                "--memory", WORKER_MEMORY, "--webui-port", str(free_port()), "--work-dir", str(work),
+                "--memory", WORKER_MEMORY, "--webui-port", str(free_port(HOST)), "--work-dir", str(work),
                 log=root / f"worker-{n}.log"))
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
