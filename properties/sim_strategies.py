@@ -1,10 +1,10 @@
 """Hypothesis strategies for simulated schedules, and the runner the client property suites share.
 
-A schedule is a list of steps (``reference.sim.scenario``); Hypothesis shrinks it by deleting steps
-and lowering numbers, and every consumer index is taken modulo the live consumers, so a shrunk
-schedule still means something. :func:`run_and_check` runs one scenario and, when a check fails,
-attaches the schedule, the findings and a timeline of the rows around the first finding to the
-failure with ``note()`` (Hypothesis prints notes for the shrunk example only).
+A schedule is drawn as a script of steps and pauses, made timed by ``reference.sim.steps.timeline``;
+Hypothesis shrinks it by deleting items and lowering numbers, and every consumer index is taken modulo
+the live consumers, so a shrunk schedule still means something. :func:`run_and_check` runs one
+scenario and, when a check fails, attaches the schedule, the findings and a timeline of the rows around
+the first finding to the failure with ``note()`` (Hypothesis prints notes for the shrunk example only).
 
 :func:`random_scenario` draws the same kind of schedule from a plain seed, for the fixed-count runs
 (``test_three_consumer_group_loses_nothing``) and benchmarks that want N schedules, not a search.
@@ -22,33 +22,33 @@ from reference.client.components import ClientComponents
 from reference.client.config import MessageModel
 from reference.sim.checks import CheckReport, check_trace
 from reference.sim.network import NetworkConfig
-from reference.sim.scenario import (
+from reference.sim.scenario import Scenario, SimConfig
+from reference.sim.simulation import SimResult, Simulation
+from reference.sim.steps import (
     BrokerRestart,
     Crash,
-    FailingListener,
+    FailPercent,
     Join,
     Leave,
     Produce,
     Retention,
-    Scenario,
-    SimConfig,
-    SlowListener,
+    SlowConsumer,
     Step,
-    Wait,
+    timeline,
 )
-from reference.sim.simulation import SimResult, Simulation
 
 #: Consumer indexes are taken modulo the live consumers; a small range keeps shrinking readable.
 _CONSUMER = st.integers(0, 3)
 WAITS = (10, 200, 1_000, 5_000, 20_000)
 
 produce = st.builds(Produce, st.integers(1, 40))
-wait = st.builds(Wait, st.sampled_from(WAITS))
-crash = st.builds(Crash, _CONSUMER, st.booleans())
+#: A pause in the script (time passing between two steps).
+wait = st.sampled_from(WAITS)
+crash = st.builds(Crash, _CONSUMER, silent=st.booleans())
 leave = st.builds(Leave, _CONSUMER)
 join = st.builds(Join, st.booleans())
-slow = st.builds(SlowListener, _CONSUMER, st.sampled_from((0, 300, 2_000)))
-failing = st.builds(FailingListener, _CONSUMER, st.sampled_from((0, 20, 60)))
+slow = st.builds(SlowConsumer, _CONSUMER, st.sampled_from((0, 300, 2_000)))
+failing = st.builds(FailPercent, _CONSUMER, st.sampled_from((0, 20, 60)))
 retention = st.just(Retention())
 broker_restart = st.builds(BrokerRestart, st.booleans(), st.sampled_from((100, 3_000)))
 
@@ -78,14 +78,14 @@ def configs(
 
 
 def scenarios(
-    steps: st.SearchStrategy[Step] = all_steps, model: MessageModel = MessageModel.CLUSTERING,
+    steps: st.SearchStrategy[Step | int] = all_steps, model: MessageModel = MessageModel.CLUSTERING,
     consumers: tuple[int, int] = (1, 3), max_steps: int = 12, fixed: dict[str, object] | None = None,
 ) -> st.SearchStrategy[Scenario]:
     """``fixed`` sets SimConfig fields to constants: a check that needs no quiescence (drop
     semantics) runs much shorter simulations, and every field not drawn is one node fewer to
     shrink and explain."""
     config = configs(model, consumers, **(fixed or {}))
-    return st.builds(Scenario, config, st.lists(steps, max_size=max_steps).map(tuple))
+    return st.builds(Scenario, config, st.lists(steps, max_size=max_steps).map(lambda script: timeline(*script)))
 
 
 class _Deferred:
@@ -124,30 +124,30 @@ def random_scenario(
     seed: int, model: MessageModel = MessageModel.CLUSTERING, consumers: int = 3, max_steps: int = 14,
     faults: tuple[str, ...] = ("crash", "join", "leave"),
 ) -> Scenario:
-    """A schedule drawn from ``seed`` alone: producer bursts and waits mixed with ``faults``
+    """A schedule drawn from ``seed`` alone: producer bursts and pauses mixed with ``faults``
     (any of crash, join, leave, slow, failing, retention, broker_restart)."""
     rng = random.Random(seed)
-    steps: list[Step] = []
+    steps: list[Step | int] = []
     for _ in range(rng.randint(4, max_steps)):
         kind = rng.choice(("produce", "produce", "wait", "wait", *faults))
         if kind == "produce":
             steps.append(Produce(rng.randint(1, 40)))
         elif kind == "wait":
-            steps.append(Wait(rng.choice(WAITS)))
+            steps.append(rng.choice(WAITS))
         elif kind == "crash":
-            steps.append(Crash(rng.randint(0, 3), rng.random() < 0.3))
+            steps.append(Crash(rng.randint(0, 3), silent=rng.random() < 0.3))
         elif kind == "join":
             steps.append(Join(rng.random() < 0.3))
         elif kind == "leave":
             steps.append(Leave(rng.randint(0, 3)))
         elif kind == "slow":
-            steps.append(SlowListener(rng.randint(0, 3), rng.choice((0, 300, 2_000))))
+            steps.append(SlowConsumer(rng.randint(0, 3), rng.choice((0, 300, 2_000))))
         elif kind == "failing":
-            steps.append(FailingListener(rng.randint(0, 3), rng.choice((0, 20, 60))))
+            steps.append(FailPercent(rng.randint(0, 3), rng.choice((0, 20, 60))))
         elif kind == "retention":
             steps.append(Retention())
         elif kind == "broker_restart":
             steps.append(BrokerRestart(rng.random() < 0.5, rng.choice((100, 3_000))))
         else:
             raise ValueError(f"unknown fault kind {kind!r}")
-    return Scenario(SimConfig(seed=seed, consumers=consumers, model=model), tuple(steps))
+    return Scenario(SimConfig(seed=seed, consumers=consumers, model=model), timeline(*steps))

@@ -34,11 +34,11 @@ def schedules(consumers: int = 3) -> st.SearchStrategy[list]:
     at = st.integers(0, SPAN_MS)
     consumer = st.integers(0, consumers - 1)
     event = st.one_of(
-        st.builds(Produce, at, st.integers(1, 6), batch=st.sampled_from((1, 1, 2, 3, 7))),
-        st.builds(Crash, at, consumer, st.sampled_from((0, 3_000))),
-        st.builds(SlowConsumer, at, consumer, st.sampled_from((200, 2_000)), st.sampled_from((5_000, 20_000))),
-        st.builds(FailNext, at, consumer, st.integers(1, 3)),
-        st.builds(BrokerRestart, at, st.sampled_from((0, 1_000))),
+        st.builds(Produce, st.integers(1, 6), batch=st.sampled_from((1, 1, 2, 3, 7)), at_ms=at),
+        st.builds(Crash, consumer, st.sampled_from((0, 3_000)), at_ms=at),
+        st.builds(SlowConsumer, consumer, st.sampled_from((200, 2_000)), st.sampled_from((5_000, 20_000)), at_ms=at),
+        st.builds(FailNext, consumer, st.integers(1, 3), at_ms=at),
+        st.builds(BrokerRestart, down_ms=st.sampled_from((0, 1_000)), at_ms=at),
     )
     return st.lists(event, min_size=1, max_size=12).map(lambda events: sorted(events, key=lambda e: e.at_ms))
 

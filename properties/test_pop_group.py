@@ -27,15 +27,15 @@ def schedules(config: PopSimConfig) -> st.SearchStrategy[list]:
     """Producer bursts (at least one), and faults: crashes, slow acks, failing listeners, restarts."""
     at = st.integers(0, SPAN_MS)
     consumer = st.integers(0, config.consumers - 1)
-    bursts = st.lists(st.builds(Produce, at, count=st.integers(1, 10), queue=st.integers(0, config.queues - 1)),
+    bursts = st.lists(st.builds(Produce, count=st.integers(1, 10), queue=st.integers(0, config.queues - 1), at_ms=at),
                       min_size=1, max_size=6)
     faults = st.lists(
         st.one_of(
-            st.builds(Crash, at, consumer, st.sampled_from((0, 5_000, 30_000))),
-            st.builds(SlowConsumer, at, consumer, st.sampled_from(slow_consume_choices(config)),
-                      st.sampled_from((10_000, 60_000))),
-            st.builds(FailNext, at, consumer, st.integers(1, 3)),
-            st.builds(BrokerRestart, at, st.sampled_from((0, 2_000))),
+            st.builds(Crash, consumer, st.sampled_from((0, 5_000, 30_000)), at_ms=at),
+            st.builds(SlowConsumer, consumer, st.sampled_from(slow_consume_choices(config)),
+                      st.sampled_from((10_000, 60_000)), at_ms=at),
+            st.builds(FailNext, consumer, st.integers(1, 3), at_ms=at),
+            st.builds(BrokerRestart, down_ms=st.sampled_from((0, 2_000)), at_ms=at),
         ),
         max_size=10,
     )

@@ -20,8 +20,9 @@ from typing import Any
 
 from conformance.bench.profiling import top_functions
 from reference.sim.network import NetworkConfig
-from reference.sim.scenario import Crash, Join, Leave, Produce, Scenario, SimConfig, Step, Wait
+from reference.sim.scenario import Scenario, SimConfig
 from reference.sim.simulation import Simulation
+from reference.sim.steps import Crash, Join, Leave, Produce, Step, timeline
 from reference.trace import TraceSink, sink_for
 
 HELP = "simulator throughput (trace events/s) with a cProfile summary"
@@ -65,9 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def scenario(args: argparse.Namespace, events: int) -> Scenario:
     bursts = max(1, round(events / EVENTS_PER_MESSAGE_ESTIMATE / args.burst))
-    steps: list[Step] = []
+    steps: list[Step | int] = []
     for i in range(bursts):
-        steps += [Produce(args.burst), Wait(args.interval_ms)]
+        steps += [Produce(args.burst), args.interval_ms]
         if args.faults and i % FAULT_EVERY == FAULT_EVERY - 1:
             steps += [Crash(i), Join(), Leave(i + 1), Join()]
     config = SimConfig(
@@ -75,7 +76,7 @@ def scenario(args: argparse.Namespace, events: int) -> Scenario:
         network=NetworkConfig(min_latency_ms=1, max_latency_ms=5), commit_log_segment_bytes=64 << 20,
         consume_queue_units_per_segment=300_000, min_settle_ms=10_000, stable_ms=0,
     )
-    return Scenario(config, tuple(steps))
+    return Scenario(config, timeline(*steps))
 
 
 def _sink(spec: str) -> TraceSink:

@@ -17,9 +17,10 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from conformance import expectations, mutation, report, spec
+from conformance import expectations, report, spec
 from conformance.cli import UsageError
 from conformance.cliargs import report_dir
+from conformance.mutants import killing
 from conformance.progress import Ticker
 from conformance.targets.registry import parse_target, target_capabilities
 
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     if expected is not None:
         extra["expectations"] = expected.name
     if mutant_names:
-        extra["mutants"] = mutation.run_catalogue(mutant_names, run_dir / "mutants", args.workers, console, args.json)
+        extra["mutants"] = killing.run_catalogue(mutant_names, run_dir / "mutants", args.workers, console, args.json)
     doc = report.summary(args.target, capabilities, vs, results, extra, args.profile)
     report.publish(report_dir, run_dir, doc, vs, Path(args.junit) if args.junit else None)
     if args.json:

@@ -20,18 +20,17 @@ from reference.client.config import MessageModel
 from reference.rules.trace_schema import missing_columns
 from reference.sim.checks import check_trace
 from reference.sim.network import NetworkConfig
-from reference.sim.scenario import (
+from reference.sim.scenario import Scenario, SimConfig
+from reference.sim.steps import (
     BrokerRestart,
     Crash,
-    FailingListener,
+    FailPercent,
     Join,
     Leave,
     Produce,
     Retention,
-    Scenario,
-    SimConfig,
-    SlowListener,
-    Wait,
+    SlowConsumer,
+    timeline,
 )
 
 pytestmark = pytest.mark.needs("client_simulation")
@@ -39,45 +38,45 @@ pytestmark = pytest.mark.needs("client_simulation")
 #: A join while the first consumer's slow listeners are busy, then more membership changes.
 DROP = Scenario(
     SimConfig(seed=7, consumers=1, busy_max_ms=2_000),
-    (Produce(40), Wait(300), Join(), Wait(3_000), Produce(20), Join(), Wait(5_000), Leave(0), Produce(20),
-     Wait(2_000), Crash(1), Produce(10)),
+    timeline(Produce(40), 300, Join(), 3_000, Produce(20), Join(), 5_000, Leave(0), Produce(20),
+     2_000, Crash(1), Produce(10)),
 )
 #: A stream of small bursts consumed out of order by slow listeners, with commits all along.
 STREAM = Scenario(
     SimConfig(seed=3, consumers=2, busy_max_ms=3_000),
-    tuple(step for _ in range(30) for step in (Produce(5), Wait(300))),
+    timeline(*(step for _ in range(30) for step in (Produce(5), 300))),
 )
 #: Three consumers and membership changes: ownership must converge to one owner per queue.
 OWNERSHIP = tuple(
     Scenario(
         SimConfig(seed=seed, consumers=3, queues=4),
-        (Produce(20), Wait(25_000), Join(), Wait(25_000), Leave(1), Produce(20), Wait(25_000)),
+        timeline(Produce(20), 25_000, Join(), 25_000, Leave(1), Produce(20), 25_000),
     )
     for seed in (1, 2, 3)
 )
 #: Everything at once on a lossy network.
 STORM = Scenario(
     SimConfig(seed=11, consumers=3, network=NetworkConfig(drop_rate=0.05, sync_fault_rate=0.05), busy_max_ms=500),
-    (Produce(30), Wait(1_000), Crash(0), Produce(20), FailingListener(1, 30), Join(), Wait(5_000),
-     Crash(1, silent=True), Produce(20), Retention(), BrokerRestart(crash=True, down_ms=2_000), Wait(3_000),
-     Join(revive=True), Produce(20), Leave(0), SlowListener(1, 2_000), Produce(20), Wait(20_000)),
+    timeline(Produce(30), 1_000, Crash(0), Produce(20), FailPercent(1, 30), Join(), 5_000,
+     Crash(1, silent=True), Produce(20), Retention(), BrokerRestart(crash=True, down_ms=2_000), 3_000,
+     Join(revive=True), Produce(20), Leave(0), SlowConsumer(1, 2_000), Produce(20), 20_000),
 )
 #: Retry and dead letter: two messages always fail (max 2 reconsumes), others fail now and then; a
 #: fifth of the synchronous calls (send-backs among them) fail, and the broker restarts meanwhile.
 RETRY = Scenario(
     SimConfig(seed=5, consumers=2, fail_percent=30, always_fail=frozenset({"p-3", "p-8"}), max_reconsume_times=2,
               network=NetworkConfig(sync_fault_rate=0.2)),
-    (Produce(20), Wait(5_000), BrokerRestart(crash=False, down_ms=1_000), Wait(1_500), Produce(10)),
+    timeline(Produce(20), 5_000, BrokerRestart(crash=False, down_ms=1_000), 1_500, Produce(10)),
 )
 #: Retention deletes messages the consumer has not reached: its offset is illegal and moves.
 MOVED = Scenario(
     SimConfig(seed=9, consumers=1, busy_max_ms=4_000, commit_log_segment_bytes=8 * 1024),
-    (Produce(60), Wait(10), Produce(60), Wait(10), Retention(), Wait(40_000), Produce(10)),
+    timeline(Produce(60), 10, Produce(60), 10, Retention(), 40_000, Produce(10)),
 )
 #: Broadcasting consumers that crash and come back with their client id.
 BROADCAST = Scenario(
     SimConfig(seed=4, consumers=3, model=MessageModel.BROADCASTING, busy_max_ms=300, fail_percent=20),
-    (Produce(30), Wait(2_000), Crash(0), Produce(20), Wait(11_000), Join(revive=True), Produce(20),
+    timeline(Produce(30), 2_000, Crash(0), Produce(20), 11_000, Join(revive=True), Produce(20),
      Crash(2, silent=True), Join(), Produce(10)),
 )
 

@@ -22,7 +22,7 @@ from reference.broker.consumer_manager import ClientChannelInfo, ConsumerManager
 from reference.broker.hold_service import PullRequestHoldService
 from reference.broker.permits.dispatcher import MultipleConsumersDispatcher, SingleActiveConsumerDispatcher
 from reference.broker.permits.protocol import InitialPosition, PermitChannel, Position, SubType
-from reference.broker.permits.service import DispatcherComponents, PermitService
+from reference.broker.permits.service import PermitService
 from reference.broker.pop.ack import AckMessageProcessor
 from reference.broker.pop.buffer import PopBufferMergeService
 from reference.broker.pop.config import PopConfig
@@ -35,7 +35,7 @@ from reference.broker.pop.protocol import (
     PopResponse,
 )
 from reference.broker.pop.revive import PopReviveService
-from reference.broker.pop.service import PopComponents, PopService
+from reference.broker.pop.service import PopService
 from reference.broker.protocol import (
     Channel,
     ConsumerData,
@@ -59,7 +59,8 @@ from reference.trace import NULL_TRACE, Trace
 
 @dataclass(frozen=True)
 class BrokerComponents:
-    """The classes the broker is built from. Seeded faults (conformance.mutants) swap one."""
+    """The one registry of the classes a broker is built from, its POP and permit parts included: a seeded
+    fault (conformance.mutants) swaps one here and the broker hands it to the service that builds it."""
 
     pull_processor: type[PullMessageProcessor] = PullMessageProcessor
     hold_service: type[PullRequestHoldService] = PullRequestHoldService
@@ -106,12 +107,13 @@ class Broker:
         self.pop_service = PopService(
             self.store, self.offsets, self.consumer_manager, self.config.broker_name, pop_config or PopConfig(),
             clock, rng or random.Random(0), self.rec,
-            PopComponents(components.pop_processor, components.pop_buffer, components.pop_revive, components.pop_acks),
+            processor=components.pop_processor, buffer=components.pop_buffer, revive=components.pop_revive,
+            acks=components.pop_acks,
         )
         # Permit flow control (seed 003).
         self.permits = PermitService(
             self.store, self.offsets, self.config.broker_name, self.rec,
-            DispatcherComponents(components.single_active_dispatcher, components.multiple_consumers_dispatcher),
+            single_active=components.single_active_dispatcher, multiple=components.multiple_consumers_dispatcher,
         )
         self.send_back_processor = ConsumerSendMsgBackProcessor(
             self.store, self.data_dir / "config" / "delayOffset.json", clock

@@ -10,10 +10,11 @@ scenario gives the same trace, row for row, and a failing schedule can be shrunk
 ==================  ==========================================================================
 ``engine``          SimRun: clock, scratch directory, trace and broker host of every run; plays a
                     timed schedule and settles
-``steps``           the timed steps of the POP and permit workloads (produce, crash, slow, fail, restart)
+``steps``           the one step vocabulary of every workload (produce, crash, leave, join, slow, fail,
+                    retention, broker restart), timed; ``timeline`` writes a schedule as a script
 ``host``            SimBrokerHost: the broker process (reference.broker.host.BrokerHost) with restarts
                     that take virtual time
-``scenario``        the pull and rebalance workload's config and sequential steps (produce, wait, join, ...)
+``scenario``        the pull and rebalance workload's config and schedule
 ``simulation``      runs a scenario (push consumer group); returns the trace and a summary
 ``pop_sim``         the POP workload (push consumers over POP) and its judge, audit_pop
 ``permit_sim``      the permit workload (Pulsar-style flow control) and its checks

@@ -54,8 +54,8 @@ class SimRun:
                                   components=components, pop_config=pop_config, rng=rng)
 
     def schedule(self, steps: Iterable[S], apply: Callable[[S], object]) -> int:
-        """Schedule every step at its time (in the order given); when the last step's effect is over, in ms
-        from the start."""
+        """Schedule every step at its time from now (in the order given); when the last step's effect is
+        over, in ms from now."""
         last = 0
         for step in steps:
             self.clock.call_later(step.at_ms, partial(apply, step))
@@ -63,8 +63,9 @@ class SimRun:
         return last
 
     def play(self, steps: Iterable[S], apply: Callable[[S], object]) -> None:
-        """Schedule the steps and run the clock until the last step's effect is over."""
-        self.run_until(self.schedule(steps, apply))
+        """Schedule the steps from now and run the clock until the last step's effect is over."""
+        begin = self.clock.now_ms()
+        self.clock.run_until(begin + self.schedule(steps, apply))
 
     def run_until(self, ms: int) -> None:
         """Run the clock to ``ms`` from the start."""

@@ -40,7 +40,16 @@ from reference.client.permits.consumer import PermitConsumerClient, PermitConsum
 from reference.sim.engine import SimRun
 from reference.sim.findings import Finding
 from reference.sim.pop_sim import SIM_STORE
-from reference.sim.steps import BrokerRestart, Crash, FailNext, Produce, SlowConsumer, Step
+from reference.sim.steps import (
+    FOREVER,
+    BrokerRestart,
+    Crash,
+    FailNext,
+    Produce,
+    SlowConsumer,
+    Step,
+    require_supported,
+)
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import MemorySink
@@ -86,6 +95,13 @@ class PermitSimResult:
     findings: list[Finding] = field(default_factory=list)
 
 
+#: The steps this workload plays, and the fields it has no meaning for: its consumers are named (no Leave or
+#: Join), fail by count (FailNext, a negative acknowledgement), and share the topic's one queue.
+PERMIT_STEPS: dict[type, tuple[str, ...]] = {
+    Produce: ("queue",), Crash: ("silent",), SlowConsumer: (), FailNext: (), BrokerRestart: (),
+}
+
+
 def random_schedule(seed: int, config: PermitSimConfig, events: int = 12, span_ms: int = 60_000) -> list[Step]:
     rng = random.Random(seed)
     out: list[Step] = []
@@ -94,15 +110,15 @@ def random_schedule(seed: int, config: PermitSimConfig, events: int = 12, span_m
         consumer = rng.randrange(config.consumers)
         kind = rng.random()
         if kind < 0.45:
-            out.append(Produce(at, rng.randint(1, 6), batch=rng.choice((1, 1, 3, 7))))
+            out.append(Produce(rng.randint(1, 6), batch=rng.choice((1, 1, 3, 7)), at_ms=at))
         elif kind < 0.6:
-            out.append(Crash(at, consumer, rng.choice((0, 3_000))))
+            out.append(Crash(consumer, rng.choice((0, 3_000)), at_ms=at))
         elif kind < 0.8:
-            out.append(SlowConsumer(at, consumer, rng.choice((200, 2_000)), rng.choice((5_000, 20_000))))
+            out.append(SlowConsumer(consumer, rng.choice((200, 2_000)), rng.choice((5_000, 20_000)), at_ms=at))
         elif kind < 0.93:
-            out.append(FailNext(at, consumer, rng.randint(1, 3)))
+            out.append(FailNext(consumer, rng.randint(1, 3), at_ms=at))
         else:
-            out.append(BrokerRestart(at, rng.choice((0, 1_000))))
+            out.append(BrokerRestart(down_ms=rng.choice((0, 1_000)), at_ms=at))
     return sorted(out, key=lambda e: e.at_ms)
 
 
@@ -127,7 +143,7 @@ def run(
     sink = MemorySink()
     with SimRun(f"permit-sim-{config.seed}", sink, MessageStoreConfig(**SIM_STORE), data_dir=data_dir,
                 components=components) as sim:
-        return _play(sim, sink, sorted(schedule, key=lambda e: e.at_ms), config)
+        return _play(sim, sink, require_supported(schedule, "permit", PERMIT_STEPS), config)
 
 
 def _play(sim: SimRun, sink: MemorySink, schedule: list[Step], config: PermitSimConfig) -> PermitSimResult:
@@ -220,16 +236,18 @@ def _play(sim: SimRun, sink: MemorySink, schedule: list[Step], config: PermitSim
             if app.alive and app.client.connected:
                 app.alive = False
                 app.client.crash()
-                clock.call_later(event.down_ms, lambda: (app.client.rec.record("RESTART"), connect(app)))
+                if event.down_ms is not None:
+                    clock.call_later(event.down_ms, lambda: (app.client.rec.record("RESTART"), connect(app)))
         elif isinstance(event, SlowConsumer):
             app = apps[event.consumer % len(apps)]
-            app.process_ms, app.slow_until = event.ms_per_message, clock.now_ms() + event.for_ms
+            app.process_ms = event.ms_per_message
+            app.slow_until = clock.now_ms() + event.for_ms if event.for_ms is not None else FOREVER
         elif isinstance(event, FailNext):
             apps[event.consumer % len(apps)].nack_next += event.count
         elif isinstance(event, BrokerRestart):
             if host.broker is None:
                 return
-            host.restart(crash=False, down_ms=event.down_ms)
+            host.restart(crash=event.crash, down_ms=event.down_ms)
             for app in apps:
                 app.client.connected = False
 

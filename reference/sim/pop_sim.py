@@ -39,7 +39,16 @@ from reference.broker.pop.protocol import PoppedMessage
 from reference.client.pop.push_consumer import CONSUME_LATER, CONSUME_OK, PopPushConfig, PopPushConsumer
 from reference.sim.engine import SimRun
 from reference.sim.findings import Finding
-from reference.sim.steps import BrokerRestart, Crash, FailNext, Produce, SlowConsumer, Step
+from reference.sim.steps import (
+    FOREVER,
+    BrokerRestart,
+    Crash,
+    FailNext,
+    Produce,
+    SlowConsumer,
+    Step,
+    require_supported,
+)
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import MemorySink
@@ -77,6 +86,14 @@ def slow_consume_choices(config: PopSimConfig) -> tuple[int, ...]:
     return (3_000, invisible * 85 // 100, 2 * invisible)
 
 
+#: The steps this workload plays, and the fields it has no meaning for: its consumers are named, not members
+#: of a rebalanced group (no Leave or Join); their applications fail by count (FailNext); its broker sees no
+#: channel expire (no silent crash) and stores single messages.
+POP_STEPS: dict[type, tuple[str, ...]] = {
+    Produce: ("batch",), Crash: ("silent",), SlowConsumer: (), FailNext: (), BrokerRestart: (),
+}
+
+
 def random_schedule(seed: int, config: PopSimConfig, events: int = 12, span_ms: int = 120_000) -> list[Step]:
     """A schedule drawn from ``seed``: bursts, crashes, slow acks, failing listeners, broker restarts."""
     rng = random.Random(seed)
@@ -86,16 +103,16 @@ def random_schedule(seed: int, config: PopSimConfig, events: int = 12, span_ms: 
         kind = rng.random()
         consumer = rng.randrange(config.consumers)
         if kind < 0.4:
-            out.append(Produce(at, queue=rng.randrange(config.queues), count=rng.randint(1, 10)))
+            out.append(Produce(queue=rng.randrange(config.queues), count=rng.randint(1, 10), at_ms=at))
         elif kind < 0.6:
-            out.append(Crash(at, consumer, rng.choice((0, 5_000, 30_000))))
+            out.append(Crash(consumer, rng.choice((0, 5_000, 30_000)), at_ms=at))
         elif kind < 0.8:
             slow = rng.choice(slow_consume_choices(config))
-            out.append(SlowConsumer(at, consumer, slow, rng.choice((10_000, 60_000))))
+            out.append(SlowConsumer(consumer, slow, rng.choice((10_000, 60_000)), at_ms=at))
         elif kind < 0.93:
-            out.append(FailNext(at, consumer, rng.randint(1, 3)))
+            out.append(FailNext(consumer, rng.randint(1, 3), at_ms=at))
         else:
-            out.append(BrokerRestart(at, rng.choice((0, 2_000))))
+            out.append(BrokerRestart(down_ms=rng.choice((0, 2_000)), at_ms=at))
     return sorted(out, key=lambda e: e.at_ms)
 
 
@@ -147,7 +164,7 @@ def run(
     sink = TrackingSink()
     with SimRun(f"pop-sim-{config.seed}", sink, MessageStoreConfig(**SIM_STORE), data_dir=data_dir,
                 components=components, pop_config=pop_config, rng=random.Random(config.seed)) as sim:
-        return _play(sim, sink, sorted(schedule, key=lambda e: e.at_ms), config)
+        return _play(sim, sink, require_supported(schedule, "POP", POP_STEPS), config)
 
 
 def _play(sim: SimRun, sink: TrackingSink, schedule: list[Step], config: PopSimConfig) -> PopSimResult:
@@ -188,21 +205,23 @@ def _play(sim: SimRun, sink: TrackingSink, schedule: list[Step], config: PopSimC
             if host.broker is None:
                 return  # the producer's send fails while the broker is down
             for _ in range(event.count):
-                host.broker.send(Message(TOPIC, b"m%d" % produced, event.queue % config.queues, tags="T"))
+                queue = produced if event.queue is None else event.queue
+                host.broker.send(Message(TOPIC, b"m%d" % produced, queue % config.queues, tags="T"))
                 produced += 1
         elif isinstance(event, Crash):
             consumer = consumers[event.consumer % config.consumers]
             if consumer.running:
                 consumer.crash()
-                clock.call_later(event.down_ms, lambda: _restart(consumer))
+                if event.down_ms is not None:
+                    clock.call_later(event.down_ms, lambda: _restart(consumer))
         elif isinstance(event, SlowConsumer):
             state = states[event.consumer % config.consumers]
             state.slow_ms = event.ms_per_message
-            state.slow_until = clock.now_ms() + event.for_ms
+            state.slow_until = clock.now_ms() + event.for_ms if event.for_ms is not None else FOREVER
         elif isinstance(event, FailNext):
             states[event.consumer % config.consumers].fail_next += event.count
         elif isinstance(event, BrokerRestart):
-            host.restart(crash=False, down_ms=event.down_ms)
+            host.restart(crash=event.crash, down_ms=event.down_ms)
 
     def _restart(consumer: PopPushConsumer) -> None:
         consumer.rec.record("RESTART")

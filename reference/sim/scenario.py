@@ -1,9 +1,5 @@
-"""Scenarios: what a simulated run does, as data (a configuration and a list of steps).
-
-Steps are applied in order; only :class:`Wait` moves virtual time, so a schedule reads like a script
-("produce 20, wait 3 s, crash consumer 1, ...") and shrinks well: Hypothesis deletes steps and lowers
-numbers. A consumer is named by its index among the consumers alive at that moment, taken modulo
-their number, so every index is valid whatever came before (a shrunk schedule stays meaningful).
+"""Scenarios: what a simulated pull-and-rebalance run does, as data (a configuration and timed steps of
+:mod:`reference.sim.steps`, usually written as a script with :func:`~reference.sim.steps.timeline`).
 """
 
 from __future__ import annotations
@@ -12,73 +8,7 @@ from dataclasses import dataclass, field
 
 from reference.client.config import ConsumeFromWhere, MessageModel
 from reference.sim.network import NetworkConfig
-
-
-@dataclass(frozen=True)
-class Produce:
-    """A producer burst: ``count`` messages, round-robin over the queues (or all to ``queue``)."""
-
-    count: int
-    queue: int | None = None
-
-
-@dataclass(frozen=True)
-class Wait:
-    ms: int
-
-
-@dataclass(frozen=True)
-class Crash:
-    """Consumer ``consumer`` dies: no persist, no unregister. ``silent``: the host vanished too, so
-    the broker only notices when the channel expires (120 s); otherwise the connection is reset."""
-
-    consumer: int
-    silent: bool = False
-
-
-@dataclass(frozen=True)
-class Leave:
-    """Consumer ``consumer`` shuts down gracefully: persist, unregister."""
-
-    consumer: int
-
-
-@dataclass(frozen=True)
-class Join:
-    """A consumer starts. ``revive``: the most recently crashed consumer restarts with its client id
-    (and, broadcasting, its local offsets file); otherwise a new client joins."""
-
-    revive: bool = False
-
-
-@dataclass(frozen=True)
-class SlowListener:
-    """Consumer ``consumer``'s listener now takes up to ``busy_ms`` per call."""
-
-    consumer: int
-    busy_ms: int
-
-
-@dataclass(frozen=True)
-class FailingListener:
-    """Consumer ``consumer``'s listener now fails ``percent`` % of its calls (capped per message)."""
-
-    consumer: int
-    percent: int
-
-
-@dataclass(frozen=True)
-class Retention:
-    """The broker deletes expired commit-log segments now (every segment but the newest)."""
-
-
-@dataclass(frozen=True)
-class BrokerRestart:
-    crash: bool = False
-    down_ms: int = 1_000
-
-
-Step = Produce | Wait | Crash | Leave | Join | SlowListener | FailingListener | Retention | BrokerRestart
+from reference.sim.steps import Step
 
 
 @dataclass(frozen=True)
@@ -124,5 +54,5 @@ class Scenario:
     def describe(self) -> str:
         """The schedule as one readable line per step."""
         lines = [f"config: {self.config}"]
-        lines += [f"  {i:2d}. {step}" for i, step in enumerate(self.steps)]
+        lines += [f"  {i:2d}. {step.at_ms / 1000:>7.3f} s  {step}" for i, step in enumerate(self.steps)]
         return "\n".join(lines)

@@ -11,9 +11,10 @@ consumer behind an :class:`~reference.client.inprocess.InProcessGateway` whose l
 network. Components run on their own :class:`~reference.clock.ProcessClock`, so a crash stops
 all they scheduled.
 
-A run applies the scenario's steps, then **settles**: no more faults, time goes on for at least
-``min_settle_ms`` (longer after a silent crash, until the broker has expired the dead channel) and
-until every message is consumed and ownership is stable, or ``max_settle_ms`` more. If no consumer is
+A run plays the scenario's timed steps (from when its first consumers are up), then **settles**: no more
+faults, time goes on for at least ``min_settle_ms`` (longer after a silent crash, until the broker has
+expired the dead channel) and until every message is consumed and ownership is stable, or
+``max_settle_ms`` more. If no consumer is
 alive when settling starts, one joins (at-least-once needs a consumer). The trace ends with END rows.
 """
 
@@ -35,18 +36,18 @@ from reference.sim.engine import SimRun
 from reference.sim.listener import SimListener
 from reference.sim.network import SimLink
 from reference.sim.progress import ProgressTracker
-from reference.sim.scenario import (
+from reference.sim.scenario import Scenario
+from reference.sim.steps import (
     BrokerRestart,
     Crash,
-    FailingListener,
+    FailPercent,
     Join,
     Leave,
     Produce,
     Retention,
-    Scenario,
-    SlowListener,
+    SlowConsumer,
     Step,
-    Wait,
+    require_supported,
 )
 from reference.sim.timeline import format_timeline
 from reference.store.config import MessageStoreConfig
@@ -55,6 +56,12 @@ from reference.trace import MemorySink, TraceSink
 
 #: How often the settle phase asks whether the run is quiet.
 SETTLE_POLL_MS = 5_000
+#: The steps this workload plays (every one but FailNext: its listener fails by a rate, FailPercent), and the
+#: fields it has no meaning for.
+PULL_STEPS: dict[type, tuple[str, ...]] = {
+    Produce: ("batch",), Crash: (), Leave: (), Join: (), SlowConsumer: (), FailPercent: (), Retention: (),
+    BrokerRestart: (),
+}
 #: After a silent crash, settling lasts until the broker has surely expired the channel: its timeout,
 #: one scan interval, and a rebalance round.
 _EXPIRY_SLACK_MS = 30_000
@@ -110,6 +117,7 @@ class Simulation:
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> SimResult:
         config = self.config
+        steps = require_supported(self.scenario.steps, "pull and rebalance", PULL_STEPS)
         queues = tuple((config.topic, q) for q in range(config.queues))
         self.tracker = ProgressTracker(
             self._sink, MessageModel(config.model) is MessageModel.CLUSTERING, queues, config.stable_ms
@@ -131,8 +139,7 @@ class Simulation:
                 if i and config.start_gap_ms:
                     self.clock.advance(config.start_gap_ms)
                 self._join(revive=False)
-            for step in self.scenario.steps:
-                self.apply(step)
+            sim.play(steps, self.apply)
             self._settle()
             self.trace.end()
         rows = self._sink.rows if isinstance(self._sink, MemorySink) else None
@@ -163,12 +170,10 @@ class Simulation:
 
     # -- steps ---------------------------------------------------------------------------------
     def apply(self, step: Step) -> None:
-        if isinstance(step, Wait):
-            self.clock.advance(step.ms)
-        elif isinstance(step, Produce):
+        if isinstance(step, Produce):
             self._produce(step.count, step.queue)
         elif isinstance(step, Crash):
-            self._crash(step.consumer, step.silent)
+            self._crash(step.consumer, step.silent, step.down_ms)
         elif isinstance(step, Leave):
             victim = self._pick(step.consumer)
             if victim is not None:
@@ -176,11 +181,9 @@ class Simulation:
                 victim.consumer.shutdown()
         elif isinstance(step, Join):
             self._join(step.revive)
-        elif isinstance(step, SlowListener):
-            target = self._pick(step.consumer)
-            if target is not None:
-                target.listener.busy_max_ms = step.busy_ms
-        elif isinstance(step, FailingListener):
+        elif isinstance(step, SlowConsumer):
+            self._slow(step.consumer, step.ms_per_message, step.for_ms)
+        elif isinstance(step, FailPercent):
             target = self._pick(step.consumer)
             if target is not None:
                 target.listener.fail_percent = step.percent
@@ -189,8 +192,18 @@ class Simulation:
                 self.host.broker.run_retention(manual=True)
         elif isinstance(step, BrokerRestart):
             self.host.restart(step.crash, step.down_ms)
-        else:  # pragma: no cover - the Step union is closed
+        else:  # pragma: no cover - require_supported refused it
             raise TypeError(f"unknown step {step!r}")
+
+    def _slow(self, index: int, busy_ms: int, for_ms: int | None) -> None:
+        target = self._pick(index)
+        if target is None:
+            return
+        target.listener.busy_max_ms = busy_ms
+        if for_ms is not None:
+            def back_to_normal() -> None:
+                target.listener.busy_max_ms = self.config.busy_max_ms
+            target.process.call_later(for_ms, back_to_normal)
 
     def _pick(self, index: int) -> SimConsumer | None:
         return self.consumers[index % len(self.consumers)] if self.consumers else None
@@ -217,9 +230,15 @@ class Simulation:
                 self._ids.add(client_id)
                 return client_id
 
-    def _join(self, revive: bool) -> None:
+    def _join(self, revive: bool, client_id: str | None = None) -> None:
+        """A consumer starts: ``client_id`` again, or (``revive``) the last crashed one's, or a new one."""
         config = self.config
-        client_id = self.crashed.pop() if revive and self.crashed else self._new_client_id()
+        if client_id is not None:
+            self.crashed.remove(client_id)
+        elif revive and self.crashed:
+            client_id = self.crashed.pop()
+        else:
+            client_id = self._new_client_id()
         self._incarnation += 1
         process = ProcessClock(self.clock)
         link = SimLink(self.clock, self.rng, config.network)
@@ -239,7 +258,7 @@ class Simulation:
         consumer.start()
         self.consumers.append(SimConsumer(client_id, process, gateway, consumer, listener))
 
-    def _crash(self, index: int, silent: bool) -> None:
+    def _crash(self, index: int, silent: bool, down_ms: int | None) -> None:
         victim = self._pick(index)
         if victim is None:
             return
@@ -252,6 +271,11 @@ class Simulation:
             victim.gateway.close()
         victim.consumer.rec.record("CRASH")
         self.crashed.append(victim.client_id)
+        if down_ms is not None:
+            def restart() -> None:
+                if victim.client_id in self.crashed:  # not revived by a Join meanwhile
+                    self._join(revive=True, client_id=victim.client_id)
+            self.clock.call_later(down_ms, restart)
 
     def _broker_down(self) -> None:
         for sim_consumer in self.consumers:

@@ -96,24 +96,23 @@ def record_broker_trace(path: Path, run: str = "broker") -> str:
 def _simulation(model: str, seed: int) -> Callable[[Path], str]:
     def record(path: Path) -> str:
         from reference.client.config import MessageModel
-        from reference.sim.scenario import (
+        from reference.sim.scenario import Scenario, SimConfig
+        from reference.sim.simulation import Simulation
+        from reference.sim.steps import (
             BrokerRestart,
             Crash,
-            FailingListener,
+            FailPercent,
             Join,
             Leave,
             Produce,
             Retention,
-            Scenario,
-            SimConfig,
-            Wait,
+            timeline,
         )
-        from reference.sim.simulation import Simulation
 
-        steps = (
-            Produce(40), Wait(3_000), Crash(1), Produce(30), Wait(25_000), Join(), FailingListener(0, 30),
-            Produce(30), Wait(5_000), Leave(2), Produce(20), Wait(30_000), Join(revive=True), Retention(),
-            Produce(20), BrokerRestart(crash=True), Wait(10_000), Produce(20), Wait(20_000),
+        steps = timeline(
+            Produce(40), 3_000, Crash(1), Produce(30), 25_000, Join(), FailPercent(0, 30),
+            Produce(30), 5_000, Leave(2), Produce(20), 30_000, Join(revive=True), Retention(),
+            Produce(20), BrokerRestart(crash=True), 10_000, Produce(20), 20_000,
         )
         config = SimConfig(seed=seed, model=MessageModel(model), tags=("A", "B", None))
         Simulation(Scenario(config, steps), sink=sink_for(path)).run()

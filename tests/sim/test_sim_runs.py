@@ -12,25 +12,25 @@ from reference.clock import ProcessClock, SimClock
 from reference.rules.trace_schema import missing_columns
 from reference.sim.checks import check_trace
 from reference.sim.network import NetworkConfig, SimLink
-from reference.sim.scenario import (
+from reference.sim.scenario import Scenario, SimConfig
+from reference.sim.simulation import Simulation, run_scenario
+from reference.sim.steps import (
     BrokerRestart,
     Crash,
-    FailingListener,
+    FailNext,
+    FailPercent,
     Join,
     Leave,
     Produce,
     Retention,
-    Scenario,
-    SimConfig,
-    SlowListener,
-    Wait,
+    SlowConsumer,
+    timeline,
 )
-from reference.sim.simulation import Simulation, run_scenario
 
 BUSY = Scenario(
     SimConfig(seed=21, consumers=2, network=NetworkConfig(drop_rate=0.05, sync_fault_rate=0.05)),
-    (Produce(30), Wait(500), Join(), Crash(0), Produce(20), SlowListener(0, 500), FailingListener(1, 40),
-     Wait(3_000), Leave(1), Produce(10)),
+    timeline(Produce(30), 500, Join(), Crash(0), Produce(20), SlowConsumer(0, 500), FailPercent(1, 40),
+     3_000, Leave(1), Produce(10)),
 )
 
 
@@ -56,7 +56,7 @@ def test_same_scenario_same_trace_and_every_row_is_well_formed() -> None:
 @pytest.mark.req("ALO-1")
 def test_a_crashed_consumer_does_nothing_more_and_its_work_is_redone() -> None:
     result = run_scenario(Scenario(SimConfig(seed=3, consumers=2, busy_max_ms=2_000),
-                                   (Produce(40), Wait(500), Crash(0), Wait(1_000), Produce(10))))
+                                   timeline(Produce(40), 500, Crash(0), 1_000, Produce(10))))
     rows = result.rows or []
     crash = next(r for r in rows if r["event"] == "CRASH")
     after = [r for r in rows if r["source"] == crash["source"] and r["seq"] > crash["seq"]]
@@ -69,7 +69,7 @@ def test_a_crashed_consumer_does_nothing_more_and_its_work_is_redone() -> None:
 
 
 def test_a_silent_crash_is_noticed_when_the_channel_expires() -> None:
-    result = run_scenario(Scenario(SimConfig(seed=4, consumers=2), (Produce(8), Wait(100), Crash(0, silent=True))))
+    result = run_scenario(Scenario(SimConfig(seed=4, consumers=2), timeline(Produce(8), 100, Crash(0, silent=True))))
     rows = result.rows or []
     crash = next(r for r in rows if r["event"] == "CRASH")
     gone = next(r for r in rows if r["event"] == "UNSUBSCRIBE" and r["source"].startswith("broker"))
@@ -82,7 +82,7 @@ def test_a_silent_crash_is_noticed_when_the_channel_expires() -> None:
 def test_broker_restart_recovers_the_store_and_nothing_is_lost(crash: bool) -> None:
     scenario = Scenario(
         SimConfig(seed=5, consumers=2, fail_percent=30),
-        (Produce(30), Wait(2_000), BrokerRestart(crash=crash, down_ms=3_000), Produce(10), Wait(4_000), Produce(10)),
+        timeline(Produce(30), 2_000, BrokerRestart(crash=crash, down_ms=3_000), Produce(10), 4_000, Produce(10)),
     )
     result = run_scenario(scenario)
     rows = result.rows or []
@@ -100,7 +100,7 @@ def test_broker_restart_recovers_the_store_and_nothing_is_lost(crash: bool) -> N
 def test_retention_expires_unconsumed_messages_without_a_finding() -> None:
     scenario = Scenario(
         SimConfig(seed=6, consumers=1, busy_max_ms=3_000, commit_log_segment_bytes=8 * 1024),
-        (Produce(80), Retention(), Wait(1_000), Produce(5)),
+        timeline(Produce(80), Retention(), 1_000, Produce(5)),
     )
     result = run_scenario(scenario)
     rows = result.rows or []
@@ -114,7 +114,7 @@ def test_retention_expires_unconsumed_messages_without_a_finding() -> None:
 def test_broadcasting_revived_consumer_catches_up() -> None:
     scenario = Scenario(
         SimConfig(seed=8, consumers=2, model=MessageModel.BROADCASTING),
-        (Produce(10), Wait(12_000), Crash(0), Produce(10), Wait(1_000), Join(revive=True), Produce(5)),
+        timeline(Produce(10), 12_000, Crash(0), Produce(10), 1_000, Join(revive=True), Produce(5)),
     )
     result = run_scenario(scenario)
     report = check_trace(result.rows or [])
@@ -123,21 +123,21 @@ def test_broadcasting_revived_consumer_catches_up() -> None:
 
 
 def test_join_storm_and_leaves_settle_to_one_owner_per_queue() -> None:
-    steps = (Produce(20), *(Join() for _ in range(4)), Wait(100), Leave(0), Leave(1), Produce(20), Join(), Leave(2))
+    steps = timeline(Produce(20), *(Join() for _ in range(4)), 100, Leave(0), Leave(1), Produce(20), Join(), Leave(2))
     result = run_scenario(Scenario(SimConfig(seed=9, consumers=1), steps))
     assert result.quiet
     assert not check_trace(result.rows or []).findings
 
 
 def test_a_group_with_nobody_left_gets_a_consumer_to_settle() -> None:
-    result = run_scenario(Scenario(SimConfig(seed=10, consumers=1), (Produce(5), Leave(0), Produce(5))))
+    result = run_scenario(Scenario(SimConfig(seed=10, consumers=1), timeline(Produce(5), Leave(0), Produce(5))))
     assert len(result.live_clients) == 1 and result.quiet
     assert not check_trace(result.rows or []).findings
 
 
 def test_steps_on_an_empty_group_and_a_down_broker_are_harmless() -> None:
-    steps = (Crash(0), Leave(0), SlowListener(0, 1), FailingListener(0, 1), BrokerRestart(True, 5_000), Retention(),
-             Produce(3), BrokerRestart(False, 10), Wait(6_000), Join())
+    steps = timeline(Crash(0), Leave(0), SlowConsumer(0, 1), FailPercent(0, 1), BrokerRestart(True, 5_000), Retention(),
+             Produce(3), BrokerRestart(False, 10), 6_000, Join())
     result = run_scenario(Scenario(SimConfig(seed=11, consumers=1), steps))
     assert result.sent == 0 and result.quiet
 
@@ -182,3 +182,39 @@ def test_sink_can_be_any_trace_sink(tmp_path) -> None:  # type: ignore[no-untype
     path = tmp_path / "run.jsonl"
     result = Simulation(Scenario(SimConfig(seed=13, consumers=1), (Produce(2),)), sink=JsonlSink(path)).run()
     assert result.rows is None and result.events == len(path.read_text().splitlines())
+
+
+def test_a_script_becomes_timed_steps_and_a_workload_refuses_what_it_cannot_play() -> None:
+    steps = timeline(Produce(3), 500, Crash(0, down_ms=2_000), Join(), 1_000, 250, Leave(1))
+    assert [s.at_ms for s in steps] == [0, 500, 500, 1_750]
+    with pytest.raises(ValueError, match=r"pull and rebalance workload cannot play FailNext\(.*its steps are Produce"):
+        run_scenario(Scenario(SimConfig(seed=1, consumers=1), (FailNext(0, 1),)))
+    with pytest.raises(ValueError, match="batch has no meaning there"):
+        run_scenario(Scenario(SimConfig(seed=1, consumers=1), (Produce(2, batch=3),)))
+    from reference.sim import permit_sim, pop_sim
+    with pytest.raises(ValueError, match=r"POP workload cannot play Leave"):
+        pop_sim.run([Leave(0)])
+    with pytest.raises(ValueError, match="silent has no meaning there"):
+        permit_sim.run([Crash(0, 1_000, silent=True)])
+
+
+@pytest.mark.req("ALO-1")
+def test_a_crashed_consumer_with_a_down_time_comes_back_with_its_client_id() -> None:
+    result = run_scenario(Scenario(SimConfig(seed=14, consumers=2),
+                                   timeline(Produce(20), 1_000, Crash(0, down_ms=5_000), Produce(10))))
+    rows = result.rows or []
+    crash = next(r for r in rows if r["event"] == "CRASH")
+    client = crash["source"].removeprefix("client:")
+    assert result.stats["crashed"] == 0 and client in result.live_clients, "the same client id is back"
+    later = [r for r in rows if r["source"] == crash["source"] and r["ts"] >= crash["ts"] + 5_000_000]
+    assert any(r["event"] == "SUBSCRIBE" for r in later), "it subscribes again once its down time is over"
+    assert not check_trace(rows).findings
+
+
+def test_a_slow_spell_ends_when_its_time_is_over() -> None:
+    from reference.sim.simulation import Simulation as Sim
+
+    sim = Sim(Scenario(SimConfig(seed=15, consumers=1, busy_max_ms=50),
+                       timeline(Produce(5), SlowConsumer(0, 3_000, for_ms=10_000))))
+    sim.run()
+    assert sim.consumers[0].listener.busy_max_ms == 50, "back to the configured time after the spell"

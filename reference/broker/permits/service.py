@@ -16,8 +16,6 @@ Trace rows: FLOW (count = the permits granted) and DISPATCH (one per message sen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from reference.broker.permits.consumer import PermitConsumer
 from reference.broker.permits.cursor import ManagedCursor
 from reference.broker.permits.dispatcher import (
@@ -46,14 +44,6 @@ CONSUMER_BUSY = "CONSUMER_BUSY"
 SUBSCRIPTION_MISMATCH = "SUBSCRIPTION_MISMATCH"
 
 
-@dataclass(frozen=True)
-class DispatcherComponents:
-    """The dispatcher classes subscriptions are built with; seeded faults swap one."""
-
-    single_active: type[SingleActiveConsumerDispatcher] = SingleActiveConsumerDispatcher
-    multiple: type[MultipleConsumersDispatcher] = MultipleConsumersDispatcher
-
-
 class Subscription:
     def __init__(
         self,
@@ -63,7 +53,7 @@ class Subscription:
         queue_id: int,
         sub_type: SubType,
         mark_delete: int,
-        components: DispatcherComponents,
+        dispatcher: type[PermitDispatcher],
     ) -> None:
         self.service = service
         self.group = group
@@ -71,8 +61,7 @@ class Subscription:
         self.queue_id = queue_id
         self.sub_type = sub_type
         self.cursor = ManagedCursor(service.store, group, topic, queue_id, mark_delete, self._commit)
-        cls = components.multiple if sub_type is SubType.SHARED else components.single_active
-        self.dispatcher: PermitDispatcher = cls(self)
+        self.dispatcher: PermitDispatcher = dispatcher(self)
 
     def _commit(self, mark_delete: int) -> None:
         self.service.offsets.commit_offset(self.group, self.topic, self.queue_id, mark_delete)
@@ -101,15 +90,24 @@ class PermitService:
         offsets: ConsumerOffsetManager,
         broker_name: str,
         rec: SourceRecorder,
-        components: DispatcherComponents | None = None,
+        *,
+        single_active: type[SingleActiveConsumerDispatcher] = SingleActiveConsumerDispatcher,
+        multiple: type[MultipleConsumersDispatcher] = MultipleConsumersDispatcher,
     ) -> None:
+        """The dispatcher classes are the broker's components (``BrokerComponents.*_dispatcher``): a seeded
+        fault swaps one there, and the broker hands them on."""
         self.store = store
         self.offsets = offsets
         self.broker_name = broker_name
         self.rec = rec
-        self.components = components or DispatcherComponents()
+        self.single_active = single_active
+        self.multiple = multiple
         self.subscriptions: dict[tuple[str, str], Subscription] = {}
         store.add_arrival_listener(self._on_arrival)
+
+    def _dispatcher(self, sub_type: SubType) -> type[PermitDispatcher]:
+        """Shared subscriptions spread entries over their consumers; the others feed one active consumer."""
+        return self.multiple if sub_type is SubType.SHARED else self.single_active
 
     # -- commands ------------------------------------------------------------------------------
     def subscribe(
@@ -155,7 +153,7 @@ class PermitService:
                     else self.store.get_max_offset_in_queue(topic, queue_id)
                 )
                 self.offsets.commit_offset(group, topic, queue_id, committed)  # the subscription is durable
-            sub = Subscription(self, group, topic, queue_id, sub_type, committed, self.components)
+            sub = Subscription(self, group, topic, queue_id, sub_type, committed, self._dispatcher(sub_type))
             self.subscriptions[(group, topic)] = sub
         consumer = PermitConsumer(client_id, channel)
         sub.dispatcher.add_consumer(consumer)

@@ -13,7 +13,6 @@ commit" rule for pulling groups would wrongly flag.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
 from reference.allocation.message_queue import MessageQueue
 from reference.broker.consumer_manager import ConsumerManager
@@ -47,16 +46,6 @@ from reference.store.store import MessageStore
 from reference.trace import SourceRecorder
 
 
-@dataclass(frozen=True)
-class PopComponents:
-    """The POP classes a broker is built from; seeded faults swap one."""
-
-    processor: type[PopMessageProcessor] = PopMessageProcessor
-    buffer: type[PopBufferMergeService] = PopBufferMergeService
-    revive: type[PopReviveService] = PopReviveService
-    acks: type[AckMessageProcessor] = AckMessageProcessor
-
-
 class PopService:
     def __init__(
         self,
@@ -68,9 +57,14 @@ class PopService:
         clock: Clock,
         rng: random.Random,
         rec: SourceRecorder,
-        components: PopComponents | None = None,
+        *,
+        processor: type[PopMessageProcessor] = PopMessageProcessor,
+        buffer: type[PopBufferMergeService] = PopBufferMergeService,
+        revive: type[PopReviveService] = PopReviveService,
+        acks: type[AckMessageProcessor] = AckMessageProcessor,
     ) -> None:
-        components = components or PopComponents()
+        """The four part classes are the broker's components (``BrokerComponents.pop_*``): a seeded fault
+        swaps one there, and the broker hands them on."""
         self.store = store
         self.offsets = offsets
         self.broker_name = broker_name
@@ -78,14 +72,14 @@ class PopService:
         self.clock = clock
         self.rec = rec
         self.revive_log = ReviveLog(store, config)
-        self.buffer = components.buffer(config, clock, self.revive_log, self._commit_offset, self._on_ck_stored)
-        self.revive = components.revive(store, offsets, self.revive_log, config, clock, self._on_revived)
+        self.buffer = buffer(config, clock, self.revive_log, self._commit_offset, self._on_ck_stored)
+        self.revive = revive(store, offsets, self.revive_log, config, clock, self._on_revived)
         self.locks = QueueLockManager()
-        self.processor = components.processor(
+        self.processor = processor(
             store, offsets, self.buffer, self.locks, config, broker_name, clock, rng, self._commit_offset
         )
         self.long_polling = PopLongPollingService(config, clock, self._wake, self._expire)
-        self.acks = components.acks(
+        self.acks = acks(
             store, self.buffer, self.revive, self.revive_log, config, broker_name, clock, self.known_group
         )
         self.assignment = QueryAssignmentProcessor(store, consumer_manager, broker_name, rec, self.consume_offset)

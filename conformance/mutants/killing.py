@@ -1,4 +1,4 @@
-"""Run the conformance suite against seeded faults and measure how many it kills.
+"""Mutation testing: run the conformance suite against each seeded fault of the catalogue and count the kills.
 
 A fault is *killed* when the suite, run against ``mutant:NAME``, fails at least one requirement: a MUST, or
 a SHOULD (the reference passes every SHOULD, so a SHOULD that fails is the fault showing; PACK-9's fault is
@@ -19,6 +19,7 @@ from typing import Any
 
 from rich.console import Console
 
+from conformance.mutants import CATALOGUE
 from conformance.progress import Ticker
 
 #: One fault's suite run may not take longer than this (the suite on the reference takes seconds).
@@ -26,7 +27,6 @@ RUN_TIMEOUT_S = 600
 
 
 def run_one(name: str, report_dir: Path) -> dict[str, Any]:
-    from conformance.mutants import CATALOGUE
 
     mutant = CATALOGUE[name]
     proc = subprocess.run(
