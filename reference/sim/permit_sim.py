@@ -26,7 +26,6 @@ exclusive and failover ones always 0).
 from __future__ import annotations
 
 import json
-import random
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -100,26 +99,6 @@ class PermitSimResult:
 PERMIT_STEPS: dict[type, tuple[str, ...]] = {
     Produce: ("queue",), Crash: ("silent",), SlowConsumer: (), FailNext: (), BrokerRestart: (),
 }
-
-
-def random_schedule(seed: int, config: PermitSimConfig, events: int = 12, span_ms: int = 60_000) -> list[Step]:
-    rng = random.Random(seed)
-    out: list[Step] = []
-    for _ in range(events):
-        at = rng.randrange(span_ms)
-        consumer = rng.randrange(config.consumers)
-        kind = rng.random()
-        if kind < 0.45:
-            out.append(Produce(rng.randint(1, 6), batch=rng.choice((1, 1, 3, 7)), at_ms=at))
-        elif kind < 0.6:
-            out.append(Crash(consumer, rng.choice((0, 3_000)), at_ms=at))
-        elif kind < 0.8:
-            out.append(SlowConsumer(consumer, rng.choice((200, 2_000)), rng.choice((5_000, 20_000)), at_ms=at))
-        elif kind < 0.93:
-            out.append(FailNext(consumer, rng.randint(1, 3), at_ms=at))
-        else:
-            out.append(BrokerRestart(down_ms=rng.choice((0, 1_000)), at_ms=at))
-    return sorted(out, key=lambda e: e.at_ms)
 
 
 @dataclass
