@@ -10,6 +10,14 @@ level is read from the spec. Should a cited ID ever be missing from the spec (a 
 own), :func:`resolve` says so and the category's ``provisional_level`` stands in, so the summary and
 the report flag it instead of inventing a level.
 
+What a trace lets the audit judge
+---------------------------------
+A category is judged in a run only when the run has the events its derivation reads (``needs``): a trace
+recorded off the wire has sends, pulls and commits but no CONSUME (the listener's outcome never crosses
+the wire), and judging loss from it would call every message lost. Such a category is *not judged* in
+that run, with the missing events named, and its findings there are withheld: a verdict the events
+cannot support is never given.
+
 Categories that are not violations (``expired``, ``pending`` and the duplicates with a cause, which
 at-least-once allows) are counted exactly and reported with witnesses, but never change the exit
 code. A duplicate without a cause is a violation: ALO-3 allows duplicates only with one.
@@ -17,6 +25,7 @@ code. A duplicate without a cause is a violation: ALO-3 allows duplicates only w
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import cache
 
@@ -36,6 +45,27 @@ class Category:
     #: Level to use while ``requirement`` is not in the spec yet.
     provisional_level: str = "MUST"
     also: tuple[str, ...] = ()
+    #: The events a run must have for this category to be judged there; "A|B" is satisfied by either, and
+    #: CLIENT_RECORDED by any row a client recorded.
+    needs: tuple[str, ...] = ()
+
+    def unjudged_because(self, events: Collection[str]) -> str | None:
+        """Why a run with ``events`` cannot be judged for this category ("no CONSUME rows, ACK rows or rows
+        recorded by a client"), or None."""
+        for need in self.needs:
+            options = need.split("|")
+            if not any(option in events for option in options):
+                labels = [_LABELS.get(option, f"{option} rows") for option in options]
+                listed = labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} or {labels[-1]}"
+                return f"no {listed}"
+        return None
+
+
+#: The need of a check on what only clients record (the listener's outcome, CONSUME; a dropped queue, REVOKE):
+#: a run a client recorded lets it judge their absence (nothing consumed, nothing dropped); a run recorded
+#: elsewhere (a broker, a recorder on the wire) does not, whatever it holds.
+CLIENT_RECORDED = "client-recorded"
+_LABELS = {CLIENT_RECORDED: "rows recorded by a client"}
 
 
 CATEGORIES: tuple[Category, ...] = (
@@ -45,57 +75,84 @@ CATEGORIES: tuple[Category, ...] = (
     Category("lost", "messages", "ALO-1", True,
              "an expected message (matching the subscription, at or above the start offset) never consumed OK "
              "by the group (broadcasting: by each client alive at the end), sent before the horizon minus the "
-             "settle time", also=("ALO-2",)),
+             "settle time", also=("ALO-2",),
+             needs=("SEND", "SUBSCRIBE", "CONSUME|ACK|" + CLIENT_RECORDED)),
     Category("expired", "messages", "ALO-1", False,
              "an expected message never consumed OK and below a RETENTION min offset: retention removed it",
-             also=("ALO-2",)),
+             also=("ALO-2",),
+             needs=("SEND", "SUBSCRIBE", "CONSUME|ACK|" + CLIENT_RECORDED)),
     Category("pending", "messages", "ALO-1", False,
              "an expected message not consumed yet, sent within the settle time before the horizon",
-             also=("ALO-2",)),
+             also=("ALO-2",),
+             needs=("SEND", "SUBSCRIBE", "CONSUME|ACK|" + CLIENT_RECORDED)),
     Category("unsafe-commit", "commits", "CONSUME-2", True,
              "a COMMIT of offset o while an expected, unexpired message below o was neither consumed OK nor handed "
-             "to the retry topic"),
+             "to the retry topic",
+             needs=("SEND", "COMMIT", "CONSUME|ACK|" + CLIENT_RECORDED)),
     Category("pull-after-drop", "drops", "REBAL-4", True,
-             "a PULL_REQ by a client for a queue after its REVOKE and before a new ASSIGN"),
+             "a PULL_REQ by a client for a queue after its REVOKE and before a new ASSIGN",
+             needs=("PULL_REQ", "REVOKE|" + CLIENT_RECORDED)),
     Category("commit-after-drop", "drops", "REBAL-5", True,
-             "a COMMIT naming a client for a queue after its REVOKE and before a new ASSIGN"),
+             "a COMMIT naming a client for a queue after its REVOKE and before a new ASSIGN",
+             needs=("COMMIT", "REVOKE|" + CLIENT_RECORDED)),
     Category("ownership-overlap", "ownership", "REBAL-2", True,
-             "two clients of a pulling clustering group owning one queue at once for longer than the window"),
+             "two clients of a pulling clustering group owning one queue at once for longer than the window",
+             needs=("ASSIGN",)),
     Category("bad-offset-correction", "offsets", "OFFSET-6", True,
              "a PULL_RESP whose status or next_offset disagrees with the offset-correction table",
-             also=("OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5", "OFFSET-7", "OFFSET-8")),
+             also=("OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5", "OFFSET-7", "OFFSET-8"),
+             needs=("PULL_RESP",)),
     Category("early-poll-return", "long_poll", "LPOLL-2", True,
-             "a held pull answered empty before its suspend time while no matching message arrived"),
+             "a held pull answered empty before its suspend time while no matching message arrived",
+             needs=("PULL_REQ", "PULL_RESP")),
     Category("late-poll-return", "long_poll", "LPOLL-3", True,
-             "a held pull answered empty after suspend + hold-check interval + tolerance"),
+             "a held pull answered empty after suspend + hold-check interval + tolerance",
+             needs=("PULL_REQ", "PULL_RESP")),
     Category("slow-wake", "long_poll", "LPOLL-4", True,
-             "a held pull answered more than the wake bound after the matching message that woke it"),
+             "a held pull answered more than the wake bound after the matching message that woke it",
+             needs=("SEND", "PULL_REQ", "PULL_RESP")),
     Category("early-redelivery", "pop", "PACK-1", True,
-             "a message POPped again before the previous delivery's invisibility ended, that handle not acked"),
+             "a message POPped again before the previous delivery's invisibility ended, that handle not acked",
+             needs=("POP",)),
     Category("redelivered-after-ack", "pop", "PACK-3", True,
-             "a message POPped again after the group acked it"),
+             "a message POPped again after the group acked it",
+             needs=("POP", "ACK")),
     Category("never-revived", "pop", "REVIVE-2", True,
              "an unacked POP whose invisibility ended before the horizon minus settle, neither revived nor "
-             "redelivered"),
+             "redelivered",
+             needs=("POP", "ACK")),
     Category("permit-overrun", "permits", "FLOW-2", True,
-             "dispatches to a consumer exceeding the permits it granted (one finding per episode)"),
+             "dispatches to a consumer exceeding the permits it granted (one finding per episode)",
+             needs=("FLOW", "DISPATCH")),
     Category("permit-freeze", "permits", "FLOW-3", True,
-             "permits and backlog both positive for longer than the freeze window with nothing dispatched"),
+             "permits and backlog both positive for longer than the freeze window with nothing dispatched",
+             needs=("SEND", "FLOW", "DISPATCH")),
     Category("duplicate-rebalance", "duplicates", "ALO-3", False,
              "a message consumed OK again after a REVOKE of its queue, or by another client (the queue changed "
-             "hands)"),
+             "hands)",
+             needs=("CONSUME|" + CLIENT_RECORDED,)),
     Category("duplicate-crash", "duplicates", "ALO-3", False,
-             "a message consumed OK again after the first consumer (or the broker) crashed"),
+             "a message consumed OK again after the first consumer (or the broker) crashed",
+             needs=("CONSUME|" + CLIENT_RECORDED,)),
     Category("duplicate-retry", "duplicates", "ALO-3", False,
-             "a message consumed OK again after a LATER or ERROR outcome (retry)"),
+             "a message consumed OK again after a LATER or ERROR outcome (retry)",
+             needs=("CONSUME|" + CLIENT_RECORDED,)),
     Category("duplicate-pop-redelivery", "duplicates", "ALO-3", False,
-             "a message consumed OK again after being POPped more than once"),
+             "a message consumed OK again after being POPped more than once",
+             needs=("CONSUME|" + CLIENT_RECORDED, "POP")),
     Category("duplicate-unknown", "duplicates", "ALO-3", True,
              "a message consumed OK twice by the same consumer with no recorded cause (ALO-3 allows duplicates "
-             "only with a cause)"),
+             "only with a cause)",
+             needs=("CONSUME|" + CLIENT_RECORDED,)),
 )
 
 BY_NAME: dict[str, Category] = {c.name: c for c in CATEGORIES}
+
+
+def not_judged(events_by_run: Mapping[str, Collection[str]]) -> dict[tuple[str, str], str]:
+    """(run, category) -> why that run's events do not let the audit judge the category."""
+    return {(run, c.name): why for run, events in events_by_run.items() for c in CATEGORIES
+            if (why := c.unjudged_because(events)) is not None}
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from pyspark.sql import types as T
 
 from conformance.audit import seqcert
 from conformance.audit.batch import collect_together
+from conformance.audit.categories import CLIENT_RECORDED
 from conformance.audit.inputs import UnreadableTrace
 from conformance.audit.params import AuditParams
 from conformance.audit.schema import NEVER, own_client_source, source_kind
@@ -54,6 +55,7 @@ CLIENT_EVENTS = ("PULL_REQ", "PULL_RESP", "COMMIT", "ASSIGN", "REVOKE", "CONSUME
 #: Events whose groups the derivations ask about (pulling groups; groups that record CONSUME).
 GROUP_EVENTS = ("PULL_REQ", "CONSUME")
 _SEP = "\u0000"
+CLIENT_SOURCE_PREFIX = "client:"
 
 
 @dataclass
@@ -62,6 +64,9 @@ class RunFacts:
     first_ts: int | None
     last_ts: int | None
     end_ts: int | None
+    #: The events the run has rows of, and CLIENT_RECORDED if a client recorded some: what its checks can
+    #: judge (``Category.needs``).
+    events: set[str] = field(default_factory=set)
 
     @property
     def horizon(self) -> int | None:
@@ -139,6 +144,9 @@ def build_catalog(rows: DataFrame) -> Catalog:
             _name(owners["client_id"], cat.names["client_id"], r["client_key"], run, client)
         facts = cat.runs.setdefault(run, RunFacts(0, None, None, None))
         facts.rows += r["n"]
+        facts.events.add(event)
+        if r["source"].startswith(CLIENT_SOURCE_PREFIX):
+            facts.events.add(CLIENT_RECORDED)
         facts.first_ts = r["first"] if facts.first_ts is None else min(facts.first_ts, r["first"])
         facts.last_ts = r["last"] if facts.last_ts is None else max(facts.last_ts, r["last"])
         if event == "END":

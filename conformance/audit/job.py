@@ -27,8 +27,9 @@ from pyspark.sql import functions as F
 
 from conformance.audit import options
 from conformance.audit.batch import collect_together
+from conformance.audit.categories import not_judged
 from conformance.audit.derive import derive
-from conformance.audit.frames import Catalog, TraceFrames, build_catalog
+from conformance.audit.frames import RUN, Catalog, TraceFrames, build_catalog
 from conformance.audit.inputs import AuditFailed, UnreadableTrace, detect, one_line
 from conformance.audit.load import LoadedTrace, load_trace
 from conformance.audit.metrics import PREFIX as METRIC_PREFIX
@@ -148,14 +149,19 @@ def _derive_and_summarise(spark: SparkSession, trace: str | Path, report_dir: Pa
     progress.phase("summarising findings")
     derived = spark.read.parquet(str(derived_dir))
     findings = derived.filter(~F.col("category").startswith(METRIC_PREFIX))
+    unjudged = not_judged({run: f.events for run, f in catalog.runs.items()})
+    if unjudged:  # what a run's events cannot support is withheld, not reported
+        withheld = [f"{run}\t{category}" for run, category in unjudged]
+        findings = findings.filter(~F.concat_ws("\t", RUN, "category").isin(*withheld))
     findings.repartition(1).write.mode("overwrite").parquet(str(report_dir / FINDINGS_DIR))
     collected = collect_together({**findings_queries(findings, params.max_witnesses), **metric_queries(derived)})
     counts, examples = collected["count"], collected["example"]
     metrics = read_metrics(frames, derived, collected, overlap_queues(collected["overlap"]))
     lap("summary")
-    runs = {run: {"rows": f.rows, "first_ts": f.first_ts, "horizon": f.horizon}
+    runs = {run: {"rows": f.rows, "first_ts": f.first_ts, "horizon": f.horizon, "events": sorted(f.events)}
             for run, f in sorted(catalog.runs.items())}
-    summary = build_summary(str(trace), loaded.format, params, runs, counts, examples, loaded.notes, metrics)
+    summary = build_summary(str(trace), loaded.format, params, runs, counts, examples, loaded.notes, metrics,
+                            unjudged)
     write_outputs(report_dir, summary, metrics)
     lap("report")
     return summary
@@ -178,10 +184,18 @@ def main(argv: list[str] | None = None, show_progress: bool = True) -> int:
 
 
 def print_summary(result: AuditResult) -> None:
-    """One line per category with findings, then where the reports are."""
+    """One line per category with findings, one per category some run could not be judged for, then where
+    the reports are."""
     for name, count in result.summary["totals"].items():
         if count:
             print(f"{name:28s} {count}")
+    by_reason: dict[str, list[str]] = {}
+    for name, runs in result.summary["not_judged"].items():
+        for reason in dict.fromkeys(runs.values()):
+            by_reason.setdefault(reason, []).append(name if len(runs) == len(result.summary["runs"])
+                                                     else f"{name} (in {len(runs)} of the runs)")
+    for reason, names in by_reason.items():
+        print(f"not judged, {reason}: {', '.join(names)}")
     verdict = "no MUST violated" if result.exit_code == 0 else f"{result.summary['must_violations']} MUST violations"
     print(f"{verdict}; report: {result.report_dir / 'report.html'}")
 

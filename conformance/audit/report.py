@@ -66,7 +66,11 @@ def _parse(text: str) -> Any:
 def build_summary(
     trace: str, fmt: str, params: AuditParams, runs: dict[str, dict[str, Any]], counts: list[Any],
     examples: list[Any], notes: list[str], metrics: dict[str, Any],
+    unjudged: dict[tuple[str, str], str] | None = None,
 ) -> dict[str, Any]:
+    """summary.json: per run and category the findings' count, level and first examples, or why the run's
+    events do not let the category be judged (``unjudged``: its findings were withheld)."""
+    unjudged = unjudged or {}
     per_run: dict[str, dict[str, Any]] = {}
     run_names = sorted(set(runs) | {c["run"] for c in counts})
     for run in run_names:
@@ -76,7 +80,10 @@ def build_summary(
             cats[cat.name] = {
                 "count": 0, "requirement": cat.requirement, "level": req.level, "in_spec": req.in_spec,
                 "violation": cat.violation, "family": cat.family, "examples": [],
+                "judged": (run, cat.name) not in unjudged,
             }
+            if (run, cat.name) in unjudged:
+                cats[cat.name]["not_judged_because"] = unjudged[(run, cat.name)]
         per_run[run] = {**runs.get(run, {}), "categories": cats}
     violations = 0
     totals: dict[str, int] = defaultdict(int)
@@ -101,6 +108,8 @@ def build_summary(
         "exit_code": 1 if violations else 0,
         "must_violations": violations,
         "totals": {c.name: totals.get(c.name, 0) for c in CATEGORIES},
+        "not_judged": {c.name: {run: unjudged[(run, c.name)] for run in run_names if (run, c.name) in unjudged}
+                       for c in CATEGORIES if any((run, c.name) in unjudged for run in run_names)},
         "provisional_requirements": provisional_ids(),
         "notes": notes,
         "runs": per_run,

@@ -195,3 +195,33 @@ def test_a_spark_failure_after_reading_is_one_line_not_a_traceback(spark, tmp_pa
     assert main(["audit", str(tmp_path / "t"), "--report-dir", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mqtck audit: error: the Spark job failed: ") and err.count("\n") == 1, err
+
+
+@pytest.mark.req("TRACE-1", "ALO-1", "CONSUME-2")
+def test_checks_a_runs_events_cannot_support_are_not_judged(spark, tmp_path, capsys) -> None:
+    """A run recorded off the wire (broker rows only: sends, heartbeats, commits) cannot show what a listener
+    did: loss and commit safety are not judged there, and nothing is reported as lost. Keep one row a client
+    recorded and its silence about consumption becomes evidence: the same messages are lost."""
+    rows = [json.loads(line) for line in (FIXTURES / "commits.jsonl").read_text().splitlines() if line.strip()]
+    wire = [r for r in rows if not r["source"].startswith("client:")]
+    assert {r["event"] for r in wire} >= {"SEND", "SUBSCRIBE", "COMMIT"} and "CONSUME" not in {r["event"] for r in wire}
+    client_said = wire + [next(r for r in rows if r["source"].startswith("client:") and r["event"] == "ASSIGN")]
+    verdicts = {}
+    for name, trace_rows in (("wire", wire), ("client", client_said)):
+        trace = tmp_path / f"{name}.jsonl"
+        trace.write_text("".join(json.dumps(r) + "\n" for r in trace_rows))
+        verdicts[name] = main(["audit", str(trace), "--report-dir", str(tmp_path / name)])
+        summary = json.loads((tmp_path / name / "summary.json").read_text())
+        cats = summary["runs"]["commits"]["categories"]
+        verdicts[name, "lost"] = cats["lost"]["count"], cats["lost"]["judged"]
+        verdicts[name, "out"] = capsys.readouterr().out
+        verdicts[name, "html"] = (tmp_path / name / "report.html").read_text()
+        verdicts[name, "not_judged"] = summary["not_judged"]
+    assert verdicts["wire"] == 0 and verdicts["wire", "lost"] == (0, False)
+    why = "no CONSUME rows, ACK rows or rows recorded by a client"
+    assert verdicts["wire", "not_judged"]["lost"] == {"commits": why}
+    assert verdicts["wire", "not_judged"]["unsafe-commit"] == {"commits": why}
+    assert f"not judged, {why}: lost, expired, pending, unsafe-commit" in verdicts["wire", "out"]
+    assert "Not judged here" in verdicts["wire", "html"] and why in verdicts["wire", "html"]
+    assert verdicts["client"] == 1 and verdicts["client", "lost"] == (4, True), "m0..m3 were never consumed"
+    assert "lost" not in verdicts["client", "not_judged"]
