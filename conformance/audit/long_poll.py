@@ -5,15 +5,16 @@ Each PULL_RESP is paired with its PULL_REQ (same recorder, client, queue and off
 view) and given the first message at or above the requested offset that matches the group's
 subscription (both in :mod:`conformance.audit.queues`). For a request that asked to suspend:
 
-* *early* (LPOLL-2): answered with no message before ``suspend_ms`` although no matching message had
-  arrived by the answer. Only answers that were, or should have been, held count: ``held_ms > 0``, or
-  a status whose response code is PULL_NOT_FOUND (the ones the broker suspends on, owned by
-  :func:`reference.broker.pull_processor.response_code_for`); OFFSET_TOO_SMALL and friends are
-  answered at once by design.
-* *late* (LPOLL-3): answered with no message after ``suspend_ms`` + the hold-check interval + the
-  tolerance.
-* *wake latency* (LPOLL-4): for an answer with messages whose waking message arrived while the
-  request was held, the answer time minus that message's SEND; above the wake bound it is *slow-wake*.
+* *early* (LPOLL-2): answered with no message before ``suspend_ms`` although no matching message had arrived
+  by the answer, and no message at all: LPOLL-2 lets a periodic check answer a request once any message
+  arrived at or after its offset, whatever its filter (Apache RocketMQ's checkHoldRequest passes no tag
+  code), which the answer shows by a ``max_offset`` past the requested offset. Only answers that were, or
+  should have been, held count: ``held_ms > 0``, or a status whose response code is PULL_NOT_FOUND (the ones
+  the broker suspends on, owned by :func:`reference.broker.pull_processor.response_code_for`);
+  OFFSET_TOO_SMALL and friends are answered at once by design.
+* *late* (LPOLL-3): answered with no message after ``suspend_ms`` + the hold-check interval + the tolerance.
+* *wake latency* (LPOLL-4): for an answer with messages whose waking message arrived while the request was
+  held, the answer time minus that message's SEND; above the wake bound it is *slow-wake*.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def _conditions(p: AuditParams) -> tuple[Column, Column, Column]:
     suspend = ms(F.col("req_suspend_ms"))
     arrived = F.col("wake_ts").isNotNull() & (F.col("wake_ts") <= F.col("ts"))
     empty = F.col("count") == 0
-    early = empty & ((F.col("held_ms") > 0) | _holdable()) & (_elapsed_us() < suspend) & ~arrived
+    grew = F.coalesce(F.col("max_offset") > F.col("offset"), F.lit(False))
+    early = empty & ((F.col("held_ms") > 0) | _holdable()) & (_elapsed_us() < suspend) & ~arrived & ~grew
     late = empty & (_elapsed_us() > suspend + ms(p.hold_check_interval_ms + p.poll_tolerance_ms))
     slow = F.coalesce(_latency_us() > ms(p.wake_bound_ms), F.lit(False))
     return early, late, slow

@@ -11,11 +11,13 @@ the next offset symbolically (``0``, ``min``, ``max`` or ``offset``, whichever e
 representative: within a class equal symbols are equal everywhere). Nothing here restates the table;
 ``tests/audit`` checks the expression against ``check_offset`` on a grid.
 
-In the legal range (the table answers None) the store reads the consume queue: FOUND and
-NO_MATCHED_MESSAGE must advance past what was scanned (``offset < next <= max``; FOUND returns at
-least one message and no more than it scanned, NO_MATCHED_MESSAGE none); MESSAGE_WAS_REMOVING and
-OFFSET_FOUND_NULL skip forward (``next > offset``). Statuses that are not GetMessageStatus names (a
-client recording its own PullStatus) and NO_MATCHED_LOGIC_QUEUE (no queue at all) are not judged.
+In the legal range (the table answers None) the store reads the consume queue: FOUND and NO_MATCHED_MESSAGE
+must advance past what was scanned (``offset < next <= max``; FOUND returns at least one message and no more
+than it scanned, NO_MATCHED_MESSAGE none); MESSAGE_WAS_REMOVING and OFFSET_FOUND_NULL skip forward (``next >
+offset``). Past the max of a queue whose min is 0 (OFFSET-4) either answer conforms: the seed's 0, or the
+max that Apache RocketMQ gives since 4.9.4 (:func:`~reference.rules.status.overflow_to_max`), so a real
+broker's trace is not flagged for it. Statuses that are not GetMessageStatus names (a client recording its
+own PullStatus) and NO_MATCHED_LOGIC_QUEUE (no queue at all) are not judged.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pyspark.sql import functions as F
 
 from conformance.audit.frames import TraceFrames
 from conformance.audit.schema import findings, witness
-from reference.rules.status import CORRECTION_TABLE, GetMessageStatus, check_offset
+from reference.rules.status import CORRECTION_TABLE, CorrectionRow, GetMessageStatus, check_offset, overflow_to_max
 
 #: The spec statement of each table row, by the row's condition (tests check every row is named).
 ROW_REQUIREMENT = {
@@ -36,6 +38,7 @@ ROW_REQUIREMENT = {
     "offset == max": "OFFSET-3",
     "offset > max and min == 0": "OFFSET-4",
     "offset > max and min > 0": "OFFSET-5",
+    "offset > max": "OFFSET-4",  # the row of overflow_to_max, Apache RocketMQ's answer since 4.9.4
 }
 READ_REQUIREMENT = {
     GetMessageStatus.FOUND: "OFFSET-6",
@@ -73,17 +76,18 @@ def _class_condition(rep: tuple[int, int, int], cols: dict[str, Column]) -> Colu
     return cond
 
 
-def expected_correction(offset: Column, lo: Column, hi: Column) -> Column:
+def expected_correction(offset: Column, lo: Column, hi: Column,
+                        table: tuple[CorrectionRow, ...] = CORRECTION_TABLE) -> Column:
     """A struct (status, next_offset, requirement) from the correction table, or null in the legal range."""
     cols = _symbols(offset, lo, hi)
     expr = None
     for rep in representatives():
-        status, next_offset = check_offset(*rep)
+        status, next_offset = check_offset(*rep, table=table)
         if status is None:
             continue
         values = dict(zip(("offset", "min", "max"), rep, strict=True), zero=0)
         symbol = next(s for s in _SYMBOLS if values[s] == next_offset)
-        row = next(r for r in CORRECTION_TABLE if r.applies(*rep))
+        row = next(r for r in table if r.applies(*rep))
         value = F.struct(F.lit(status.name).alias("status"), cols[symbol].alias("next_offset"),
                          F.lit(ROW_REQUIREMENT[row.condition]).alias("requirement"))
         cond = _class_condition(rep, cols)
@@ -97,9 +101,15 @@ def find(frames: TraceFrames) -> DataFrame:
     judged = [s.name for s in GetMessageStatus if s is not GetMessageStatus.NO_MATCHED_LOGIC_QUEUE]
     rows = rows.filter(F.col("status").isin(*judged))
     want = expected_correction(F.col("offset"), F.col("min_offset"), F.col("max_offset"))
-    rows = rows.withColumn("want", want)
+    # OFFSET-4 allows either answer past the max of a queue whose min is 0: the seed's 0, or Apache
+    # RocketMQ's max (4.9.4 and later); the other rows have one answer, the same in both tables.
+    upstream = expected_correction(F.col("offset"), F.col("min_offset"), F.col("max_offset"),
+                                   overflow_to_max(CORRECTION_TABLE))
+    rows = rows.withColumns({"want": want, "upstream_next": upstream.getField("next_offset")})
     status, nxt, off, hi, count = (F.col(c) for c in ("status", "next_offset", "offset", "max_offset", "count"))
-    table_wrong = F.col("want").isNotNull() & ((status != F.col("want.status")) | (nxt != F.col("want.next_offset")))
+    table_wrong = F.col("want").isNotNull() & (
+        (status != F.col("want.status"))
+        | ((nxt != F.col("want.next_offset")) & (nxt != F.col("upstream_next"))))
     advances = (nxt > off) & (nxt <= hi)
     read_wrong = F.col("want").isNull() & (
         ~status.isin(*[s.name for s in READ_REQUIREMENT])

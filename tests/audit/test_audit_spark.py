@@ -225,3 +225,41 @@ def test_checks_a_runs_events_cannot_support_are_not_judged(spark, tmp_path, cap
     assert "Not judged here" in verdicts["wire", "html"] and why in verdicts["wire", "html"]
     assert verdicts["client"] == 1 and verdicts["client", "lost"] == (4, True), "m0..m3 were never consumed"
     assert "lost" not in verdicts["client", "not_judged"]
+
+
+def _pull(run: str, seq: int, ts: int, offset: int, **resp: object) -> list[dict]:
+    """A broker-recorded PULL_REQ at ``ts`` µs and, with ``resp``, its PULL_RESP (``after`` µs later)."""
+    base = {"schema_version": 1, "run": run, "source": "broker:b", "group": "G", "client_id": "c1", "topic": "T",
+            "broker": "b", "queue_id": 0, "offset": offset}
+    after = int(resp.pop("after", 0))
+    req = {**base, "ts": ts, "seq": seq, "event": "PULL_REQ", "max_nums": 32, "suspend_ms": int(resp.pop("suspend", 0))}
+    return [req, {**base, "ts": ts + after, "seq": seq + 1, "event": "PULL_RESP", "count": 0, "held_ms": after // 1000,
+                  **resp}]
+
+
+@pytest.mark.req("OFFSET-4", "LPOLL-2")
+def test_what_a_conforming_apache_broker_answers_is_not_a_finding(spark, tmp_path) -> None:
+    """Two answers the seeds' broker does not give and a correct Apache RocketMQ broker does, both allowed by
+    their requirement: past the max of a queue whose min is 0, next offset = the max (OFFSET-4, since 4.9.4);
+    a held pull answered early at a periodic check after a message its filter rejects arrived (LPOLL-2; the
+    answer's max_offset shows the arrival). Next to each, the answer that stays a finding."""
+    overflow = {"status": "OFFSET_OVERFLOW_BADLY", "min_offset": 0, "max_offset": 4}
+    rows = [
+        *_pull("r", 1, 1_000, 9, next_offset=4, **overflow),          # Apache: the max
+        *_pull("r", 3, 2_000, 9, next_offset=0, **overflow),          # the seed: 0
+        *_pull("r", 5, 3_000, 9, next_offset=2, **overflow),          # neither: a finding
+        *_pull("r", 7, 4_000, 4, suspend=15_000, after=5_000_000, status="NO_MATCHED_MESSAGE", next_offset=5,
+               min_offset=0, max_offset=5),                            # a rejected message arrived: allowed
+        *_pull("r", 9, 10_000_000, 5, suspend=15_000, after=5_000_000, status="OFFSET_OVERFLOW_ONE", next_offset=5,
+               min_offset=0, max_offset=5),                            # nothing arrived: early
+        {"schema_version": 1, "run": "r", "source": "broker:b", "seq": 11, "ts": 20_000_000, "event": "END"},
+    ]
+    trace = tmp_path / "apache.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["audit", str(trace), "--report-dir", str(tmp_path / "report")]) == 1
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    cats = summary["runs"]["r"]["categories"]
+    assert cats["bad-offset-correction"]["count"] == 1
+    assert [w["next_offset"] for w in cats["bad-offset-correction"]["examples"][0]["witnesses"]] == [2]
+    assert cats["early-poll-return"]["count"] == 1
+    assert cats["early-poll-return"]["examples"][0]["offset"] == 5
