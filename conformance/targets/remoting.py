@@ -53,7 +53,7 @@ from typing import Any
 from reference.allocation.registry import strategy_class
 from reference.net.remoting.client import RemotingClient, split_address
 from reference.net.remoting.command import RemotingCommand, RequestCode, loads_body
-from reference.net.remoting.message_codec import CodecError, decode_records, encode_properties
+from reference.net.remoting.message_codec import CodecError, DecodedRecord, decode_records, encode_properties
 from reference.rules.codes import ResponseCode
 from reference.rules.filter import tags_hash_code
 
@@ -423,19 +423,8 @@ class RemotingTarget:
             records = decode_records(response.body)
         except CodecError as exc:
             raise MalformedAnswer(f"POP_MESSAGE body does not decode: {exc}") from None
-        starts = _offset_info(ext.get("startOffsetInfo", ""))
-        prefix = " ".join((ext.get("popTime", "0"), ext.get("invisibleTime", "0"), ext.get("reviveQid", "0")))
         messages = []
-        for r in records:
-            # A retried message comes with its topic set back to the one popped and its handle in POP_CK
-            # (RocketMQ 5's default, popResponseReturnActualRetryTopic=false); otherwise the handle is built.
-            handle = r.properties.get(PROPERTY_POP_CK, "")
-            if handle.count(" ") == 7:
-                mark = handle.split(" ")[4]
-            else:
-                mark = retry_mark(r.topic)
-                start = starts.get((mark, r.queue_id), [r.queue_offset])[0]
-                handle = f"{start} {prefix} {mark} {self.broker_name} {r.queue_id} {r.queue_offset}"
+        for r, (handle, mark) in zip(records, pop_handles(ext, records, self.broker_name), strict=True):
             messages.append(PoppedRecord(
                 topic=topic, queue_id=r.queue_id, queue_offset=r.queue_offset, body=r.body, tags=r.tags,
                 msg_id=r.msg_id, handle=handle, reconsume_times=r.reconsume_times, retry=mark != NORMAL_MARK,
@@ -567,6 +556,26 @@ class RemotingTarget:
 TRACE_END = 1 << 62
 #: Trace columns that carry this target's namespaced names (a POP row's retry topic is in its detail).
 NAMESPACED_COLUMNS = ("topic", "group", "client_id", "detail")
+
+
+def pop_handles(ext: dict[str, str], records: list[DecodedRecord], broker_name: str) -> list[tuple[str, str]]:
+    """The receipt handle and topic mark of each message of a POP_MESSAGE answer (header ``ext``), as the Java
+    client's ``processPopResponse`` builds them (RocketMQ's ExtraInfoUtil layout)."""
+    starts = _offset_info(ext.get("startOffsetInfo", ""))
+    prefix = " ".join((ext.get("popTime", "0"), ext.get("invisibleTime", "0"), ext.get("reviveQid", "0")))
+    out = []
+    for r in records:
+        # A retried message comes with its topic set back to the one popped and its handle in POP_CK
+        # (RocketMQ 5's default, popResponseReturnActualRetryTopic=false); otherwise the handle is built.
+        handle = r.properties.get(PROPERTY_POP_CK, "")
+        if handle.count(" ") == 7:
+            mark = handle.split(" ")[4]
+        else:
+            mark = retry_mark(r.topic)
+            start = starts.get((mark, r.queue_id), [r.queue_offset])[0]
+            handle = f"{start} {prefix} {mark} {broker_name} {r.queue_id} {r.queue_offset}"
+        out.append((handle, mark))
+    return out
 
 
 def wire_strategy_name(name: str) -> str:

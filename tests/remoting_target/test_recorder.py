@@ -1,0 +1,102 @@
+"""``mqtck record`` between a remoting client and ``mqtck broker --remoting``: what the wire shows becomes the
+trace rows the broker itself records, nothing a client sends is changed, and a malformed stream harms no one."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from conformance.targets.remoting import RemotingTarget
+from reference.rules.trace_schema import missing_columns
+
+#: Fields of a row both recorders know (the recorder's timestamps and seqs are its own).
+COMPARED = ("event", "group", "topic", "queue_id", "offset", "msg_id", "tags", "status", "next_offset", "min_offset",
+            "max_offset", "count", "max_nums", "suspend_ms", "expression", "model")
+
+
+def _start_recorder(upstream: str, trace: Path) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "conformance.cli", "record", "--listen", "127.0.0.1:0", "--upstream", upstream,
+         "--trace", str(trace), "--run", "wire"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("recording remoting://"), (line, proc.stderr.read() if proc.poll() is not None else "")
+    return proc, line.split()[1].removeprefix("remoting://")
+
+
+def _stop(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    return json.loads(out)
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _workload(front: str) -> None:
+    target = RemotingTarget(front)
+    try:
+        target.create_topic("T", 2)
+        for i in range(3):
+            target.send("T", 0, b"m%d" % i, tags="A" if i % 2 == 0 else "B")
+        target.heartbeat("c1", "client-1", "G", {"T": "A"})
+        assert len(target.start_pull("G", "T", 0, 0, expression="A").result().messages) == 2
+        target.commit_offset("G", "T", 0, 3)
+        target.start_pull("G", "T", 0, 3, expression="A", suspend_ms=1_000).result()  # held, then not found
+        target.start_pull("G", "T", 0, 9).result()  # past the max: corrected
+        target.unregister("c1", "G")
+    finally:
+        target.close()
+
+
+def test_the_recorded_trace_is_the_brokers_own_view(remoting_broker, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    own = tmp_path / "own.jsonl"
+    server = remoting_broker("--trace", str(own))
+    recorded = tmp_path / "recorded.jsonl"
+    proc, front = _start_recorder(server.namesrv, recorded)
+    _workload(front)
+    summary = _stop(proc)
+    server.stop()
+    rows = _rows(recorded)
+    assert rows and all(not missing_columns(r) for r in rows), [r for r in rows if missing_columns(r)][:3]
+    assert {r["source"] for r in rows} == {"broker:broker-a"} and {r["run"] for r in rows} == {"wire"}
+    events = Counter(r["event"] for r in rows)
+    assert events == Counter({"SEND": 3, "PULL_REQ": 3, "PULL_RESP": 3, "COMMIT": 1, "SUBSCRIBE": 1,
+                              "UNSUBSCRIBE": 1, "END": 1}), events
+    assert summary["rows"] == {k: v for k, v in sorted(events.items()) if k != "END"}
+    assert summary["malformed_frames"] == 0 and "GET_ROUTEINFO_BY_TOPIC" in summary["passed_unrecorded"]
+    held = next(r for r in rows if r["event"] == "PULL_RESP" and r["offset"] == 3)
+    assert held["status"] == "OFFSET_OVERFLOW_ONE" and held["held_ms"] >= 900
+
+    def comparable(rs: list[dict[str, Any]], event: str) -> list[tuple]:
+        return [tuple(r.get(k) for k in COMPARED) for r in rs if r["event"] == event]
+
+    theirs = _rows(own)
+    for event in ("SEND", "PULL_REQ", "PULL_RESP", "COMMIT"):
+        assert comparable(rows, event) == comparable(theirs, event), event
+
+
+def test_a_broken_stream_is_passed_on_and_harms_no_other_client(remoting_broker, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = remoting_broker()
+    recorded = tmp_path / "recorded.jsonl"
+    proc, front = _start_recorder(server.namesrv, recorded)
+    host, port = front.split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as bad:
+        bad.sendall(b"\x00\x00\x00\x02??")  # a length no frame can have: the framing is lost for good
+        bad.settimeout(5)
+        assert bad.recv(1) == b"", "the name server closed the broken connection, and the proxy with it"
+    with socket.create_connection((host, int(port)), timeout=5) as odd:
+        header = b'{"code":105,"opaque":1,"flag":0'  # a frame whose header is not JSON: passed on, counted
+        odd.sendall((4 + len(header)).to_bytes(4, "big") + len(header).to_bytes(4, "big") + header)
+    _workload(front)
+    summary = _stop(proc)
+    assert summary["malformed_frames"] == 2
+    assert summary["rows"]["SEND"] == 3, "the other client's traffic was recorded as usual"
