@@ -324,6 +324,62 @@ def test_pull_consumer_walks_queues_through_an_offset_moved_correction(workdir: 
         assert later and later[0]["offset"] == r["next_offset"] == mins[r["queue_id"]]
 
 
+@pytest.mark.req("TRACE-1", "OFFSET-6")
+def test_the_official_client_recorded_off_the_wire_audits_clean(workdir: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The producer and two push consumers talk to ``mqtck record`` instead of the name server: the trace it
+    writes holds the broker's own SENDs, the pulls of both consumers under their client ids, and audits with
+    no violation, judging offset correction and long polls and saying it cannot judge loss."""
+    pytest.importorskip("pyspark")
+    import json
+    import signal
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from conformance.cli import main
+
+    broker = start_broker(workdir, "recorded-upstream")
+    recorded = workdir / "wire" / "recorded.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "record", "--listen", "127.0.0.1:0",
+                             "--upstream", broker.namesrv, "--trace", str(recorded)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    front = SimpleNamespace(namesrv=proc.stdout.readline().split()[1].removeprefix("remoting://"))
+    topic, group = "TopicW", "CG_WIRE"
+    p = producer(front, "PG_W")  # type: ignore[arg-type]
+    received = Received()
+    consumers = []
+    try:
+        sent = {f"w-{i}" for i in range(30)}
+        for body in sorted(sent):
+            p.send_sync(message(topic, body))
+        consumers = [push_consumer(front, group, topic, received, name) for name in ("w0", "w1")]  # type: ignore[arg-type]
+        wait_for(lambda: received.bodies() >= sent, "every message consumed through the recorder")
+        wait_for(lambda: len(broker.consumer_ids(group)) == 2, "both consumers registered")
+    finally:
+        for c in consumers:
+            c.shutdown()
+        p.shutdown()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    summary = json.loads(out)
+    assert summary["rows"]["SEND"] == 30 and summary["malformed_frames"] == 0, summary
+    rows = [json.loads(line) for line in recorded.read_text().splitlines()]
+    own = {r["msg_id"]: r["offset"] for r in broker.rows() if r["event"] == "SEND" and r["topic"] == topic}
+    assert {r["msg_id"]: r["offset"] for r in rows if r["event"] == "SEND"} == own
+    pullers = {r["client_id"] for r in rows if r["event"] == "PULL_REQ" and r["topic"] == topic}
+    assert len(pullers) == 2 and not any(c.startswith("unknown@") for c in pullers), pullers
+    code = main(["audit", str(recorded), "--report-dir", str(workdir / "wire-audit")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    audit = json.loads((workdir / "wire-audit" / "summary.json").read_text())
+    cats = audit["runs"]["recorded"]["categories"]
+    assert cats["bad-offset-correction"]["judged"] and cats["early-poll-return"]["judged"]
+    assert not cats["lost"]["judged"] and "not judged, no CONSUME rows" in out
+
+
 def test_zz_the_recorded_traces_audit_clean(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Last in the module: stop every broker (closing its trace) and audit all the traces on Spark."""
     pytest.importorskip("pyspark")
