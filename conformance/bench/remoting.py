@@ -9,6 +9,10 @@ on loopback.
   the listener before the producer saw its acknowledgement counts as 0 ms. Samples are ``--gap-ms`` apart so
   that every message wakes a held pull. Reported: p50, p99, max (and send to listener, for reference).
 
+* **through the recorder** (``--through-recorder``): the throughput run again, in the same run and against the
+  same broker, with the clients pointed at ``mqtck record`` in front of it. Reported: both rates, their ratio
+  (goal >= 0.8) and the trace rows the recorder wrote per second.
+
 Goal (issue 8): wake p99 <= 10 ms. The broker runs as a subprocess (as users run it); the clients share this
 process, as in the interop tests. Without the ``rocketmq`` package the bench exits 2 with one line.
 """
@@ -49,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--producers", type=int, default=4, help="sending threads (default 4)")
     parser.add_argument("--samples", type=int, default=500, help="wake-latency samples (default 500)")
     parser.add_argument("--gap-ms", type=int, default=20, help="pause between wake samples (default 20)")
+    parser.add_argument("--through-recorder", action="store_true",
+                        help="run the throughput again through `mqtck record`: overhead and rows recorded per second")
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -94,12 +100,12 @@ def _message(client: Any, topic: str, body: bytes) -> Any:
     return msg
 
 
-def _throughput(client: Any, namesrv: str, args: argparse.Namespace) -> dict[str, Any]:
-    topic, listener = "BenchRemotingThroughput", _Listener()
-    producer = client.Producer("bench-remoting-producer")
+def _throughput(client: Any, namesrv: str, args: argparse.Namespace, label: str = "") -> dict[str, Any]:
+    topic, listener = f"BenchRemotingThroughput{label}", _Listener()
+    producer = client.Producer(f"bench-remoting-producer{label}")
     producer.set_namesrv_addr(namesrv)
     producer.start()
-    consumer = _consumer(client, namesrv, "bench-remoting-throughput", topic, listener)
+    consumer = _consumer(client, namesrv, f"bench-remoting-throughput{label}", topic, listener)
     try:
         producer.send_sync(_message(client, topic, b"warm-up"))
         listener.wait(lambda: listener.count >= 1, "the warm-up message")
@@ -195,6 +201,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         except RuntimeError as exc:
             raise UsageError(str(exc)) from None
         throughput = _throughput(client, broker.address, args)
+        recorded = _through_recorder(client, broker.address, args, workdir, throughput) \
+            if args.through_recorder else None
         wake = _wake_latency(client, broker.address, args)
     finally:
         if broker is not None:
@@ -207,4 +215,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "params": {"messages": args.messages, "body_bytes": args.body_bytes, "producers": args.producers,
                    "samples": args.samples, "gap_ms": args.gap_ms},
         "throughput": throughput, "wake_latency": wake,
+        **({"through_recorder": recorded} if recorded is not None else {}),
     }
+
+
+#: Goal (issue 18) for the end-to-end rate through the recorder, as a share of the direct rate.
+RECORDER_RATIO_GOAL = 0.8
+
+
+def _through_recorder(client: Any, namesrv: str, args: argparse.Namespace, workdir: Path,
+                      direct: dict[str, Any]) -> dict[str, Any]:
+    """The throughput run through ``mqtck record`` (a subprocess, as users run it)."""
+    import json
+    import signal
+    import sys
+
+    trace = workdir / "recorded.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "record", "--listen", "127.0.0.1:0",
+                             "--upstream", namesrv, "--trace", str(trace)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    front = proc.stdout.readline().split()[1].removeprefix("remoting://")
+    started = time.perf_counter()
+    try:
+        through = _throughput(client, front, args, "Recorded")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=WAIT_S)
+    recorded_s = time.perf_counter() - started
+    rows = sum(json.loads(out)["rows"].values())
+    ratio = through["end_to_end_msgs_per_s"] / direct["end_to_end_msgs_per_s"]
+    return {"throughput": through, "end_to_end_ratio": round(ratio, 3),
+            "send_ratio": round(through["send_msgs_per_s"] / direct["send_msgs_per_s"], 3),
+            "rows_recorded": rows, "rows_per_s": round(rows / recorded_s, 1),
+            "goal_ratio": RECORDER_RATIO_GOAL, "goal_met": ratio >= RECORDER_RATIO_GOAL}
