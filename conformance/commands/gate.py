@@ -16,7 +16,7 @@ import time
 from conformance import expectations
 from conformance.cli import UsageError, build_parser
 from conformance.cliargs import report_dir
-from conformance.peers import PeerError, peer_info
+from conformance.peers import PeerError, PeerInfo, peer_info
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,6 +40,42 @@ def _say(text: str) -> None:
     print(f"mqtck gate: {text}", file=sys.stderr, flush=True)
 
 
+def _gate_strategies(info: PeerInfo, args: argparse.Namespace, started: float) -> int:
+    """The Java strategies: golden vectors and properties per strategy, and the broken control."""
+    import json
+    from pathlib import Path
+
+    from conformance.peers.maven import client_classpath
+    from conformance.peers.strategies import command_line, gate_strategies
+
+    _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
+    classpath = client_classpath(info.version)
+    verdicts, control = gate_strategies(classpath, say=_say)
+    caught = not control.passed
+    summary = {"implementation": info.name, "strategies": [v.to_json() for v in verdicts],
+               "control": {**control.to_json(), "caught": caught},
+               "passed": sum(v.passed for v in verdicts), "of": len(verdicts)}
+    run_dir = Path(args.report_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{info.name}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        for v in verdicts:
+            golden = f"{v.golden_lines - len(v.golden_mismatches)}/{v.golden_lines}"
+            properties = ", ".join(f"{k} {s}" for k, s in v.properties.items())
+            print(f"{'PASS' if v.passed else 'FAIL'}  {v.java_class:40s} golden {golden}  properties {properties}")
+            for mismatch in v.golden_mismatches[:3]:
+                print(f"      {mismatch}")
+            if not v.passed:
+                print(f"      reproduce: {command_line(classpath, v)}")
+        failed = ", ".join(k for k, s in control.properties.items() if s == "fail") or "nothing"
+        print(f"{'CAUGHT' if caught else 'MISSED'}  control {control.java_class}: failed {failed}")
+        print(f"{summary['passed']}/{summary['of']} strategies pass; report: {run_dir / 'summary.json'}")
+    _say(f"{info.name}: {time.monotonic() - started:.1f} s wall time")
+    return 0 if summary["passed"] == summary["of"] and caught else 1
+
+
 def run(args: argparse.Namespace) -> int:
     from conformance.peers.maven import rocketmq_classpath
     from conformance.peers.rocketmq import served
@@ -50,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     stack = contextlib.ExitStack()
     try:
         info = peer_info(args.name)
+        if info.kind == "strategies":
+            return _gate_strategies(info, args, started)
         _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
         rocketmq_classpath(info.version)
         _say(f"starting {info.name}")

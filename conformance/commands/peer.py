@@ -43,11 +43,11 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from conformance.peers.maven import rocketmq_classpath
+    from conformance.peers.maven import client_classpath, rocketmq_classpath
 
     try:
         info = peer_info(args.name)
-        jars = rocketmq_classpath(info.version)
+        jars = (client_classpath if info.kind == "strategies" else rocketmq_classpath)(info.version)
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     print(f"installed {info.name}: {len(jars)} jars")

@@ -1,7 +1,9 @@
 """Peers: real implementations someone else wrote, installed by name and version from their registries.
 
 A peer is what mqtck judges besides its own reference: today the Apache RocketMQ brokers (name server and
-broker from Maven Central, run on loopback in a temp dir). ``mqtck peer list`` shows the catalogue,
+broker from Maven Central, run on loopback in a temp dir) and the Java client's allocation strategies
+(``kind`` "strategies": gated by their golden vectors and properties, see
+:mod:`conformance.peers.strategies`). ``mqtck peer list`` shows the catalogue,
 ``mqtck peer install NAME`` resolves one, ``mqtck peer run NAME`` serves it in the foreground and
 ``mqtck gate NAME`` runs the conformance suite against it with its reviewed expectations
 (``conformance/expectations/NAME.toml``).
@@ -47,6 +49,11 @@ CATALOGUE: dict[str, PeerInfo] = {
             "rocketmq-5.5.0", "broker", "5.5.0",
             "Apache RocketMQ 5.5.0 name server and broker (remoting protocol, POP), one master on loopback",
             ("org.apache.rocketmq:rocketmq-namesrv:5.5.0", "org.apache.rocketmq:rocketmq-broker:5.5.0"),
+        ),
+        PeerInfo(
+            "java-strategies-4.9.8", "strategies", "4.9.8",
+            "the Java client's six AllocateMessageQueue* strategies (rocketmq-client 4.9.8) behind the exec protocol",
+            ("org.apache.rocketmq:rocketmq-client:4.9.8",),
         ),
     )
 }

@@ -1,8 +1,9 @@
 """Resolve a peer's Java runtime classpath with Maven, from the project's own pom (no jar is committed).
 
-``conformance/peers/rocketmq/pom.xml`` names the artifacts with the version as a property; Maven
-downloads them into ``~/.m2`` once, and the resolved classpath is cached per version under
-``~/.cache/mqtck/peers/`` so a second start asks Maven nothing.
+``conformance/peers/rocketmq/pom.xml`` (the brokers) and ``conformance/peers/java_strategies/pom.xml`` (the
+Java client) name the artifacts with the version as a property; Maven downloads them into ``~/.m2`` once,
+and the resolved classpath is cached per module and version under ``~/.cache/mqtck/peers/`` so a second
+start asks Maven nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from conformance.peers import PeerError
 
 POM_DIR = Path(__file__).resolve().parent / "rocketmq"
+CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_strategies"
 #: How long one resolution may take (a cold ~/.m2 downloads ~40 MB for 4.9.7, ~90 MB for 5.x).
 RESOLVE_TIMEOUT_S = 600
 
@@ -38,7 +40,16 @@ def rocketmq_classpath(version: str, *, refresh: bool = False) -> list[str]:
 
     PeerError with Maven's own first error line when it cannot resolve (registry unreachable, version not
     published)."""
-    cached = cache_dir() / f"rocketmq-{version}.classpath"
+    return _classpath(POM_DIR, f"rocketmq-{version}", version, refresh)
+
+
+def client_classpath(version: str) -> list[str]:
+    """The runtime classpath of Apache RocketMQ's Java client ``rocketmq-client`` ``version`` (jar paths)."""
+    return _classpath(CLIENT_POM_DIR, f"rocketmq-client-{version}", version, False)
+
+
+def _classpath(pom_dir: Path, label: str, version: str, refresh: bool) -> list[str]:
+    cached = cache_dir() / f"{label}.classpath"
     if cached.exists() and not refresh:
         jars = cached.read_text(encoding="utf-8").strip().split(os.pathsep)
         if jars and all(Path(j).exists() for j in jars):
@@ -46,14 +57,14 @@ def rocketmq_classpath(version: str, *, refresh: bool = False) -> list[str]:
     mvn = require_tool("mvn", "Maven resolves the peer's jars from Maven Central")
     cached.parent.mkdir(parents=True, exist_ok=True)
     out = cached.with_suffix(".tmp")
-    cmd = [mvn, "-q", "-B", "-f", str(POM_DIR / "pom.xml"), f"-Drocketmq.version={version}",
+    cmd = [mvn, "-q", "-B", "-f", str(pom_dir / "pom.xml"), f"-Drocketmq.version={version}",
            "dependency:build-classpath", f"-Dmdep.outputFile={out}"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise PeerError(f"Maven did not resolve rocketmq {version} within {RESOLVE_TIMEOUT_S} s") from None
+        raise PeerError(f"Maven did not resolve {label} within {RESOLVE_TIMEOUT_S} s") from None
     if proc.returncode != 0 or not out.exists():
-        raise PeerError(f"Maven could not resolve rocketmq {version}: {_first_error(proc.stdout + proc.stderr)}")
+        raise PeerError(f"Maven could not resolve {label}: {_first_error(proc.stdout + proc.stderr)}")
     out.replace(cached)
     return cached.read_text(encoding="utf-8").strip().split(os.pathsep)
 

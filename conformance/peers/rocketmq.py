@@ -439,6 +439,8 @@ def served(info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None)
     out. PeerError if the peer cannot start. What ``mqtck peer run`` serves and ``mqtck gate`` gates."""
     from conformance.targets.control import serve_control
 
+    if info.kind != "broker":
+        raise PeerError(f"{info.name} is not a broker and cannot be served: `mqtck gate {info.name}` checks it")
     peer = RocketMQPeer(info, namesrv_port, log=log).start()
     try:
         control = serve_control(peer)

@@ -56,6 +56,18 @@ class Declaration:
             parts.append(f"params {self.params}")
         return ", ".join(parts)
 
+    def cli_flags(self) -> list[str]:
+        """The ``mqtck strategy check`` flags that declare these promises for a strategy given by ``--exec``
+        (model names are the flags' own: ``--configured``, ``--pop-share``, ``--broadcasting``)."""
+        flags = [] if self.model == CLUSTERING else [f"--{self.model}"]
+        if self.balance_bound is not None:
+            flags += ["--balance-bound", str(self.balance_bound)]
+        if self.stickiness_bound is not None:
+            flags += ["--stickiness-bound", str(self.stickiness_bound)]
+        if self.machine_room:
+            flags += ["--machine-room", self.machine_room]
+        return flags
+
     def with_overrides(self, **changes: Any) -> Declaration:
         """This declaration with every non-None change applied (how CLI flags refine a built-in's)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

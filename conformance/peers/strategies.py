@@ -1,0 +1,122 @@
+"""The Java client's six allocation strategies, live: ``mqtck gate java-strategies-4.9.8``.
+
+Apache RocketMQ's own classes (``rocketmq-client`` from Maven Central) run behind the exec protocol in the
+project's ``java_strategies/StrategyDriver.java``, one JVM per strategy. For each strategy the gate
+
+1. replays its golden vectors (``fixtures/allocation/golden``, made with Apache RocketMQ's classes of 5.3.3+)
+   and requires the same queues in the same order, or the same exception text;
+2. runs ``mqtck strategy check``'s properties with the promises of the matching built-in (``averagely`` ...);
+
+and, as a control, checks ``BrokenAveragely`` (Averagely with a partition fault, in the same driver) and
+requires the properties to catch it. Exit 0 when all six pass both and the control is caught, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.peers import PeerError
+from conformance.strategy.declaration import BUILTIN_DECLARATIONS
+from conformance.strategy.engine import CheckSettings, run_check
+from conformance.strategy.execproc import ExecStrategyUnderTest
+from conformance.strategy.golden import as_request, expected, golden_lines
+
+DRIVER = Path(__file__).resolve().parent / "java_strategies" / "StrategyDriver.java"
+#: Java class -> the built-in whose promises and golden file apply to it.
+JAVA_STRATEGIES = {
+    "AllocateMessageQueueAveragely": "averagely",
+    "AllocateMessageQueueAveragelyByCircle": "by_circle",
+    "AllocateMessageQueueConsistentHash": "consistent_hash",
+    "AllocateMessageQueueByConfig": "by_config",
+    "AllocateMessageQueueByMachineRoom": "machine_room",
+    "AllocateMachineRoomNearby": "machine_room_nearby",
+}
+#: The control: Averagely that keeps back the last consumer's last queue; its promises are Averagely's.
+CONTROL = ("BrokenAveragely", "averagely")
+#: Examples per property (the CLI's default is 200; the JVM answers in microseconds, so more is cheap).
+DEFAULT_EXAMPLES = 200
+#: The exec protocol's wait per answer: the first includes the JVM compiling the driver (about 1 s).
+ANSWER_TIMEOUT_S = 60.0
+
+
+@dataclass
+class StrategyVerdict:
+    java_class: str
+    builtin: str
+    golden_lines: int = 0
+    golden_mismatches: list[str] = field(default_factory=list)
+    properties: dict[str, str] = field(default_factory=dict)
+    exit_code: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return not self.golden_mismatches and self.exit_code == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"class": self.java_class, "builtin": self.builtin, "golden_lines": self.golden_lines,
+                "golden_mismatches": len(self.golden_mismatches), "first_mismatches": self.golden_mismatches[:3],
+                "properties": self.properties, "passed": self.passed}
+
+
+def driver(classpath: list[str], java_class: str, log_dir: Path) -> ExecStrategyUnderTest:
+    """The exec-protocol strategy: ``java`` running the driver on the client's classpath."""
+    java = shutil.which("java")
+    if java is None:
+        raise PeerError("java not found on PATH (the Java client's strategies run on it)")
+    # The client logs to ~/logs by default; keep its files with this run.
+    argv = [java, f"-Drocketmq.client.logRoot={log_dir}", "-cp", os.pathsep.join(classpath), str(DRIVER), java_class]
+    return ExecStrategyUnderTest(argv, timeout=ANSWER_TIMEOUT_S, label=f"{java_class} (rocketmq-client)")
+
+
+def _golden(strategy: ExecStrategyUnderTest, java_class: str, builtin: str, verdict: StrategyVerdict) -> None:
+    lines = [line for line in golden_lines(builtin) if line["strategy"] == java_class and as_request(line)]
+    outcomes = strategy.allocate_many([as_request(line) for line in lines])  # type: ignore[misc]
+    verdict.golden_lines = len(lines)
+    for line, outcome in zip(lines, outcomes, strict=True):
+        want = expected(line)
+        got = {"error": outcome.error} if outcome.error is not None else {
+            "result": [mq.to_json() for mq in outcome.queues]}
+        if "result" in want and want["result"] is None:
+            want = {"result": []}  # an unconfigured ByConfig's null travels as an empty share
+        if got != want:
+            verdict.golden_mismatches.append(f"{line['case']} currentCID={line['currentCID']!r}: "
+                                             f"golden {want}, Java {got}")
+
+
+def gate_strategies(classpath: list[str], examples: int = DEFAULT_EXAMPLES,
+                    say: Callable[[str], None] = lambda _: None) -> tuple[list[StrategyVerdict], StrategyVerdict]:
+    """Every strategy's verdict, and the control's (its ``passed`` must be False)."""
+    log_dir = Path(tempfile.mkdtemp(prefix="mqtck-java-strategies-"))
+    verdicts = []
+    try:
+        for java_class, builtin in (*JAVA_STRATEGIES.items(), CONTROL):
+            verdict = StrategyVerdict(java_class, builtin)
+            strategy = driver(classpath, java_class, log_dir)
+            try:
+                if (java_class, builtin) != CONTROL:
+                    _golden(strategy, java_class, builtin, verdict)
+                report = run_check(strategy, BUILTIN_DECLARATIONS[builtin], CheckSettings(examples=examples))
+            finally:
+                strategy.close()
+            verdict.properties = {r.name: r.status for r in report.results}
+            verdict.exit_code = report.exit_code
+            say(f"{java_class}: golden {verdict.golden_lines - len(verdict.golden_mismatches)}/{verdict.golden_lines}"
+                f", properties {report.exit_code == 0 and 'pass' or 'FAIL'}")
+            verdicts.append(verdict)
+    finally:
+        shutil.rmtree(log_dir, ignore_errors=True)
+    return verdicts[:-1], verdicts[-1]
+
+
+def command_line(classpath: list[str], verdict: StrategyVerdict) -> str:
+    """The ``mqtck strategy check`` command that checks one of these strategies by hand, with its promises."""
+    program = shlex.join(["java", "-cp", os.pathsep.join(classpath), str(DRIVER), verdict.java_class])
+    return shlex.join(["mqtck", "strategy", "check", "--exec", program,
+                       *BUILTIN_DECLARATIONS[verdict.builtin].cli_flags()])
