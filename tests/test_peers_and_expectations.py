@@ -39,7 +39,12 @@ def test_peer_list_names_both_brokers() -> None:
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (("gate", "rocketmq-9.9.9"), "unknown peer 'rocketmq-9.9.9'; known: rocketmq-4.9.7, rocketmq-5.5.0"),
+    (("gate", "rocketmq-9.9.9"),
+     "unknown peer 'rocketmq-9.9.9'; known: java-strategies-4.9.8, rocketmq-4.9.7, rocketmq-5.5.0"),
+    (("peer", "run", "java-strategies-4.9.8"), "is not a broker and cannot be served"),
+    (("record", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--trace", "t.jsonl"),
+     "the name server does not accept connections"),
+    (("record", "--listen", "nowhere", "--upstream", "127.0.0.1:1", "--trace", "t.jsonl"), "expected HOST:PORT"),
     (("peer", "run", "nope"), "unknown peer 'nope'"),
     (("peer", "run", "rocketmq-4.9.7", "--listen", "10.1.2.3:9876"), "peers bind loopback only"),
     (("peer", "run", "rocketmq-4.9.7", "--listen", "127.0.0.1:http"), "expected 127.0.0.1:PORT"),
