@@ -33,7 +33,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.targets.remoting import COMMIT_OFFSET_FLAG, POP_CODES, SUSPEND_FLAG, derive_status, pop_handles
+from conformance.targets.remoting import (
+    COMMIT_OFFSET_FLAG,
+    POP_CODES,
+    SUSPEND_FLAG,
+    code_name,
+    derive_status,
+    pop_handles,
+)
 from reference.net.remoting.broker_handlers import SEND_V2_KEYS
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.message_codec import PROPERTY_TAGS, decode_batch_body, decode_properties, decode_records
@@ -156,7 +163,7 @@ class WireRecorder:
             self._sends(conn, req, got, now)
         elif req.code == RequestCode.PULL_MESSAGE:
             offset, lo, hi = _int(ext, "queueOffset"), _int(got, "minOffset", 0), _int(got, "maxOffset", 0)
-            status = derive_status(resp.code, offset, lo, hi) or _response_name(resp.code)
+            status = derive_status(resp.code, offset, lo, hi) or code_name(resp.code)
             count = count_records(resp.body) if resp.code == ResponseCode.SUCCESS else 0
             self._row(conn, "PULL_RESP", now, **self._queue(conn, ext, "queueOffset"), status=status,
                       next_offset=_int(got, "nextBeginOffset", offset), min_offset=lo, max_offset=hi, count=count,
@@ -173,7 +180,7 @@ class WireRecorder:
                 return
             common = {"group": ext.get("consumerGroup"), "client_id": conn.client, "handle": handle, "msg_id": msg_id}
             if req.code == ACK:
-                status = "OK" if resp.code == ResponseCode.SUCCESS else _response_name(resp.code)
+                status = "OK" if resp.code == ResponseCode.SUCCESS else code_name(resp.code)
                 self._row(conn, "ACK", now, status=status, **common)
             elif resp.code == ResponseCode.SUCCESS:
                 self._row(conn, "CHANGE_INVISIBLE", now, invisible_ms=_int(ext, "invisibleTime", 0), **common)
@@ -242,13 +249,6 @@ def count_records(body: bytes) -> int:
     if at != len(body):
         raise ValueError("the last record is cut short")
     return count
-
-
-def _response_name(code: int) -> str:
-    try:
-        return ResponseCode(code).name
-    except ValueError:
-        return str(code)
 
 
 def _now_ms() -> int:
