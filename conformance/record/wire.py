@@ -35,7 +35,6 @@ from typing import Any
 
 from conformance.targets.remoting import (
     COMMIT_OFFSET_FLAG,
-    POP_CODES,
     SUSPEND_FLAG,
     code_name,
     derive_status,
@@ -52,7 +51,7 @@ from reference.trace import Trace
 MODELS = {"CLUSTERING": "CLUSTERING", "BROADCASTING": "BROADCASTING"}
 #: Topics a heartbeat subscribes to that no producer sends to (a group's retry topic): not recorded.
 SYSTEM_TOPIC_PREFIX = "%"
-POP, ACK, CHANGE = POP_CODES["POP_MESSAGE"], POP_CODES["ACK_MESSAGE"], POP_CODES["CHANGE_MESSAGE_INVISIBLETIME"]
+POP, ACK, CHANGE = RequestCode.POP_MESSAGE, RequestCode.ACK_MESSAGE, RequestCode.CHANGE_MESSAGE_INVISIBLETIME
 SENDS = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
 #: Request codes whose frames the recorder maps (the others are passed on and counted).
 MAPPED = frozenset({*SENDS, RequestCode.PULL_MESSAGE, RequestCode.UPDATE_CONSUMER_OFFSET, RequestCode.HEART_BEAT,
@@ -75,13 +74,10 @@ class Connection:
 
 
 def _code_name(code: int) -> str:
-    for enum_type in (RequestCode,):
-        try:
-            return enum_type(code).name
-        except ValueError:
-            pass
-    names = {v: k for k, v in POP_CODES.items()}
-    return names.get(code, str(code))
+    try:
+        return RequestCode(code).name
+    except ValueError:
+        return str(code)
 
 
 def _int(ext: dict[str, str], key: str, default: int = -1) -> int:
