@@ -380,6 +380,62 @@ def test_the_official_client_recorded_off_the_wire_audits_clean(workdir: Path,
     assert not cats["lost"]["judged"] and "not judged, no CONSUME rows" in out
 
 
+#: Frames that break the layout, each sent on its own connection: a short length, a length past 16 MiB, an
+#: unknown serialize type, a header that is not JSON, one that is JSON but not an object, random bytes.
+BAD_FRAMES = (
+    b"\x00\x00\x00\x02??",
+    b"\x7f\xff\xff\xff" + bytes(16),
+    b"\x00\x00\x00\x08\x05\x00\x00\x02{}",
+    b"\x00\x00\x00\x0a\x00\x00\x00\x06{code:",
+    b"\x00\x00\x00\x09\x00\x00\x00\x05[1,2]",
+)
+
+
+def _send_bad(address: tuple[str, int], data: bytes) -> None:
+    import socket
+
+    with socket.create_connection(address, timeout=10) as bad:
+        bad.sendall(data)
+        bad.settimeout(1)  # random bytes may announce a frame longer than they are: the server waits for it
+        try:
+            while bad.recv(4096):
+                pass  # the server closes this connection; whatever it says before is not our concern
+        except OSError:
+            pass
+
+
+@pytest.mark.req("REMOTING-3")
+def test_malformed_frames_on_other_connections_never_disturb_a_consuming_client(workdir: Path) -> None:
+    """The official client keeps producing and consuming while other connections send the broker and the name
+    server frames that break the layout: nothing it sent is lost and the server stays up."""
+    import random
+
+    broker = start_broker(workdir, "malformed")
+    topic, group = "TopicM", "CG_MALFORMED"
+    p = producer(broker, "PG_M")
+    received = Received()
+    consumer = push_consumer(broker, group, topic, received, "m0")
+    rng = random.Random(20)
+    try:
+        sent = set()
+        for round_no in range(3):
+            batch = {f"m-{round_no}-{i}" for i in range(10)}
+            for body in sorted(batch):
+                p.send_sync(message(topic, body))
+            sent |= batch
+            host, port = broker.namesrv.rsplit(":", 1)
+            for bad in (*BAD_FRAMES, rng.randbytes(64), rng.randbytes(4096)):
+                _send_bad(broker.broker_addr, bad)
+                _send_bad((host, int(port)), bad)
+            wait_for(lambda want=frozenset(sent): received.bodies() >= want,
+                     f"round {round_no} consumed next to the bad connections")
+    finally:
+        consumer.shutdown()
+        p.shutdown()
+    assert broker.proc.poll() is None, "the server is still up"
+    assert "Traceback" not in (workdir / "malformed.stderr").read_text()
+
+
 def test_zz_the_recorded_traces_audit_clean(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Last in the module: stop every broker (closing its trace) and audit all the traces on Spark."""
     pytest.importorskip("pyspark")
