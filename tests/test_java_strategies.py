@@ -32,3 +32,22 @@ def test_the_java_strategies_reproduce_the_golden_vectors_and_keep_their_promise
     assert not control.passed and control.properties["partition"] == "fail", control.properties
     averagely = command_line(classpath, verdicts[0])
     assert averagely.startswith("mqtck strategy check --exec ") and averagely.endswith("--balance-bound 1")
+
+
+def test_the_gates_requirement_entries_join_the_matrix(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Built from verdicts, not a JVM: a strategy that fails a check fails the requirements it proves."""
+    import json
+
+    from conformance.peers.strategies import StrategyVerdict, requirement_entries
+    from conformance.report.matrix import build, load_run
+
+    verdicts = [StrategyVerdict(c, b, 10, properties={"partition": "pass", "balance": "pass"})
+                for c, b in JAVA_STRATEGIES.items()]
+    verdicts[1].properties["balance"] = "fail"  # by circle
+    entries = {e["id"]: e["status"] for e in requirement_entries(verdicts)}
+    assert entries["ALLOC-11"] == "fail" and entries["ALLOC-3"] == entries["ALLOC-10"] == "pass"
+    assert entries["ALLOC-1"] == entries["ALLOC-15"] == "not-applicable"
+    (tmp_path / "summary.json").write_text(json.dumps(
+        {"implementation": "java-strategies", "verdict": "fail", "requirements": requirement_entries(verdicts)}))
+    matrix = build([load_run(tmp_path)])
+    assert matrix["columns"][0]["counts"]["fail"] == 1 and matrix["columns"][0]["must_fail"] == 1

@@ -46,15 +46,22 @@ def _gate_strategies(info: PeerInfo, args: argparse.Namespace, started: float) -
     from pathlib import Path
 
     from conformance.peers.maven import client_classpath
-    from conformance.peers.strategies import command_line, gate_strategies
+    from conformance.peers.strategies import command_line, gate_strategies, requirement_entries
 
     _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
     classpath = client_classpath(info.version)
     verdicts, control = gate_strategies(classpath, say=_say)
     caught = not control.passed
-    summary = {"implementation": info.name, "strategies": [v.to_json() for v in verdicts],
-               "control": {**control.to_json(), "caught": caught},
-               "passed": sum(v.passed for v in verdicts), "of": len(verdicts)}
+    requirements = requirement_entries(verdicts)
+    counts: dict[str, int] = {}
+    for entry in requirements:
+        counts[entry["status"]] = counts.get(entry["status"], 0) + 1
+    passed = sum(v.passed for v in verdicts)
+    summary = {"implementation": info.name, "target": f"peer:{info.name}",
+               "verdict": "pass" if passed == len(verdicts) and caught else "fail", "counts": counts,
+               "duration_s": round(time.monotonic() - started, 1), "requirements": requirements,
+               "strategies": [v.to_json() for v in verdicts], "control": {**control.to_json(), "caught": caught},
+               "passed": passed, "of": len(verdicts)}
     run_dir = Path(args.report_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{info.name}"
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")

@@ -115,6 +115,59 @@ def gate_strategies(classpath: list[str], examples: int = DEFAULT_EXAMPLES,
     return verdicts[:-1], verdicts[-1]
 
 
+#: What the gate judges of each ALLOC requirement: the strategies whose golden replay (``golden``) or whose
+#: property (``property``) proves it. ALLOC-1 (the rebalance sorts) and ALLOC-15..17 (the broker's POP
+#: allocation) are not about these classes: not applicable.
+REQUIREMENT_EVIDENCE: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ALLOC-2": ("golden", ("AllocateMessageQueueAveragely",)),
+    "ALLOC-3": ("golden", ("AllocateMessageQueueAveragelyByCircle",)),
+    "ALLOC-4": ("golden", ("AllocateMessageQueueConsistentHash",)),
+    "ALLOC-5": ("golden", ("AllocateMessageQueueByMachineRoom",)),
+    "ALLOC-6": ("golden", ("AllocateMachineRoomNearby",)),
+    "ALLOC-7": ("golden", ("AllocateMessageQueueByConfig",)),
+    "ALLOC-8": ("golden", tuple(JAVA_STRATEGIES)),
+    "ALLOC-9": ("golden", tuple(JAVA_STRATEGIES)),
+    "ALLOC-10": ("partition", tuple(JAVA_STRATEGIES)),
+    "ALLOC-11": ("balance", ("AllocateMessageQueueAveragely", "AllocateMessageQueueAveragelyByCircle",
+                             "AllocateMessageQueueByMachineRoom")),
+    "ALLOC-12": ("determinism", tuple(JAVA_STRATEGIES)),
+    "ALLOC-13": ("stickiness", ("AllocateMessageQueueConsistentHash",)),
+    "ALLOC-14": ("machine-room", ("AllocateMessageQueueByMachineRoom", "AllocateMachineRoomNearby")),
+    "ALLOC-18": ("protocol", tuple(JAVA_STRATEGIES)),
+}
+NOT_APPLICABLE = ("ALLOC-1", "ALLOC-15", "ALLOC-16", "ALLOC-17")
+
+
+def requirement_entries(verdicts: list[StrategyVerdict]) -> list[dict[str, Any]]:
+    """The ALLOC requirements as a conformance run reports them (``summary.json``'s ``requirements``), so the
+    gate's run joins ``mqtck matrix``: each passes when every strategy that proves it passed that check."""
+    from conformance import spec
+
+    by_class = {v.java_class: v for v in verdicts}
+    reqs = spec.requirements()
+    entries = []
+    for rid in sorted((*REQUIREMENT_EVIDENCE, *NOT_APPLICABLE), key=lambda r: int(r.split("-")[1])):
+        req = reqs[rid]
+        tests = []
+        if rid in REQUIREMENT_EVIDENCE:
+            check, classes = REQUIREMENT_EVIDENCE[rid]
+            for java_class in classes:
+                v = by_class[java_class]
+                ok = (not v.golden_mismatches if check == "golden"
+                      else check == "protocol" or v.properties.get(check) != "fail")
+                first = v.golden_mismatches[0] if check == "golden" and v.golden_mismatches else ""
+                tests.append({"nodeid": f"java-strategies::{java_class}::{check}",
+                              "outcome": "passed" if ok else "failed", "message": first})
+            status = "pass" if all(t["outcome"] == "passed" for t in tests) else "fail"
+        else:
+            status = "not-applicable"
+            tests.append({"nodeid": "java-strategies", "outcome": "skipped",
+                          "message": "not about the client's strategy classes"})
+        entries.append({"id": rid, "level": req.level, "family": req.family, "sentence": req.sentence,
+                        "source": req.source, "status": status, "tests": tests})
+    return entries
+
+
 def command_line(classpath: list[str], verdict: StrategyVerdict) -> str:
     """The ``mqtck strategy check`` command that checks one of these strategies by hand, with its promises."""
     program = shlex.join(["java", "-cp", os.pathsep.join(classpath), str(DRIVER), verdict.java_class])
