@@ -226,23 +226,16 @@ RECORDER_RATIO_GOAL = 0.8
 def _through_recorder(client: Any, namesrv: str, args: argparse.Namespace, workdir: Path,
                       direct: dict[str, Any]) -> dict[str, Any]:
     """The throughput run through ``mqtck record`` (a subprocess, as users run it)."""
-    import json
-    import signal
-    import sys
+    from conformance.record.process import RecorderProcess
 
-    trace = workdir / "recorded.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "record", "--listen", "127.0.0.1:0",
-                             "--upstream", namesrv, "--trace", str(trace)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    front = proc.stdout.readline().split()[1].removeprefix("remoting://")
+    recorder = RecorderProcess(namesrv, workdir / "recorded.jsonl")
     started = time.perf_counter()
     try:
-        through = _throughput(client, front, args, "Recorded")
+        through = _throughput(client, recorder.front, args, "Recorded")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=WAIT_S)
+        summary = recorder.stop()
     recorded_s = time.perf_counter() - started
-    rows = sum(json.loads(out)["rows"].values())
+    rows = sum(summary["rows"].values())
     ratio = through["end_to_end_msgs_per_s"] / direct["end_to_end_msgs_per_s"]
     return {"throughput": through, "end_to_end_ratio": round(ratio, 3),
             "send_ratio": round(through["send_msgs_per_s"] / direct["send_msgs_per_s"], 3),

@@ -26,7 +26,7 @@ from conformance.peers import PeerError
 from conformance.strategy.declaration import BUILTIN_DECLARATIONS
 from conformance.strategy.engine import CheckSettings, run_check
 from conformance.strategy.execproc import ExecStrategyUnderTest
-from conformance.strategy.golden import as_request, expected, golden_lines
+from conformance.strategy.golden import as_request, golden_lines, protocol_answer
 
 DRIVER = Path(__file__).resolve().parent / "java_strategies" / "StrategyDriver.java"
 #: Java class -> the built-in whose promises and golden file apply to it.
@@ -80,11 +80,9 @@ def _golden(strategy: ExecStrategyUnderTest, java_class: str, builtin: str, verd
     outcomes = strategy.allocate_many([as_request(line) for line in lines])  # type: ignore[misc]
     verdict.golden_lines = len(lines)
     for line, outcome in zip(lines, outcomes, strict=True):
-        want = expected(line)
+        want = protocol_answer(line)
         got = {"error": outcome.error} if outcome.error is not None else {
             "result": [mq.to_json() for mq in outcome.queues]}
-        if "result" in want and want["result"] is None:
-            want = {"result": []}  # an unconfigured ByConfig's null travels as an empty share
         if got != want:
             verdict.golden_mismatches.append(f"{line['case']} currentCID={line['currentCID']!r}: "
                                              f"golden {want}, Java {got}")

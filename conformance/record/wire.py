@@ -28,7 +28,6 @@ Nothing here can fail a connection: a frame that cannot be mapped is a count, ne
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,17 +37,20 @@ from conformance.targets.remoting import (
     SUSPEND_FLAG,
     code_name,
     derive_status,
+    ext_int,
     pop_handles,
 )
-from reference.net.remoting.broker_handlers import SEND_V2_KEYS
+from reference.clock import RealClock
+from reference.net.remoting.broker_handlers import send_header
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.message_codec import PROPERTY_TAGS, decode_batch_body, decode_properties, decode_records
 from reference.rules.codes import ResponseCode
 from reference.store.message import UNIQ_KEY
 from reference.trace import Trace
 
-#: RocketMQ's MessageModel names in a heartbeat's consumerDataSet, as the trace writes them.
-MODELS = {"CLUSTERING": "CLUSTERING", "BROADCASTING": "BROADCASTING"}
+#: RocketMQ's MessageModel names in a heartbeat's consumerDataSet, as the trace writes them (anything else is
+#: taken as clustering, RocketMQ's default).
+MODELS = ("CLUSTERING", "BROADCASTING")
 #: Topics a heartbeat subscribes to that no producer sends to (a group's retry topic): not recorded.
 SYSTEM_TOPIC_PREFIX = "%"
 POP, ACK, CHANGE = RequestCode.POP_MESSAGE, RequestCode.ACK_MESSAGE, RequestCode.CHANGE_MESSAGE_INVISIBLETIME
@@ -80,18 +82,13 @@ def _code_name(code: int) -> str:
         return str(code)
 
 
-def _int(ext: dict[str, str], key: str, default: int = -1) -> int:
-    try:
-        return int(ext.get(key, default))
-    except ValueError:
-        return default
-
-
 class WireRecorder:
     """Frames in, trace rows out (into ``trace``); one instance per recording, shared by every connection."""
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
+        #: When a frame was seen: the trace's clock (wall time, for a recording).
+        self.clock = trace.clock or RealClock()
         self.passed: Counter[str] = Counter()
         self.malformed = 0
         self.rows: Counter[str] = Counter()
@@ -109,7 +106,7 @@ class WireRecorder:
         if cmd.is_response or cmd.code not in MAPPED or conn.broker is None:
             self.passed[_code_name(cmd.code) if not cmd.is_response else "response to the server"] += 1
             return
-        now = _now_ms()
+        now = self.clock.now_ms()
         try:
             self._request(conn, cmd, now)
         except (ValueError, KeyError, TypeError):
@@ -127,7 +124,7 @@ class WireRecorder:
         if request is None:
             return
         try:
-            self._answer(conn, request[0], cmd, request[1], _now_ms())
+            self._answer(conn, request[0], cmd, request[1], self.clock.now_ms())
         except (ValueError, KeyError, TypeError):
             self.malformed += 1
 
@@ -139,11 +136,11 @@ class WireRecorder:
     def _request(self, conn: Connection, cmd: RemotingCommand, now: int) -> None:
         ext = cmd.ext_fields
         if cmd.code == RequestCode.PULL_MESSAGE:
-            flags = _int(ext, "sysFlag", 0)
+            flags = ext_int(ext, "sysFlag", 0)
             self._row(conn, "PULL_REQ", now, **self._queue(conn, ext, "queueOffset"),
-                      max_nums=_int(ext, "maxMsgNums", 32),
-                      suspend_ms=_int(ext, "suspendTimeoutMillis", 0) if flags & SUSPEND_FLAG else 0)
-            if flags & COMMIT_OFFSET_FLAG and _int(ext, "commitOffset") >= 0:
+                      max_nums=ext_int(ext, "maxMsgNums", 32),
+                      suspend_ms=ext_int(ext, "suspendTimeoutMillis", 0) if flags & SUSPEND_FLAG else 0)
+            if flags & COMMIT_OFFSET_FLAG and ext_int(ext, "commitOffset", -1) >= 0:
                 self._row(conn, "COMMIT", now, **self._queue(conn, ext, "commitOffset"))
         elif cmd.code == RequestCode.UPDATE_CONSUMER_OFFSET and cmd.is_oneway:
             self._row(conn, "COMMIT", now, **self._queue(conn, ext, "commitOffset"))
@@ -158,11 +155,11 @@ class WireRecorder:
         if req.code in SENDS and resp.code == ResponseCode.SUCCESS:
             self._sends(conn, req, got, now)
         elif req.code == RequestCode.PULL_MESSAGE:
-            offset, lo, hi = _int(ext, "queueOffset"), _int(got, "minOffset", 0), _int(got, "maxOffset", 0)
+            offset, lo, hi = ext_int(ext, "queueOffset", -1), ext_int(got, "minOffset", 0), ext_int(got, "maxOffset", 0)
             status = derive_status(resp.code, offset, lo, hi) or code_name(resp.code)
             count = count_records(resp.body) if resp.code == ResponseCode.SUCCESS else 0
             self._row(conn, "PULL_RESP", now, **self._queue(conn, ext, "queueOffset"), status=status,
-                      next_offset=_int(got, "nextBeginOffset", offset), min_offset=lo, max_offset=hi, count=count,
+                      next_offset=ext_int(got, "nextBeginOffset", offset), min_offset=lo, max_offset=hi, count=count,
                       held_ms=now - sent)
         elif req.code == RequestCode.UPDATE_CONSUMER_OFFSET and resp.code == ResponseCode.SUCCESS:
             self._row(conn, "COMMIT", now, **self._queue(conn, ext, "commitOffset"))
@@ -179,7 +176,7 @@ class WireRecorder:
                 status = "OK" if resp.code == ResponseCode.SUCCESS else code_name(resp.code)
                 self._row(conn, "ACK", now, status=status, **common)
             elif resp.code == ResponseCode.SUCCESS:
-                self._row(conn, "CHANGE_INVISIBLE", now, invisible_ms=_int(ext, "invisibleTime", 0), **common)
+                self._row(conn, "CHANGE_INVISIBLE", now, invisible_ms=ext_int(ext, "invisibleTime", 0), **common)
                 new_handle = got.get("extraInfo")
                 if new_handle:
                     self._handles[new_handle] = msg_id
@@ -189,9 +186,7 @@ class WireRecorder:
                 "queue_id": int(ext["queueId"]), "offset": int(ext[offset_key])}
 
     def _sends(self, conn: Connection, req: RemotingCommand, got: dict[str, str], now: int) -> None:
-        ext = {SEND_V2_KEYS.get(k, k): v for k, v in req.ext_fields.items()} \
-            if req.code == RequestCode.SEND_MESSAGE_V2 else req.ext_fields
-        batch = req.code == RequestCode.SEND_BATCH_MESSAGE or ext.get("batch", "").lower() in ("1", "true")
+        ext, batch = send_header(req)
         properties = [e.properties for e in decode_batch_body(req.body)] if batch \
             else [decode_properties(ext.get("properties", ""))]
         ids = got.get("msgId", "").split(",")
@@ -205,7 +200,8 @@ class WireRecorder:
         data = json.loads(cmd.body.decode("utf-8"))
         conn.client_id = data.get("clientID") or conn.client_id
         for consumer in data.get("consumerDataSet") or ():
-            group, model = consumer.get("groupName"), MODELS.get(str(consumer.get("messageModel")), "CLUSTERING")
+            group, model = consumer.get("groupName"), str(consumer.get("messageModel"))
+            model = model if model in MODELS else MODELS[0]
             for sub in consumer.get("subscriptionDataSet") or ():
                 topic, expression = str(sub.get("topic", "")), str(sub.get("subString", "*"))
                 if not group or not topic or topic.startswith(SYSTEM_TOPIC_PREFIX):
@@ -224,7 +220,7 @@ class WireRecorder:
             self._handles[handle] = record.msg_id
             self._row(conn, "POP", now, group=ext["consumerGroup"], client_id=conn.client, topic=ext["topic"],
                       broker=conn.broker, queue_id=record.queue_id, offset=record.queue_offset,
-                      msg_id=record.msg_id, handle=handle, invisible_ms=_int(ext, "invisibleTime", 0),
+                      msg_id=record.msg_id, handle=handle, invisible_ms=ext_int(ext, "invisibleTime", 0),
                       reconsume_times=record.reconsume_times)
 
     def summary(self) -> dict[str, Any]:
@@ -246,6 +242,3 @@ def count_records(body: bytes) -> int:
         raise ValueError("the last record is cut short")
     return count
 
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

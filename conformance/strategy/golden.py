@@ -30,6 +30,13 @@ def expected(line: dict[str, Any]) -> dict[str, Any]:
     return {"error": line["error"]} if "error" in line else {"result": line["result"]}
 
 
+def protocol_answer(line: dict[str, Any]) -> dict[str, Any]:
+    """What a line says should come back over the exec protocol: as :func:`expected`, except that a null share
+    (an unconfigured ByConfig) travels as an empty one."""
+    want = expected(line)
+    return {"result": want["result"] or []} if "result" in want else want
+
+
 def as_request(line: dict[str, Any]) -> Request | None:
     """The line as an exec-protocol request, or ``None`` for the null edge cases the protocol lacks."""
     if line["currentCID"] is None or line["mqAll"] is None or line["cidAll"] is None:

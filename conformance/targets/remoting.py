@@ -145,7 +145,8 @@ def target_error(response: RemotingCommand) -> TargetError:
     return TargetError(name, FIELD_NAMES.get(m["field"], m["field"]), m["rule"])
 
 
-def _int(ext: dict[str, str], key: str, default: int = 0) -> int:
+def ext_int(ext: dict[str, str], key: str, default: int = 0) -> int:
+    """An integer header field of an answer, ``default`` when it is missing or not a number."""
     try:
         return int(ext.get(key, default))
     except ValueError:
@@ -247,7 +248,7 @@ class RemotingTarget:
             "bornTimestamp": str(int(time.time() * 1000)), "flag": 0, "properties": encode_properties(props),
             "reconsumeTimes": "0", "unitMode": "0", "batch": "0",
         }, body)
-        return SendReceipt(_int(r.ext_fields, "queueId"), _int(r.ext_fields, "queueOffset"), uniq,
+        return SendReceipt(ext_int(r.ext_fields, "queueId"), ext_int(r.ext_fields, "queueOffset"), uniq,
                            commit_log_offset_of(r.ext_fields.get("msgId", "")))
 
     def start_pull(self, group, topic, queue_id, offset, *, max_nums=32, expression="*", suspend_ms=0,
@@ -292,7 +293,7 @@ class RemotingTarget:
         if response.code not in moved_codes:
             raise target_error(response)
         ext = response.ext_fields
-        lo, hi = _int(ext, "minOffset"), _int(ext, "maxOffset")
+        lo, hi = ext_int(ext, "minOffset"), ext_int(ext, "maxOffset")
         messages: tuple[PulledMessage, ...] = ()
         if response.code == ResponseCode.SUCCESS:
             try:
@@ -303,7 +304,7 @@ class RemotingTarget:
                              for r in records)
         return PullReply(
             code=code_name(response.code), status=derive_status(response.code, offset, lo, hi),
-            next_begin_offset=_int(ext, "nextBeginOffset"), min_offset=lo, max_offset=hi, messages=messages,
+            next_begin_offset=ext_int(ext, "nextBeginOffset"), min_offset=lo, max_offset=hi, messages=messages,
             held_ms=held_ms,
         )
 
@@ -313,7 +314,7 @@ class RemotingTarget:
                        ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
         if r.code == ResponseCode.QUERY_NOT_FOUND:
             return "QUERY_NOT_FOUND", -1
-        return "SUCCESS", _int(r.ext_fields, "offset")
+        return "SUCCESS", ext_int(r.ext_fields, "offset")
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         ext = {"consumerGroup": self._n(group), "topic": self._n(topic), "queueId": queue_id,
@@ -386,7 +387,7 @@ class RemotingTarget:
         ext = {"topic": self._n(topic), "queueId": queue_id}
         lo = self._call(RequestCode.GET_MIN_OFFSET, ext)
         hi = self._call(RequestCode.GET_MAX_OFFSET, ext)
-        return _int(lo.ext_fields, "offset"), _int(hi.ext_fields, "offset")
+        return ext_int(lo.ext_fields, "offset"), ext_int(hi.ext_fields, "offset")
 
     def advance(self, ms: int) -> None:
         """No clock control over this protocol: real time passes."""
@@ -416,7 +417,7 @@ class RemotingTarget:
                                  ResponseCode.PULL_NOT_FOUND):
             raise target_error(response)
         ext = response.ext_fields
-        rest = _int(ext, "restNum")
+        rest = ext_int(ext, "restNum")
         if response.code != ResponseCode.SUCCESS:
             return PopReply(code_name(response.code), (), rest, held_ms)
         try:

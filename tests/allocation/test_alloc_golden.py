@@ -10,6 +10,7 @@ import pytest
 from alloc_golden import as_request, expected, golden_lines, replay
 
 from conformance.strategy.execproc import ExecStrategyUnderTest
+from conformance.strategy.golden import protocol_answer
 from conformance.strategy.model import Outcome
 
 #: Lines per file, as the golden README lists them: a truncated copy must not pass quietly.
@@ -74,8 +75,8 @@ def test_golden_lines_through_the_exec_protocol(name: str) -> None:
     finally:
         served.close()
     for line, outcome in zip(lines, outcomes, strict=True):
-        want = expected(line)
+        want = protocol_answer(line)
         if "error" in want:
             assert outcome == Outcome(error=want["error"]), line["case"]
-        else:  # null (an unconfigured ByConfig) travels as an empty share
-            assert [mq.to_json() for mq in outcome.queues] == (want["result"] or []), line["case"]
+        else:
+            assert [mq.to_json() for mq in outcome.queues] == want["result"], line["case"]

@@ -332,20 +332,15 @@ def test_the_official_client_recorded_off_the_wire_audits_clean(workdir: Path,
     no violation, judging offset correction and long polls and saying it cannot judge loss."""
     pytest.importorskip("pyspark")
     import json
-    import signal
-    import subprocess
-    import sys
     from types import SimpleNamespace
 
     from conformance.cli import main
+    from conformance.record.process import RecorderProcess
 
     broker = start_broker(workdir, "recorded-upstream")
     recorded = workdir / "wire" / "recorded.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "record", "--listen", "127.0.0.1:0",
-                             "--upstream", broker.namesrv, "--trace", str(recorded)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    front = SimpleNamespace(namesrv=proc.stdout.readline().split()[1].removeprefix("remoting://"))
+    recorder = RecorderProcess(broker.namesrv, recorded)
+    front = SimpleNamespace(namesrv=recorder.front)
     topic, group = "TopicW", "CG_WIRE"
     p = producer(front, "PG_W")  # type: ignore[arg-type]
     received = Received()
@@ -361,10 +356,7 @@ def test_the_official_client_recorded_off_the_wire_audits_clean(workdir: Path,
         for c in consumers:
             c.shutdown()
         p.shutdown()
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0 and "Traceback" not in err, err
-    summary = json.loads(out)
+    summary = recorder.stop()
     assert summary["rows"]["SEND"] == 30 and summary["malformed_frames"] == 0, summary
     rows = [json.loads(line) for line in recorded.read_text().splitlines()]
     own = {r["msg_id"]: r["offset"] for r in broker.rows() if r["event"] == "SEND" and r["topic"] == topic}

@@ -4,37 +4,18 @@ trace rows the broker itself records, nothing a client sends is changed, and a m
 from __future__ import annotations
 
 import json
-import signal
 import socket
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from conformance.record.process import RecorderProcess
 from conformance.targets.remoting import RemotingTarget
 from reference.rules.trace_schema import missing_columns
 
 #: Fields of a row both recorders know (the recorder's timestamps and seqs are its own).
 COMPARED = ("event", "group", "topic", "queue_id", "offset", "msg_id", "tags", "status", "next_offset", "min_offset",
             "max_offset", "count", "max_nums", "suspend_ms", "expression", "model")
-
-
-def _start_recorder(upstream: str, trace: Path) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "conformance.cli", "record", "--listen", "127.0.0.1:0", "--upstream", upstream,
-         "--trace", str(trace), "--run", "wire"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.startswith("recording remoting://"), (line, proc.stderr.read() if proc.poll() is not None else "")
-    return proc, line.split()[1].removeprefix("remoting://")
-
-
-def _stop(proc: subprocess.Popen[str]) -> dict[str, Any]:
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0 and "Traceback" not in err, err
-    return json.loads(out)
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -61,9 +42,9 @@ def test_the_recorded_trace_is_the_brokers_own_view(remoting_broker, tmp_path: P
     own = tmp_path / "own.jsonl"
     server = remoting_broker("--trace", str(own))
     recorded = tmp_path / "recorded.jsonl"
-    proc, front = _start_recorder(server.namesrv, recorded)
-    _workload(front)
-    summary = _stop(proc)
+    recorder = RecorderProcess(server.namesrv, recorded, run="wire")
+    _workload(recorder.front)
+    summary = recorder.stop()
     server.stop()
     rows = _rows(recorded)
     assert rows and all(not missing_columns(r) for r in rows), [r for r in rows if missing_columns(r)][:3]
@@ -87,8 +68,8 @@ def test_the_recorded_trace_is_the_brokers_own_view(remoting_broker, tmp_path: P
 def test_a_broken_stream_is_passed_on_and_harms_no_other_client(remoting_broker, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     server = remoting_broker()
     recorded = tmp_path / "recorded.jsonl"
-    proc, front = _start_recorder(server.namesrv, recorded)
-    host, port = front.split(":")
+    recorder = RecorderProcess(server.namesrv, recorded, run="wire")
+    host, port = recorder.front.split(":")
     with socket.create_connection((host, int(port)), timeout=5) as bad:
         bad.sendall(b"\x00\x00\x00\x02??")  # a length no frame can have: the framing is lost for good
         bad.settimeout(5)
@@ -96,7 +77,7 @@ def test_a_broken_stream_is_passed_on_and_harms_no_other_client(remoting_broker,
     with socket.create_connection((host, int(port)), timeout=5) as odd:
         header = b'{"code":105,"opaque":1,"flag":0'  # a frame whose header is not JSON: passed on, counted
         odd.sendall((4 + len(header)).to_bytes(4, "big") + len(header).to_bytes(4, "big") + header)
-    _workload(front)
-    summary = _stop(proc)
+    _workload(recorder.front)
+    summary = recorder.stop()
     assert summary["malformed_frames"] == 2
     assert summary["rows"]["SEND"] == 3, "the other client's traffic was recorded as usual"

@@ -59,6 +59,16 @@ SEND_V2_KEYS = {
     "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes", "k": "unitMode",
     "l": "maxReconsumeTimes", "m": "batch", "n": "brokerName",
 }
+
+
+def send_header(cmd: RemotingCommand) -> tuple[dict[str, str], bool]:
+    """A send's header fields under their full names (SEND_MESSAGE_V2 abbreviates them), and whether its body
+    is a batch (SEND_BATCH_MESSAGE, or the ``batch`` flag)."""
+    ext = {SEND_V2_KEYS.get(k, k): v for k, v in cmd.ext_fields.items()} \
+        if cmd.code == RequestCode.SEND_MESSAGE_V2 else cmd.ext_fields
+    return ext, cmd.code == RequestCode.SEND_BATCH_MESSAGE or ext.get("batch", "").lower() in ("1", "true")
+
+
 #: The Java-style "DELETE_EXPIRED_COMMITLOG" admin request: run the store's retention now (the manual
 #: delete of RocketMQ's mqadmin deleteExpiredCommitLog), so tests can provoke PULL_OFFSET_MOVED.
 DELETE_EXPIRED_COMMITLOG = 329
@@ -176,14 +186,12 @@ class BrokerRequestHandlers:
 
     # -- produce -------------------------------------------------------------------------------
     def send_message(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
-        if cmd.code == RequestCode.SEND_MESSAGE_V2:
-            cmd.ext_fields = {SEND_V2_KEYS.get(k, k): v for k, v in cmd.ext_fields.items()}
+        cmd.ext_fields, batch = send_header(cmd)
         topic = field_str(cmd, "topic")
         queue_id = field_int(cmd, "queueId")
         sys_flag = field_int(cmd, "sysFlag", 0)
         born = field_int(cmd, "bornTimestamp", 0) or None
         reconsume_times = field_int(cmd, "reconsumeTimes", 0)
-        batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or cmd.ext_fields.get("batch", "").lower() in ("1", "true")
         body = cmd.body
         if sys_flag & SYSFLAG_COMPRESSED:
             body = inflate_body(body, self.broker.store.config.max_message_size)
