@@ -7,8 +7,9 @@
   ``--broker-port``, ephemeral by default) for the official clients; the line
   ``mqtck broker: serving remoting://HOST:PORT`` names the name server (docs/remoting.md).
 
-``--sim-clock`` runs the broker on simulated time that moves only through ``POST /admin/clock/advance``:
-the conformance suite then gets clock control over HTTP and runs as deterministically as in-process.
+``--sim-clock`` runs the broker on simulated time that moves only through ``POST /admin/clock/advance`` (with
+``--http``) or the control channel's ``POST /clock/advance`` (with ``--remoting --control``): the conformance suite
+and ``mqtck diff`` then get clock control over the wire and run as deterministically as in-process.
 
 With ``--remoting``, ``--control`` also serves the control channel (``conformance.targets.control``: restart,
 retention expiry, store layout) on a free loopback port and the serving line names the target as
@@ -60,7 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how often the clean service runs (cleanResourceInterval, default 10000); gating runs use "
                         "1000 so that retention tests wait less")
     p.add_argument("--sim-clock", action="store_true",
-                   help="simulated time, advanced only by POST /admin/clock/advance (HTTP only)")
+                   help="simulated time, moved only by a clock advance: POST /admin/clock/advance (--http) or "
+                        "the control channel's POST /clock/advance (--remoting with --control)")
     p.add_argument("--short-polling", action="store_true",
                    help="long polling off: hold a pull at most shortPollingTimeMills (1 s)")
     p.add_argument("--control", action="store_true",
@@ -128,8 +130,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.stdio and args.http is None and args.remoting is None:
         raise UsageError("choose a transport: --stdio, --http [HOST:]PORT or --remoting [HOST:]PORT")
-    if args.sim_clock and not args.http:
-        raise UsageError("--sim-clock needs --http (time is advanced through POST /admin/clock/advance)")
+    if args.sim_clock and not (args.http or (args.remoting is not None and args.control)):
+        raise UsageError("--sim-clock needs --http or --remoting with --control (time moves only through their "
+                         "clock advance)")
     for option, given in (("--control", args.control), ("--mutant", args.mutant is not None)):
         if given and args.remoting is None:
             raise UsageError(f"{option} needs --remoting [HOST:]PORT")

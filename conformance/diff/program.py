@@ -30,8 +30,13 @@ POP_INVISIBLE_MS = (60_000, 5_000)
 #: invisible time counted from the request instead of from the read (PACK-1) has already run out.
 CLOCKED_POLL_MS, CLOCKED_SEND_AFTER_MS = 30_000, 20_000
 REAL_TIME_POLL_MS, REAL_TIME_SEND_AFTER_MS = 5_000, 2_000
-#: Groups a step names: mostly the first, so that the steps of one program meet on one group.
+#: Groups, topics and queues a step names: mostly the first, so that the steps of one program meet on one group
+#: and one queue (a retention step and a pull below the new min offset, a pop and a late ack of the same message).
 GROUPS = (0, 0, 0, 1)
+TOPICS = (0, 0, 0, 1)
+QUEUES = (0, 0, 1, 2)
+#: A pop's queue: mostly every queue of the topic (-1), so that it finds what the program sent.
+POP_QUEUES = (-1, -1, -1, 0, 1, 2)
 #: Simulated time an advance step moves: past an ack interval, an invisible time, a channel's expiry.
 ADVANCE_MS = (3_000, 9_000, 61_000, 131_000)
 
@@ -62,8 +67,8 @@ def _offsets() -> st.SearchStrategy[int]:
 def step_strategies(capabilities: frozenset[str]) -> dict[type[s.Step], st.SearchStrategy[s.Step]]:
     """A strategy per step kind that a target with ``capabilities`` runs (both targets' intersection)."""
     clocked = "clock_control" in capabilities
-    idx = st.integers(0, MAX_TOPICS - 1)
-    queue = st.integers(0, MAX_QUEUES - 1)
+    idx = st.sampled_from(TOPICS)
+    queue = st.sampled_from(QUEUES)
     group = st.sampled_from(GROUPS)
     conn = st.integers(0, s.CONNECTIONS - 1)
     tags = st.sampled_from(s.TAGS)
@@ -90,7 +95,7 @@ def step_strategies(capabilities: frozenset[str]) -> dict[type[s.Step], st.Searc
         s.Restart: st.just(s.Restart()),
         s.Retention: st.builds(s.Retention, st.booleans()) if "retention_control" in capabilities
         else st.just(s.Retention()),
-        s.Pop: st.builds(s.Pop, group, idx, st.integers(-1, MAX_QUEUES - 1), st.sampled_from((8, 1, 32)),
+        s.Pop: st.builds(s.Pop, group, idx, st.sampled_from(POP_QUEUES), st.sampled_from((8, 1, 32)),
                          st.sampled_from(POP_INVISIBLE_MS), st.sampled_from(s.POP_THEN),
                          st.sampled_from((0, poll_ms)), st.none() | st.sampled_from((0, send_after_ms))),
         s.Ack: st.builds(s.Ack, group, idx, st.integers(0, 7)),
@@ -105,22 +110,24 @@ def step_strategies(capabilities: frozenset[str]) -> dict[type[s.Step], st.Searc
 
 #: Families of steps that act on the same state. A program draws from one family (or from every step, the
 #: last choice), so that the few steps a behaviour needs (sends, a retention run, a pull below the new min
-#: offset) meet often; a family's first kinds are its own, the rest what it needs around them.
+#: offset) meet often; a family's first kinds are its own, the rest what it needs around them. A kind listed
+#: twice is drawn twice as often: the steps that make state (sends) and the ones that look at it (pulls, pops)
+#: are the common ones, a restart (seconds on a JVM broker) the rare one.
 FAMILIES: tuple[tuple[type[s.Step], ...], ...] = (
-    (s.Pull, s.Retention, s.MinMax, s.Send, s.QueryOffset, s.CommitOffset, s.Restart),
-    (s.LongPoll, s.Send, s.Pull, s.QueryOffset, s.CommitOffset, s.Advance),
-    (s.Heartbeat, s.Unregister, s.Members, s.Advance, s.Restart),
-    (s.Pop, s.Ack, s.ChangeInvisible, s.Send, s.Advance, s.Restart),
-    (s.PermitSubscribe, s.PermitFlow, s.Send, s.Advance, s.Restart),
+    (s.Pull, s.Pull, s.Retention, s.MinMax, s.Send, s.Send, s.QueryOffset, s.CommitOffset, s.Restart),
+    (s.LongPoll, s.LongPoll, s.Send, s.Pull, s.QueryOffset, s.CommitOffset, s.Advance),
+    (s.Heartbeat, s.Heartbeat, s.Unregister, s.Members, s.Members, s.Advance, s.Restart),
+    (s.Pop, s.Pop, s.Ack, s.ChangeInvisible, s.Send, s.Send, s.Send, s.Advance, s.Advance, s.Restart),
+    (s.PermitSubscribe, s.PermitFlow, s.PermitFlow, s.Send, s.Send, s.Advance, s.Restart),
 )
 
 
 def programs(capabilities: frozenset[str], max_steps: int, without: frozenset[str] = frozenset()
              ) -> st.SearchStrategy[Program]:
     """Programs of 1 to ``max_steps`` steps over 1 to :data:`MAX_TOPICS` topics, each from one family of
-    steps or from all (step kinds named in ``without`` never). The length is drawn first (uniformly:
-    Hypothesis's own lists favour very short ones, which rarely hold the three or four steps a behaviour
-    needs) and shrinks like any integer."""
+    steps or from all (step kinds named in ``without`` never). The length is drawn first, uniformly (Hypothesis's
+    own lists and integers favour the shortest, and a fifth of all programs were one step long, which never
+    holds the three or four steps a behaviour needs), and shrinks towards 1 all the same."""
     kinds = {cls: strategy for cls, strategy in step_strategies(capabilities).items() if cls.kind not in without}
     if not kinds:
         raise ValueError("no step kind is left to draw: both targets lack the capabilities, or --without took all")
@@ -131,14 +138,14 @@ def programs(capabilities: frozenset[str], max_steps: int, without: frozenset[st
         drawn = [kinds[cls] for cls in family if cls in kinds]
         if s.Retention in family and s.Retention in kinds:
             # Retention deletes only whole segments: its family also sends large messages, two or three at once.
-            drawn.append(st.builds(s.Send, st.integers(0, MAX_TOPICS - 1), st.integers(0, MAX_QUEUES - 1),
+            drawn.append(st.builds(s.Send, st.sampled_from(TOPICS), st.sampled_from(QUEUES),
                                    st.sampled_from(s.TAGS), st.integers(2, 3), st.just(True)))
         families.append(drawn)
     families.append(list(kinds.values()))
     return st.builds(
         Program,
         st.lists(st.integers(1, MAX_QUEUES), min_size=1, max_size=MAX_TOPICS).map(tuple),
-        st.sampled_from(families).flatmap(lambda family: st.integers(1, max_steps).flatmap(
+        st.sampled_from(families).flatmap(lambda family: st.sampled_from(range(1, max_steps + 1)).flatmap(
             lambda n: st.lists(st.one_of(*family), min_size=n, max_size=n).map(tuple)
         )),
     )

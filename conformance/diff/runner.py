@@ -28,6 +28,10 @@ from conformance.targets import MalformedAnswer, Target, TargetError
 from conformance.targets.registry import open_target
 
 _salts = itertools.count()
+#: With clock control on both sides, every program starts at the same phase of the brokers' periodic work (the
+#: hold service's 5 s check, the 10 s scans, the revive scan): a multiple of this since the broker last started.
+#: A program that diverged then diverges again when Hypothesis runs it later in the search, so it shrinks.
+PHASE_MS = 60_000
 
 
 class TargetBroken(Exception):
@@ -82,6 +86,8 @@ class Lockstep:
         self.stats = Stats()
         self._on_sequence = on_sequence
         self._salt = f"{os.getpid() % 1000}x{next(_salts)}"
+        #: Per side, the simulated instant its broker last started (clocked pairs only).
+        self._origins: list[int | None] = [None, None]
 
     def run(self, program: Program) -> Divergence | None:
         """Run one program; its first divergence, or None."""
@@ -92,6 +98,8 @@ class Lockstep:
         sides = tuple(Side(target, prefix, program.queues, exact_time, self.large_bytes, expire)
                       for target in (self.a, self.b))
         before: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        if exact_time:
+            self._align(sides)
         try:
             for side in sides:
                 for i, queues in enumerate(program.queues):
@@ -113,8 +121,22 @@ class Lockstep:
                 before.append((a, b))
             return None
         finally:
+            for i, side in enumerate(sides):
+                if side.restarted_at is not None:
+                    self._origins[i] = side.restarted_at
             if self._on_sequence is not None:
                 self._on_sequence(self.stats)
+
+    def _align(self, sides: tuple[Side, ...]) -> None:
+        """Move each clock to the next multiple of :data:`PHASE_MS` since its broker last started."""
+        for i, side in enumerate(sides):
+            now = _guard(side.target, side.target.clock_now_ms)
+            origin = self._origins[i]
+            if origin is None:
+                origin = self._origins[i] = now
+            lag = (now - origin) % PHASE_MS
+            if lag:
+                _guard(side.target, side.target.advance, PHASE_MS - lag)
 
 
 def open_pair(target: str, against: str, workdir: Path,

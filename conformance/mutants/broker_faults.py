@@ -131,7 +131,7 @@ class RetentionIgnoresReservedTime(MessageStore):
     def clean_commit_log(self) -> int:
         if not self._clean.deletion_triggered():
             return 0
-        return self._commit_log.delete_expired(lambda newest_store_timestamp: True)
+        return self._commit_log.delete_expired(lambda newest_store_timestamp: True, self.config.delete_files_batch_max)
 
 
 class RetentionNeverRaisesMin(MessageStore):

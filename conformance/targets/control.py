@@ -20,10 +20,11 @@ The contract (both sides live in this module, so that it is written down once):
     the clean service runs now), ``store_layout`` (the segment sizes in ``store`` are the broker's),
     ``broker_config`` (``POST /config`` changes the settings of :data:`BROKER_SETTINGS` at run time),
     ``manual_delete`` (``POST /retention/manual-delete``), ``torn_restart`` (``POST /restart/torn``) and
-    ``trace`` (``GET /trace``: the broker's trace rows, schema v1, as the runner records them).
+    ``trace`` (``GET /trace``: the broker's trace rows, schema v1, as the runner records them) and
+    ``clock_control`` (the broker runs on simulated time that moves only through ``POST /clock/advance``).
     ``clean_interval_ms`` (how often the clean service runs), ``disk_used_ratio`` (how full the store's
     disk is now, in [0, 1]) and ``registry`` (when silent consumer channels expire) are optional. Any other
-    name is ignored by the client: a runner cannot grant, say, clock control through this channel.
+    name is ignored by the client.
 ``GET /trace?from=N``
     ``{"rows": [...], "first": F, "next": M}``: the rows numbered N on that the runner still holds (F is the
     number of the first; F > N when older rows were dropped), and the number the next row will get.
@@ -44,6 +45,11 @@ The contract (both sides live in this module, so that it is written down once):
 ``POST /retention/manual-delete``
     ``200 {"ok": true}``: as RocketMQ's ``DELETE_EXPIRED_COMMITLOG``, the next clean runs (20) delete expired
     segments whatever the hour or disk usage.
+``POST /clock/advance`` with ``{"ms": N}``
+    ``200 {"ok": true, "now_ms": T, "answered": k}``: simulated time moved up to N ms forward, the broker's
+    timers due on the way fired, stopping early at the first instant at which held requests (pulls, pops) were
+    answered: T is that instant (or the end), k how many were answered then. A client that cannot see when an
+    answer was written over the wire learns it so, and measures a hold exactly, as in-process.
 Errors
     a 4xx or 5xx status with ``{"error": "one line"}``.
 
@@ -73,7 +79,8 @@ log = logging.getLogger("mqtck.control")
 
 #: What a runner may offer through the channel (each is also a target capability, ``conformance.targets``).
 CONTROL_CAPABILITIES = frozenset(
-    {"restart", "retention_expire", "store_layout", "broker_config", "manual_delete", "trace", "torn_restart"}
+    {"restart", "retention_expire", "store_layout", "broker_config", "manual_delete", "trace", "torn_restart",
+     "clock_control"}
 )
 #: The ``store`` keys, each a positive integer.
 STORE_KEYS = ("commitlog_segment_bytes", "consumequeue_segment_units")
@@ -97,13 +104,17 @@ OPERATION_TIMEOUT_S = 180.0
 #: Largest request body the server reads.
 MAX_BODY_BYTES = 4096
 #: The ``POST`` paths.
-OPERATIONS = ("/restart", "/restart/torn", "/retention/expire", "/config", "/retention/manual-delete")
+OPERATIONS = ("/restart", "/restart/torn", "/retention/expire", "/config", "/retention/manual-delete",
+              "/clock/advance")
+#: The longest single ``POST /clock/advance``: a year of simulated time.
+MAX_ADVANCE_MS = 366 * 24 * 3_600_000
 
 
 class BrokerControl(Protocol):
     """What a runner implements; :func:`serve_control` calls it from its HTTP thread, one call at a time. A
     runner that records its broker's trace also has ``trace_since(start) -> (rows, first, next)`` (the rows
-    numbered ``start`` on, the number of the first of them, the number of the next row) and offers ``trace``."""
+    numbered ``start`` on, the number of the first of them, the number of the next row) and offers ``trace``; one
+    on simulated time has ``advance(ms) -> (now_ms, answered)`` and offers ``clock_control``."""
 
     def describe(self) -> dict[str, Any]:
         """The ``GET /capabilities`` document."""
@@ -355,6 +366,17 @@ def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0
                 self._run("torn restart", _ok(lambda: control.tear_and_restart(offset)))
             elif path == "/retention/manual-delete":
                 self._run("manual delete", _ok(control.manual_delete))
+            elif path == "/clock/advance" and (advance_clock := getattr(control, "advance", None)) is not None:
+                ms = body.get("ms")
+                if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= MAX_ADVANCE_MS:
+                    self._error(400, f"ms: must be an integer in [0, {MAX_ADVANCE_MS}], got {ms!r}")
+                    return
+
+                def advance() -> dict[str, Any]:
+                    now, answered = advance_clock(ms)
+                    return {"ok": True, "now_ms": int(now), "answered": int(answered)}
+
+                self._run("advance", advance)
             else:
                 self._error(404, f"no such operation {self.path!r}: POST {', '.join(OPERATIONS)}")
 
@@ -411,6 +433,15 @@ class ControlClient:
 
     def tear_and_restart(self, commit_log_offset: int) -> None:
         self._post("/restart/torn", {"commit_log_offset": commit_log_offset})
+
+    def advance(self, ms: int) -> tuple[int, int]:
+        """``POST /clock/advance``: (the simulated time now, the held requests answered at that instant)."""
+        doc = self._post("/clock/advance", {"ms": ms})
+        now, answered = doc.get("now_ms"), doc.get("answered")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (now, answered)):
+            raise ControlError(f"control channel {self.address}: POST /clock/advance: now_ms and answered must be "
+                               f"integers >= 0, got {now!r} and {answered!r}")
+        return now, answered
 
     def trace(self, start: int) -> tuple[list[dict[str, Any]], int]:
         """``GET /trace?from=start``: (the rows, the number the next row will get)."""

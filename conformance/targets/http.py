@@ -325,6 +325,9 @@ class HttpTarget:
         else:
             time.sleep(ms / 1000.0)
 
+    def clock_now_ms(self) -> int:
+        return int(self._request("GET", "/admin/clock")["nowMs"])
+
     def restart(self) -> None:
         self._request("POST", "/admin/restart")
 

@@ -232,10 +232,14 @@ class ReferenceTarget:
     def advance(self, ms: int) -> None:
         self.clock.advance(ms)
 
+    def clock_now_ms(self) -> int:
+        return self.clock.now_ms()
+
     def expire_retention(self) -> int:
-        """One clean run with fileReservedTime 0, as the remoting runner's control channel does: no simulated
-        time has to pass (72 h of it would run 26,000 clean runs)."""
-        return self.broker.store.run_retention(file_reserved_hours=0)
+        """Clean runs with fileReservedTime 0 until every segment but the one being written is gone, as the
+        remoting runner's control channel does: no simulated time has to pass (72 h of it would run 26,000
+        clean runs)."""
+        return self.broker.store.expire_all()
 
     def allocate(
         self, strategy: str, group: str, current_cid: str, mq_all: list[tuple[str, str, int]], cid_all: list[str]

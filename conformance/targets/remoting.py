@@ -38,6 +38,7 @@ PHYSICALOFFSET.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -57,9 +58,20 @@ from reference.net.remoting.message_codec import CodecError, DecodedRecord, deco
 from reference.rules.codes import ResponseCode
 from reference.rules.filter import tags_hash_code
 
-from . import MalformedAnswer, PoppedRecord, PopReply, PulledMessage, PullReply, SendReceipt, StoreLayout, TargetError
+from . import (
+    HOLD_SLACK_MS,
+    MalformedAnswer,
+    PoppedRecord,
+    PopReply,
+    PulledMessage,
+    PullReply,
+    SendReceipt,
+    StoreLayout,
+    TargetError,
+)
 from .control import ControlClient, ControlDescription, ControlError
-from .http import UnreachableTarget
+from .http import ADVANCE_STEP_MS, UnreachableTarget
+from .sim_time import HoldStamp, SimulatedTime
 
 #: Request code of UPDATE_AND_CREATE_TOPIC (RocketMQ RequestCode 17): the admin call that creates a topic.
 UPDATE_AND_CREATE_TOPIC = 17
@@ -155,11 +167,17 @@ def ext_int(ext: dict[str, str], key: str, default: int = 0) -> int:
 
 class _PendingRemoting:
     """A pull or a pop in flight. Its answer is due by its hold time (suspend or poll time) plus one check of
-    the broker's hold service; :data:`HOLD_SLACK_S` later it counts as never answered."""
+    the broker's hold service; :data:`HOLD_SLACK_S` later it counts as never answered. With clock control
+    (``sim``), simulated time is advanced until the answer comes, within the hold time plus
+    :data:`~conformance.targets.HOLD_SLACK_MS`, and the hold is measured in simulated time."""
 
-    def __init__(self, future: Future[Any], hold_ms: int = 0) -> None:
+    def __init__(self, future: Future[Any], hold_ms: int = 0, sim: SimulatedTime | None = None,
+                 stamp: HoldStamp | None = None) -> None:
         self._future = future
+        self._hold_ms = hold_ms
         self._wait_s = max(REQUEST_TIMEOUT_S, hold_ms / 1000 + HOLD_SLACK_S)
+        self._sim = sim
+        self._stamp = stamp
 
     def done(self) -> bool:
         try:
@@ -171,11 +189,24 @@ class _PendingRemoting:
         return True
 
     def result(self) -> Any:
+        if self._sim is not None and self._stamp is not None:
+            return self._simulated_result(self._sim, self._stamp)
         try:
             return self._future.result(timeout=self._wait_s)
         except FutureTimeout:
             raise AssertionError(f"no answer {self._wait_s:.0f} s after the request (its hold time plus "
                                  f"{HOLD_SLACK_S:.0f} s)") from None
+
+    def _simulated_result(self, sim: SimulatedTime, stamp: HoldStamp) -> Any:
+        waited, limit = 0, self._hold_ms + HOLD_SLACK_MS
+        if not self.done():  # an answer written at once may still be on its way: it belongs to this instant
+            while not self._future.done():
+                if waited > limit:
+                    raise AssertionError(f"held request not answered within {limit} ms of simulated time")
+                sim.advance(ADVANCE_STEP_MS)
+                waited += ADVANCE_STEP_MS
+        value = self._future.result(timeout=REQUEST_TIMEOUT_S)
+        return dataclasses.replace(value, held_ms=stamp.held_ms)
 
 
 class RemotingTarget:
@@ -192,6 +223,8 @@ class RemotingTarget:
         self.capabilities = wire_capabilities(self.broker_addr)
         if self._offer is not None:
             self.capabilities = self.capabilities | offered_capabilities(self._offer)
+        #: The runner's simulated clock, when it offers clock control.
+        self._sim = SimulatedTime(self._control) if self._control and "clock_control" in self.capabilities else None
         #: Where this target's part of the runner's trace begins (capability ``trace``).
         self._trace_from = self._control.trace(TRACE_END)[1] if self._control and "trace" in self.capabilities else 0
         self._main = self._connect()
@@ -271,10 +304,13 @@ class RemotingTarget:
         """Send a request that may be held (a pull, a pop); its answer, parsed with the time it was held, comes
         through the returned pending. ``settle``: wait a moment here for an answer already on its way."""
         started = time.monotonic()
+        stamp = self._sim.stamp() if self._sim is not None else None
         wire = self._main.invoke_async(code, ext)
         out: Future[Any] = Future()
 
         def finish(f: Future[RemotingCommand]) -> None:
+            if self._sim is not None and stamp is not None:
+                self._sim.arrived(stamp)
             try:
                 out.set_result(parse(f.result(), int((time.monotonic() - started) * 1000)))
             except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
@@ -284,7 +320,7 @@ class RemotingTarget:
         if settle:
             with contextlib.suppress(FutureTimeout):
                 out.result(timeout=SETTLE_S)
-        return _PendingRemoting(out, hold_ms)
+        return _PendingRemoting(out, hold_ms, self._sim, stamp)
 
     @staticmethod
     def _pull_reply(response: RemotingCommand, offset: int, held_ms: int) -> PullReply:
@@ -390,8 +426,17 @@ class RemotingTarget:
         return ext_int(lo.ext_fields, "offset"), ext_int(hi.ext_fields, "offset")
 
     def advance(self, ms: int) -> None:
-        """No clock control over this protocol: real time passes."""
-        time.sleep(ms / 1000.0)
+        """Simulated time moves when the runner offers clock control (``mqtck broker --sim-clock``); otherwise
+        the protocol has none and real time passes."""
+        if self._sim is not None:
+            self._sim.advance(ms)
+        else:
+            time.sleep(ms / 1000.0)
+
+    def clock_now_ms(self) -> int:
+        if self._sim is None:
+            raise RuntimeError(f"{self.name} lacks capability clock_control: its runner is on real time")
+        return self._sim.now_ms
 
     def close(self) -> None:
         for client in [self._main, *self._conns.values()]:

@@ -150,11 +150,11 @@ class CommitLog:
         """Start of the segment after the one holding ``offset`` (RocketMQ's rollNextFile)."""
         return offset + self.segment_bytes - offset % self.segment_bytes
 
-    def delete_expired(self, expired: Callable[[int], bool]) -> int:
+    def delete_expired(self, expired: Callable[[int], bool], limit: int) -> int:
         """Delete segments from the front while ``expired(newest store time)`` holds, never the one
-        being written; returns how many were deleted."""
+        being written and at most ``limit``; returns how many were deleted."""
         deleted = 0
-        while len(self.files.segments) > 1:
+        while len(self.files.segments) > 1 and deleted < limit:
             start = self.files.segments[0].start
             newest = self._newest_timestamp.get(start)
             if newest is None or not expired(newest):

@@ -49,6 +49,12 @@ class MessageStoreConfig:
     #: Delay before the clean service first runs after start (seed 002 §2: scheduleAtFixedRate's
     #: initial delay of 1000 * 60 ms).
     clean_resource_initial_delay_ms: int = 60_000
+    #: At most this many commit-log segments are deleted by one clean run; a longer backlog of expired segments
+    #: takes several runs, and each run corrects the queues' min offsets to what it left (RocketMQ's
+    #: MappedFileQueue.DELETE_FILES_BATCH_MAX in 4.x, MessageStoreConfig.deleteFileBatchMax in 5.x: 10). Found
+    #: by ``mqtck diff`` against 4.9.7: a queue whose messages span the tenth and eleventh segment keeps the min
+    #: offset the first run gave it when the second empties it (RETAIN-7, RETAIN-9).
+    delete_files_batch_max: int = 10
     #: How many clean runs a manual delete request forces (RocketMQ's MAX_MANUAL_DELETE_FILE_TIMES).
     manual_delete_file_times: int = 20
     #: Percent of physical memory that counts as "in memory": a message further than this behind the
@@ -90,7 +96,7 @@ class MessageStoreConfig:
             "clean_resource_interval_ms", "total_physical_memory_bytes",
             "max_transfer_bytes_on_message_in_memory", "max_transfer_count_on_message_in_memory",
             "max_transfer_bytes_on_message_in_disk", "max_transfer_count_on_message_in_disk",
-            "max_filter_scan_bytes", "offset_persist_interval_ms",
+            "max_filter_scan_bytes", "offset_persist_interval_ms", "delete_files_batch_max",
         )
         for name in positive:
             if getattr(self, name) <= 0:

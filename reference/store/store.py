@@ -461,7 +461,7 @@ class MessageStore:
         """Phase 1: delete expired commit-log segments if a trigger holds; returns how many."""
         if not self._clean.deletion_triggered():
             return 0
-        return self._commit_log.delete_expired(self._clean.is_expired)
+        return self._commit_log.delete_expired(self._clean.is_expired, self.config.delete_files_batch_max)
 
     @_while_open
     def clean_consume_queues(self) -> int:
@@ -493,6 +493,17 @@ class MessageStore:
             self.clean_consume_queues()
             self.correct_min_offsets()
         return deleted
+
+    @_while_open
+    def expire_all(self) -> int:
+        """Every commit-log segment but the one being written expires, and clean runs follow until none is left
+        to delete: what a runner's ``retention_expire`` control does. A backlog longer than
+        ``delete_files_batch_max`` takes several runs, each correcting the min offsets as it goes, as RocketMQ's
+        clean service does when its runs come one after the other. Returns how many segments were deleted."""
+        total = 0
+        while deleted := self.run_retention(file_reserved_hours=0):
+            total += deleted
+        return total
 
     @_while_open
     def start_periodic(self) -> None:

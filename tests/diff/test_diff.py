@@ -46,6 +46,34 @@ def test_the_reference_agrees_with_itself_over_remoting(remoting_server: Callabl
     assert result.stats.sequences == 12 and result.stats.steps >= 12
 
 
+@pytest.mark.req("LPOLL-3", "LPOLL-4", "CGRP-6", "REVIVE-2")
+def test_the_reference_agrees_with_itself_over_remoting_on_simulated_time(
+        remoting_server: Callable[..., LaunchedBroker], tmp_path: Path) -> None:
+    """``mqtck broker --remoting --control --sim-clock``: the wire gets clock control, so the instant of a held
+    answer is compared too and the steps that need time to pass (a channel's expiry, a revive) run over it."""
+    server = remoting_server("--control", "--sim-clock", "--segment-bytes", "65536")
+    a, b = open_pair(server.url, "reference", tmp_path)
+    try:
+        assert "clock_control" in a.capabilities & b.capabilities
+        result = search(Lockstep(a, b), a.capabilities & b.capabilities, 20, seed=0, max_steps=8)
+    finally:
+        a.close()
+        b.close()
+    assert result.divergence is None, listing(result.divergence, server.url, "reference")
+    assert result.stats.sequences == 20
+
+
+def test_clocked_programs_start_at_one_phase_so_a_timing_divergence_shrinks(tmp_path: Path) -> None:
+    """Every program on a clocked pair starts at a multiple of PHASE_MS since the broker started: a divergence
+    that depends on where the hold service's 5 s check falls replays the same later in the search, and
+    shrinks to the one step that shows it instead of ending as 'did not reproduce'."""
+    result = _search("mutant:hold-wake-any-arrival", "reference", 1000, tmp_path)
+    d = result.divergence
+    assert d is not None and not result.flaky
+    assert d.step.kind == "long_poll" and "held_ms" in d.difference.fields and d.index == 0, listing(
+        d, "mutant", "reference")
+
+
 @pytest.mark.req("LPOLL-2", "LPOLL-3", "LPOLL-4")
 def test_the_reference_agrees_with_itself_over_http_on_simulated_time(http_server: Callable[..., LaunchedBroker],
                                                                       tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 from conformance.targets.control import ControlClient, ControlError, check_description, serve_control
 from conformance.targets.http import UnreachableTarget
 from conformance.targets.launch import launch_broker
+from conformance.targets.reference import ReferenceTarget
 from conformance.targets.registry import open_target, parse_target, target_capabilities
 
 LAYOUT = {"commitlog_segment_bytes": 65536, "consumequeue_segment_units": 1000}
@@ -47,6 +48,10 @@ class FakeControl:
 
     def tear_and_restart(self, commit_log_offset: int) -> None:
         self.calls.append(("torn", commit_log_offset))
+
+    def advance(self, ms: int) -> tuple[int, int]:
+        self.calls.append(("advance", ms))
+        return 1_000 + ms, 1 if ms else 0
 
     def trace_since(self, start: int) -> tuple[list[dict[str, Any]], int, int]:
         self.calls.append(("trace", start))
@@ -98,6 +103,9 @@ def test_settings_manual_delete_and_trace_both_sides(fake) -> None:  # type: ign
         client.trace(0)
     assert control.calls[:3] == [("configure", {"longPollingEnable": False, "deleteWhen": "05;17"}), "manual",
                                  ("torn", 4096)]
+    assert client.advance(2_500) == (3_500, 1)
+    assert httpx.post(f"http://{address}/clock/advance", json={"ms": 0}).json() == {
+        "ok": True, "now_ms": 1_000, "answered": 0}
 
 
 @pytest.mark.parametrize(
@@ -130,6 +138,9 @@ def test_bad_settings_are_refused_by_name(fake, settings, error) -> None:  # typ
         ("POST", "/restart", {"kill": "yes"}, 400, "kill: must be true or false"),
         ("POST", "/restart", [1], 400, "body: must be a JSON object"),
         ("POST", "/nowhere", {}, 404, "no such operation"),
+        ("POST", "/clock/advance", {"ms": -1}, 400, "ms: must be an integer in [0, "),
+        ("POST", "/clock/advance", {"ms": 1.5}, 400, "ms: must be an integer in [0, "),
+        ("POST", "/clock/advance", {}, 400, "ms: must be an integer in [0, "),
         ("GET", "/restart", None, 404, "no such resource"),
     ],
 )
@@ -175,8 +186,8 @@ def test_descriptions_are_checked(doc, field) -> None:  # type: ignore[no-untype
 
 
 def test_a_control_cannot_grant_other_capabilities() -> None:
-    offer = check_description({"implementation": "x", "capabilities": ["restart", "clock_control", "pop"]})
-    assert offer.capabilities == {"restart"}
+    offer = check_description({"implementation": "x", "capabilities": ["restart", "clock_control", "pop", "alloc"]})
+    assert offer.capabilities == {"restart", "clock_control"}
 
 
 def test_parse_control_option() -> None:
@@ -254,6 +265,33 @@ def test_runner_changes_settings_at_run_time_and_serves_its_trace(runner) -> Non
         target.close()
 
 
+@pytest.mark.req("LPOLL-3", "LPOLL-4")
+def test_a_runner_on_simulated_time_offers_its_clock_and_holds_are_timed_exactly(tmp_path: Path) -> None:
+    """``--sim-clock`` with ``--control``: the clock moves only through the channel, which stops at the instant
+    a held pull is answered, so the hold measured over the wire is the in-process reference's to the
+    millisecond: woken by a send 3.2 s into the hold, and answered by the hold service at its deadline."""
+    server = launch_broker("remoting", tmp_path / "data", "--control", "--sim-clock", "--segment-bytes", "65536")
+    local = ReferenceTarget(str(tmp_path / "local"))
+    wire = open_target(server.url, "")
+    try:
+        assert "clock_control" in wire.capabilities
+        holds = []
+        for target in (wire, local):
+            target.create_topic("SIM", 2)
+            woken = target.start_pull("G", "SIM", 0, 0, suspend_ms=15_000)
+            target.advance(3_200)
+            target.send("SIM", 0, b"wake", "A")
+            timed_out = target.start_pull("G", "SIM", 1, 0, suspend_ms=7_000)
+            holds.append((woken.result().held_ms, timed_out.result().held_ms, timed_out.result().code))
+        assert holds[0] == holds[1], f"over the wire {holds[0]}, in-process {holds[1]}"
+        assert holds[0][0] == 3_200 and 7_000 <= holds[0][1] <= 7_000 + 5_000
+    finally:
+        wire.close()
+        local.close()
+        err = server.stop()
+    assert "Traceback" not in err, err
+
+
 def test_kill_loses_recent_commits_and_a_clean_restart_keeps_them(runner) -> None:  # type: ignore[no-untyped-def]
     """Consumer offsets are persisted every 5 s and at shutdown: a commit just made survives a clean restart,
     not a kill; messages survive both; the registry and held pulls do not survive either."""
@@ -297,6 +335,7 @@ def test_unreachable_control_of_a_live_name_server_is_a_usage_error(runner, tmp_
         (["--http", "127.0.0.1:0", "--control"], "--control needs --remoting"),
         (["--stdio", "--mutant", "hold-ignore-deadline"], "--mutant needs --remoting"),
         (["--remoting", "127.0.0.1:0", "--clean-interval-ms", "5"], "--clean-interval-ms must be >= 100"),
+        (["--remoting", "127.0.0.1:0", "--sim-clock"], "--sim-clock needs --http or --remoting with --control"),
     ],
 )
 def test_runner_usage_errors(flags: list[str], error: str, tmp_path: Path) -> None:

@@ -55,3 +55,25 @@ def test_bad_hours_are_refused(make_store, hours) -> None:  # type: ignore[no-un
     with pytest.raises(ValueError, match="file_reserved_hours"):
         store.run_retention(file_reserved_hours=hours)
     assert store.run_retention(file_reserved_hours=0) == 2, "a refused run leaves nothing behind"
+
+
+@pytest.mark.req("RETAIN-7", "RETAIN-9")
+def test_one_run_deletes_at_most_a_batch_and_expiry_runs_until_none_is_left(make_store, tmp_path: Path) -> None:
+    """RocketMQ deletes at most 10 commit-log segments a clean run (DELETE_FILES_BATCH_MAX); each run corrects
+    the min offsets to what it left. A queue whose messages end in the tenth segment keeps the min offset the
+    first run gave it when the second empties it, on a 4.x-like store (found by mqtck diff against 4.9.7)."""
+    store = make_store(commit_log_segment_bytes=SEGMENT_OF_10, consume_queue_units_per_segment=10,
+                       raise_min_of_emptied_queue=False)
+    store.create_topic("T", 1)
+    store.create_topic("U", 1)
+    for _ in range(105):  # T fills segments 0-9 and half of 10
+        store.put_message(Message("T", BODY, 0))
+    for _ in range(30):  # U fills the rest of 10, then 11-13; 13 is being written
+        store.put_message(Message("U", BODY, 0))
+    assert store.config.delete_files_batch_max == 10
+    assert store.run_retention(file_reserved_hours=0) == 10, "one run: a batch of ten"
+    assert store.get_min_offset_in_queue("T", 0) == 100, "the first unit in segment 10"
+    assert store.expire_all() == 3, "the rest, in one more run"
+    assert len(list((tmp_path / "s" / "commitlog").iterdir())) == 1
+    assert store.get_min_offset_in_queue("T", 0) == 100, "emptied by the second run: 4.x keeps the min"
+    assert store.get_min_offset_in_queue("U", 0) == 25, "the first unit in the segment being written"

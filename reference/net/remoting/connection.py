@@ -40,11 +40,15 @@ class RemotingConnection:
     def __init__(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dispatch: Dispatch,
         on_close: Callable[[RemotingConnection], None] | None = None, max_frame_bytes: int = MAX_FRAME_BYTES,
+        on_late_answer: Callable[[], None] | None = None,
     ) -> None:
         self._reader = reader
         self._writer = writer
         self._dispatch = dispatch
         self._on_close = on_close
+        #: Told of every late answer written (a held pull or pop answered after its handler returned): a runner
+        #: on simulated time stops its clock there, so the instant of the answer is known exactly.
+        self._on_late_answer = on_late_answer
         self._decoder = FrameDecoder(max_frame_bytes)
         peer = writer.get_extra_info("peername") or ("?", 0)
         self.peer: tuple[str, int] = (str(peer[0]), int(peer[1]))
@@ -109,6 +113,8 @@ class RemotingConnection:
         encode = self._held.pop(id(request), None)
         if encode is not None:
             self.send(encode(response))
+            if self._on_late_answer is not None:
+                self._on_late_answer()
 
     def deliver_pull(self, request: PullMessageRequest, response: PullResponse) -> None:
         self._deliver(request, response)

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from reference.broker.broker import Broker
 from reference.broker.host import BrokerHost
 from reference.broker.settings import apply_settings
+from reference.clock import SimClock
 from reference.net.remoting.broker_handlers import BrokerRequestHandlers
 from reference.net.remoting.connection import Dispatch, RemotingConnection
 from reference.net.remoting.frame import MAX_FRAME_BYTES
@@ -71,6 +72,8 @@ class TcpService:
         self._on_close = on_close
         self._max_frame_bytes = max_frame_bytes
         self.connections: set[RemotingConnection] = set()
+        #: Late answers (held pulls and pops answered after their handler returned) written so far.
+        self.late_answers = 0
         self._server: asyncio.Server | None = None
 
     async def start(self, sock: socket.socket) -> tuple[str, int]:
@@ -81,9 +84,13 @@ class TcpService:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError):
             writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = RemotingConnection(reader, writer, self._dispatch, self._closed, self._max_frame_bytes)
+        conn = RemotingConnection(reader, writer, self._dispatch, self._closed, self._max_frame_bytes,
+                                  self._late_answer)
         self.connections.add(conn)
         await conn.serve()
+
+    def _late_answer(self) -> None:
+        self.late_answers += 1
 
     def _closed(self, conn: RemotingConnection) -> None:
         self.connections.discard(conn)
@@ -164,9 +171,9 @@ class RemotingServers:
             raise torn[0]
 
     def expire_retention(self) -> int:
-        """One clean run with fileReservedTime 0 (every commit-log segment but the one being written
-        expires), consume queues and min offsets included: how many commit-log segments it deleted."""
-        return self.broker.store.run_retention(file_reserved_hours=0)
+        """Clean runs with fileReservedTime 0 (every commit-log segment but the one being written expires),
+        consume queues and min offsets included, until none is left: how many commit-log segments they deleted."""
+        return self.broker.store.expire_all()
 
 
 class LoopControl:
@@ -182,6 +189,8 @@ class LoopControl:
         self.ring = ring
         #: Every setting changed through the channel, put on each new broker after a restart.
         self._settings: dict[str, Any] = {}
+        #: The runner's simulated clock (``mqtck broker --sim-clock``): the channel then offers clock control.
+        self.sim_clock = servers.host.clock if isinstance(servers.host.clock, SimClock) else None
 
     def describe(self) -> dict[str, Any]:
         return self._on_loop(self._describe)
@@ -193,7 +202,8 @@ class LoopControl:
         return {
             "implementation": self.implementation,
             "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete",
-                             "torn_restart", *(["trace"] if self.ring is not None else [])],
+                             "torn_restart", *(["trace"] if self.ring is not None else []),
+                             *(["clock_control"] if self.sim_clock is not None else [])],
             "store": {"commitlog_segment_bytes": config.commit_log_segment_bytes,
                       "consumequeue_segment_units": config.consume_queue_units_per_segment,
                       "clean_interval_ms": config.clean_resource_interval_ms,
@@ -245,6 +255,28 @@ class LoopControl:
 
     def expire_and_clean(self) -> int:
         return self._on_loop(self.servers.expire_retention)
+
+    def advance(self, ms: int) -> tuple[int, int]:
+        """Move the simulated clock ``ms`` forward, but stop at the first instant at which a held request was
+        answered: (the time now, the late answers written). Over a wire the client cannot tell when an answer
+        was written; stopping there tells it (the instant is the one it reads back), so a held request's
+        ``held_ms`` is exact, as in-process."""
+        clock = self.sim_clock
+        if clock is None:
+            raise RuntimeError("the broker runs on real time; start it with --sim-clock")
+        service = self.servers.broker_service
+
+        def advance() -> tuple[int, int]:
+            end, before = clock.now_ms() + ms, service.late_answers
+            while service.late_answers == before:
+                due = clock.next_due_ms()
+                if due is None or due > end:
+                    clock.run_until(end)
+                    break
+                clock.run_until(due)
+            return clock.now_ms(), service.late_answers - before
+
+        return self._on_loop(advance)
 
     def _on_loop(self, call: Callable[[], T]) -> T:
         async def run() -> T:
