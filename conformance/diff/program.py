@@ -7,6 +7,7 @@ strategies list the simplest choice first (offset 0, tag "A", one message, the f
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,11 @@ TOPICS = (0, 0, 0, 1)
 QUEUES = (0, 0, 1, 2)
 #: A pop's queue: mostly every queue of the topic (-1), so that it finds what the program sent.
 POP_QUEUES = (-1, -1, -1, 0, 1, 2)
+#: The batch of a pop over every queue: more than a program sends, so that it takes all there is. Where a smaller
+#: batch stops depends on the queue it starts at, randomQ mod the queue count (POP-2), random on a real broker:
+#: two correct brokers then answer with different messages (found by mqtck diff against 5.5.0), and keep
+#: different messages in flight from there on.
+EVERY_QUEUE_BATCH = 32
 #: Simulated time an advance step moves: past an ack interval, an invisible time, a channel's expiry.
 ADVANCE_MS = (3_000, 9_000, 61_000, 131_000)
 
@@ -64,6 +70,10 @@ def _offsets() -> st.SearchStrategy[int]:
     return st.one_of(st.integers(0, 8), st.just(-1), st.sampled_from(FAR_OFFSETS))
 
 
+def _whole_batch_from_every_queue(pop: s.Pop) -> s.Pop:
+    return dataclasses.replace(pop, max_nums=EVERY_QUEUE_BATCH) if pop.queue < 0 else pop
+
+
 def step_strategies(capabilities: frozenset[str]) -> dict[type[s.Step], st.SearchStrategy[s.Step]]:
     """A strategy per step kind that a target with ``capabilities`` runs (both targets' intersection)."""
     clocked = "clock_control" in capabilities
@@ -85,6 +95,11 @@ def step_strategies(capabilities: frozenset[str]) -> dict[type[s.Step], st.Searc
             st.sampled_from(CLOCKED_SUSPEND_MS if clocked else REAL_TIME_SUSPEND_MS), expression, tags,
             st.booleans(), st.none() | st.integers(0, 4), st.none() | st.integers(0, 4),
         ),
+        s.RacedLongPoll: st.builds(
+            s.RacedLongPoll, group, idx, queue,
+            st.sampled_from(CLOCKED_SUSPEND_MS if clocked else REAL_TIME_SUSPEND_MS), expression,
+            st.sampled_from(("A", "B")),
+        ),
         s.CommitOffset: st.builds(s.CommitOffset, group, idx, queue, st.integers(0, 6)),
         s.QueryOffset: st.builds(s.QueryOffset, group, idx, queue),
         s.MinMax: st.builds(s.MinMax, idx, queue),
@@ -97,7 +112,8 @@ def step_strategies(capabilities: frozenset[str]) -> dict[type[s.Step], st.Searc
         else st.just(s.Retention()),
         s.Pop: st.builds(s.Pop, group, idx, st.sampled_from(POP_QUEUES), st.sampled_from((8, 1, 32)),
                          st.sampled_from(POP_INVISIBLE_MS), st.sampled_from(s.POP_THEN),
-                         st.sampled_from((0, poll_ms)), st.none() | st.sampled_from((0, send_after_ms))),
+                         st.sampled_from((0, poll_ms)), st.none() | st.sampled_from((0, send_after_ms)),
+                         ).map(_whole_batch_from_every_queue),
         s.Ack: st.builds(s.Ack, group, idx, st.integers(0, 7)),
         s.ChangeInvisible: st.builds(s.ChangeInvisible, group, idx, st.integers(0, 7),
                                      st.sampled_from((10_000, 1_000))),
@@ -115,7 +131,7 @@ def step_strategies(capabilities: frozenset[str]) -> dict[type[s.Step], st.Searc
 #: are the common ones, a restart (seconds on a JVM broker) the rare one.
 FAMILIES: tuple[tuple[type[s.Step], ...], ...] = (
     (s.Pull, s.Pull, s.Retention, s.MinMax, s.Send, s.Send, s.QueryOffset, s.CommitOffset, s.Restart),
-    (s.LongPoll, s.LongPoll, s.Send, s.Pull, s.QueryOffset, s.CommitOffset, s.Advance),
+    (s.LongPoll, s.LongPoll, s.RacedLongPoll, s.Send, s.Pull, s.QueryOffset, s.CommitOffset, s.Advance),
     (s.Heartbeat, s.Heartbeat, s.Unregister, s.Members, s.Members, s.Advance, s.Restart),
     (s.Pop, s.Pop, s.Ack, s.ChangeInvisible, s.Send, s.Send, s.Send, s.Advance, s.Advance, s.Restart),
     (s.PermitSubscribe, s.PermitFlow, s.PermitFlow, s.Send, s.Send, s.Advance, s.Restart),

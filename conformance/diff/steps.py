@@ -254,6 +254,45 @@ class LongPoll(Step):
 
 
 @dataclass(frozen=True)
+class RacedLongPoll(Step):
+    """A held pull at the queue's end with a message (``tags``) stored after the broker's lookup found nothing and
+    before it holds the request: RocketMQ issue #7358's interleaving, placed by race control. A broker that
+    looks again after holding answers at once; one that does not, only at the hold's end (LPOLL-4)."""
+
+    kind: ClassVar[str] = "raced_long_poll"
+    needs: ClassVar[frozenset[str]] = frozenset({"pull", "long_poll", "race_control"})
+    touches: ClassVar[tuple[str, ...]] = ("LPOLL-2", "LPOLL-4", "LPOLL-5")
+    group: int = 0
+    topic: int = 0
+    queue: int = 0
+    suspend_ms: int = 1000
+    expression: str = "*"
+    tags: str = "A"
+
+    def run(self, side: Side, index: int) -> dict[str, Any]:
+        t, q = side.topic_index(self.topic), side.queue(self.topic, self.queue)
+        offset = side.sent[(t, q)]
+        try:
+            pending = side.target.start_pull_racing(
+                side.group(self.group), side.topic(self.topic), q, offset, [(_body(index, 0), self.tags)],
+                expression=self.expression, suspend_ms=self.suspend_ms,
+            )
+            side.sent[(t, q)] += 1
+            reply = pending.result()
+        except TargetError as error:
+            return _refused(error)
+        except MalformedAnswer:
+            raise
+        except AssertionError:
+            return {"answer": "none within the hold time plus slack"}
+        view = _pull_view(reply, offset, side)
+        if not side.exact_time:
+            # Real time: not the instant, but whether the raced message was seen at once or at the hold's end.
+            view["at_once"] = reply.held_ms < self.suspend_ms // 2
+        return view
+
+
+@dataclass(frozen=True)
 class CommitOffset(Step):
     kind: ClassVar[str] = "commit_offset"
     needs: ClassVar[frozenset[str]] = frozenset({"commit_offset"})
@@ -594,8 +633,8 @@ CONNECTIONS = 2
 #: Every step kind by name (a replay file names them so).
 STEP_KINDS: dict[str, type[Step]] = {
     cls.kind: cls
-    for cls in (Send, Pull, LongPoll, CommitOffset, QueryOffset, MinMax, Heartbeat, Unregister, Members, Advance,
-                Restart, Retention, Pop, Ack, ChangeInvisible, PermitSubscribe, PermitFlow)
+    for cls in (Send, Pull, LongPoll, RacedLongPoll, CommitOffset, QueryOffset, MinMax, Heartbeat, Unregister,
+                Members, Advance, Restart, Retention, Pop, Ack, ChangeInvisible, PermitSubscribe, PermitFlow)
 }
 
 

@@ -57,17 +57,6 @@ def test_periodic_check_ignores_non_matching_growth(target) -> None:  # type: ig
     assert r.code == "SUCCESS" and [m.tags for m in r.messages] == ["A"]
 
 
-@pytest.mark.req("LPOLL-4")
-@pytest.mark.needs("race_control")
-def test_arrival_between_not_found_and_suspend_is_not_lost(target) -> None:  # type: ignore[no-untyped-def]
-    """RocketMQ #7358: the hold service must look again after holding the request."""
-    target.create_topic("LP", 1)
-    pending = target.start_pull_racing("G", "LP", 0, 0, [(b"raced", "A")], expression="A")
-    assert pending.done(), "the message that arrived before the suspend must wake the pull at once"
-    r = pending.result()
-    assert r.code == "SUCCESS" and [m.body for m in r.messages] == [b"raced"] and r.held_ms == 0
-
-
 #: The wake bound of the trace audit (trace-schema.md, long poll): an arrival wakes a held pull within 1 s.
 WAKE_BOUND_MS = 1_000
 

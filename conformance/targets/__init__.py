@@ -227,6 +227,13 @@ class Target(Protocol):
         """Capability ``torn_restart``: kill the broker, tear the record at ``commit_log_offset`` (as a write cut
         short leaves it) and restart it on that data."""
         ...
+    # -- race control (capability "race_control") --------------------------------------------------
+    def start_pull_racing(self, group: str, topic: str, queue_id: int, offset: int, sends: list[tuple[bytes, str]],
+                          *, expression: str = "*", suspend_ms: int = 15_000) -> PendingPull:
+        """A held pull with ``sends`` stored after the broker's lookup found nothing and before it holds the
+        request (RocketMQ issue #7358's interleaving)."""
+        ...
+
     # -- the broker's trace (capability "trace") ---------------------------------------------------
     def trace_rows(self) -> list[dict[str, Any]]:
         """The trace rows (schema v1) the broker recorded since this target was opened."""

@@ -20,8 +20,9 @@ The contract (both sides live in this module, so that it is written down once):
     the clean service runs now), ``store_layout`` (the segment sizes in ``store`` are the broker's),
     ``broker_config`` (``POST /config`` changes the settings of :data:`BROKER_SETTINGS` at run time),
     ``manual_delete`` (``POST /retention/manual-delete``), ``torn_restart`` (``POST /restart/torn``) and
-    ``trace`` (``GET /trace``: the broker's trace rows, schema v1, as the runner records them) and
-    ``clock_control`` (the broker runs on simulated time that moves only through ``POST /clock/advance``).
+    ``trace`` (``GET /trace``: the broker's trace rows, schema v1, as the runner records them),
+    ``clock_control`` (the broker runs on simulated time that moves only through ``POST /clock/advance``) and
+    ``race_control`` (``POST /race/pull``).
     ``clean_interval_ms`` (how often the clean service runs), ``disk_used_ratio`` (how full the store's
     disk is now, in [0, 1]) and ``registry`` (when silent consumer channels expire) are optional. Any other
     name is ignored by the client.
@@ -50,6 +51,10 @@ The contract (both sides live in this module, so that it is written down once):
     timers due on the way fired, stopping early at the first instant at which held requests (pulls, pops) were
     answered: T is that instant (or the end), k how many were answered then. A client that cannot see when an
     answer was written over the wire learns it so, and measures a hold exactly, as in-process.
+``POST /race/pull`` with ``{"topic": str, "queue_id": N, "sends": [{"body": base64, "tags": str | null}, ...]}``
+    ``200 {"ok": true}``: the next pull of that queue that finds nothing and would be held gets those messages
+    stored after its lookup and before its hold (RocketMQ issue #7358's interleaving); 1 to
+    :data:`MAX_RACED_SENDS` sends.
 Errors
     a 4xx or 5xx status with ``{"error": "one line"}``.
 
@@ -64,6 +69,7 @@ an asyncio runner's control hops onto its loop itself). One operation runs at a 
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import threading
@@ -80,7 +86,7 @@ log = logging.getLogger("mqtck.control")
 #: What a runner may offer through the channel (each is also a target capability, ``conformance.targets``).
 CONTROL_CAPABILITIES = frozenset(
     {"restart", "retention_expire", "store_layout", "broker_config", "manual_delete", "trace", "torn_restart",
-     "clock_control"}
+     "clock_control", "race_control"}
 )
 #: The ``store`` keys, each a positive integer.
 STORE_KEYS = ("commitlog_segment_bytes", "consumequeue_segment_units")
@@ -105,7 +111,9 @@ OPERATION_TIMEOUT_S = 180.0
 MAX_BODY_BYTES = 4096
 #: The ``POST`` paths.
 OPERATIONS = ("/restart", "/restart/torn", "/retention/expire", "/config", "/retention/manual-delete",
-              "/clock/advance")
+              "/clock/advance", "/race/pull")
+#: At most this many messages a race stores.
+MAX_RACED_SENDS = 32
 #: The longest single ``POST /clock/advance``: a year of simulated time.
 MAX_ADVANCE_MS = 366 * 24 * 3_600_000
 
@@ -114,7 +122,8 @@ class BrokerControl(Protocol):
     """What a runner implements; :func:`serve_control` calls it from its HTTP thread, one call at a time. A
     runner that records its broker's trace also has ``trace_since(start) -> (rows, first, next)`` (the rows
     numbered ``start`` on, the number of the first of them, the number of the next row) and offers ``trace``; one
-    on simulated time has ``advance(ms) -> (now_ms, answered)`` and offers ``clock_control``."""
+    on simulated time has ``advance(ms) -> (now_ms, answered)`` and offers ``clock_control``; one that places
+    races has ``race_pull(topic, queue_id, sends)`` and offers ``race_control``."""
 
     def describe(self) -> dict[str, Any]:
         """The ``GET /capabilities`` document."""
@@ -177,6 +186,31 @@ def check_settings(doc: object) -> dict[str, Any]:
         if not _setting_ok(name, value):
             raise ValueError(f"settings.{name}: must be {rule}, got {value!r}")
     return dict(doc)
+
+
+def check_race(doc: dict[str, Any]) -> tuple[str, int, list[tuple[bytes, str | None]]]:
+    """Validate a ``POST /race/pull`` body (ValueError naming the field and the rule)."""
+    topic, queue_id, sends = doc.get("topic"), doc.get("queue_id"), doc.get("sends")
+    if not isinstance(topic, str) or not topic:
+        raise ValueError("topic: must be a non-empty string")
+    if isinstance(queue_id, bool) or not isinstance(queue_id, int) or queue_id < 0:
+        raise ValueError(f"queue_id: must be an integer >= 0, got {queue_id!r}")
+    if not isinstance(sends, list) or not 1 <= len(sends) <= MAX_RACED_SENDS:
+        raise ValueError(f"sends: must be a list of 1 to {MAX_RACED_SENDS} messages")
+    out: list[tuple[bytes, str | None]] = []
+    for i, send in enumerate(sends):
+        body = send.get("body") if isinstance(send, dict) else None
+        tags = send.get("tags") if isinstance(send, dict) else None
+        try:
+            raw = base64.b64decode(body, validate=True) if isinstance(body, str) else None
+        except ValueError:
+            raw = None
+        if raw is None:
+            raise ValueError(f"sends[{i}].body: must be base64 text")
+        if tags is not None and not isinstance(tags, str):
+            raise ValueError(f"sends[{i}].tags: must be a string or null")
+        out.append((raw, tags))
+    return topic, queue_id, out
 
 
 def _setting_ok(name: str, value: object) -> bool:
@@ -377,6 +411,13 @@ def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0
                     return {"ok": True, "now_ms": int(now), "answered": int(answered)}
 
                 self._run("advance", advance)
+            elif path == "/race/pull" and (race_pull := getattr(control, "race_pull", None)) is not None:
+                try:
+                    topic, queue_id, sends = check_race(body)
+                except ValueError as exc:
+                    self._error(400, str(exc))
+                    return
+                self._run("race", _ok(lambda: race_pull(topic, queue_id, sends)))
             else:
                 self._error(404, f"no such operation {self.path!r}: POST {', '.join(OPERATIONS)}")
 
@@ -442,6 +483,11 @@ class ControlClient:
             raise ControlError(f"control channel {self.address}: POST /clock/advance: now_ms and answered must be "
                                f"integers >= 0, got {now!r} and {answered!r}")
         return now, answered
+
+    def race_pull(self, topic: str, queue_id: int, sends: list[tuple[bytes, str | None]]) -> None:
+        """``POST /race/pull``: the next held pull of the queue gets ``sends`` stored before its hold."""
+        self._post("/race/pull", {"topic": topic, "queue_id": queue_id, "sends": [
+            {"body": base64.b64encode(body).decode("ascii"), "tags": tags} for body, tags in sends]})
 
     def trace(self, start: int) -> tuple[list[dict[str, Any]], int]:
         """``GET /trace?from=start``: (the rows, the number the next row will get)."""

@@ -188,17 +188,17 @@ class ReferenceTarget:
     def start_pull_racing(self, group: str, topic: str, queue_id: int, offset: int, sends: list[tuple[bytes, str]],
                           *, expression: str = "*", suspend_ms: int = 15_000) -> _Pending:
         """A held pull with ``sends`` stored after the broker found nothing and before it holds the
-        request: the interleaving of RocketMQ issue #7358, which only an in-process target can force."""
+        request: the interleaving of RocketMQ issue #7358 (capability ``race_control``)."""
         flag = PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION
         request = PullMessageRequest(group, topic, queue_id, offset, sys_flag=int(flag),
                                      suspend_timeout_ms=suspend_ms, subscription=expression)
-        outcome = self._call(self.broker.pull_processor.process_request, request, self._pull_channel, True)
-        for body, tags in sends:
-            self.send(topic, queue_id, body, tags)
-        if outcome.held is None:
-            return self._pending_pull(request, outcome.response)
-        self.broker.hold_service.suspend_pull_request(outcome.held)
-        return self._pending_pull(request, None)
+
+        def race() -> None:
+            for body, tags in sends:
+                self.send(topic, queue_id, body, tags)
+
+        response = self._call(self.broker.pull, request, self._pull_channel, race)
+        return self._pending_pull(request, response)
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> tuple[str, int]:
         r = self._call(self.broker.query_consumer_offset, group, topic, queue_id)

@@ -29,9 +29,11 @@ are built from a pop's answer as the Java 5 client builds them (ExtraInfoUtil's 
 assignment is asked after setting its request mode to POP, as an operator's ``mqadmin setConsumeMode`` does.
 What the protocol cannot do, the broker's runner may offer
 through its control channel (``remoting://HOST:PORT?control=HOST:CPORT``, :mod:`conformance.targets.control`):
-``restart`` (and so ``kill_restart``), ``retention_expire`` and ``store_layout`` are then capabilities too, and
-after a restart the target reconnects every connection (the broker's address stays the same). The commit-log
-offset of a sent message comes from the offset msgId of the send response, that of a pulled one from its
+``restart`` (and so ``kill_restart``), ``retention_expire``, ``store_layout``, ``race_control`` (a race placed
+between a pull's lookup and its hold) and ``clock_control`` (a runner on simulated time,
+:mod:`conformance.targets.sim_time`) are then capabilities too, and after a restart the target reconnects every
+connection (the broker's address stays the same). The commit-log offset of a sent message comes from the offset
+msgId of the send response, that of a pulled one from its
 PHYSICALOFFSET.
 """
 
@@ -299,6 +301,13 @@ class RemotingTarget:
         # A refusal comes back at once; surface it here, as the in-process target does.
         return self._held(RequestCode.PULL_MESSAGE, ext, lambda r, held_ms: self._pull_reply(r, offset, held_ms),
                           suspend_ms, settle=True)
+
+    def start_pull_racing(self, group: str, topic: str, queue_id: int, offset: int, sends: list[tuple[bytes, str]],
+                          *, expression: str = "*", suspend_ms: int = 15_000) -> _PendingRemoting:
+        """A held pull with ``sends`` stored after the broker found nothing and before it holds the request
+        (RocketMQ issue #7358's interleaving), placed by the runner (capability ``race_control``)."""
+        self._controlled("race_control").race_pull(self._n(topic), queue_id, list(sends))
+        return self.start_pull(group, topic, queue_id, offset, expression=expression, suspend_ms=suspend_ms)
 
     def _held(self, code: int, ext: dict[str, Any], parse: Any, hold_ms: int, settle: bool) -> _PendingRemoting:
         """Send a request that may be held (a pull, a pop); its answer, parsed with the time it was held, comes

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -216,8 +217,12 @@ class Broker:
         self.permits.close_consumer(group, client_id, topic)
 
     # -- pull ----------------------------------------------------------------------------------
-    def pull(self, request: PullMessageRequest, channel: Channel) -> PullResponse | None:
-        """Answer a pull now, or hold it (None) and answer later through ``channel.deliver_pull``."""
+    def pull(self, request: PullMessageRequest, channel: Channel,
+             race: Callable[[], object] | None = None) -> PullResponse | None:
+        """Answer a pull now, or hold it (None) and answer later through ``channel.deliver_pull``. ``race`` runs
+        after the lookup found nothing and before the request is held: the interleaving of RocketMQ issue #7358
+        (messages stored in between), which a runner's race control places on purpose (capability
+        ``race_control``)."""
         subscription = self.pull_processor.validate(request)
         polling = self.pull_processor.hold_time_ms(request)
         self.rec.record(
@@ -229,6 +234,8 @@ class Broker:
         )
         outcome = self.pull_processor.process_request(request, channel, True, subscription)
         if outcome.held is not None:
+            if race is not None:
+                race()
             self.hold_service.suspend_pull_request(outcome.held)
             return None
         assert outcome.response is not None

@@ -49,6 +49,9 @@ class FakeControl:
     def tear_and_restart(self, commit_log_offset: int) -> None:
         self.calls.append(("torn", commit_log_offset))
 
+    def race_pull(self, topic: str, queue_id: int, sends: list[tuple[bytes, str | None]]) -> None:
+        self.calls.append(("race", topic, queue_id, sends))
+
     def advance(self, ms: int) -> tuple[int, int]:
         self.calls.append(("advance", ms))
         return 1_000 + ms, 1 if ms else 0
@@ -104,6 +107,8 @@ def test_settings_manual_delete_and_trace_both_sides(fake) -> None:  # type: ign
     assert control.calls[:3] == [("configure", {"longPollingEnable": False, "deleteWhen": "05;17"}), "manual",
                                  ("torn", 4096)]
     assert client.advance(2_500) == (3_500, 1)
+    client.race_pull("T", 2, [(b"\x00raced", "A"), (b"", None)])
+    assert control.calls[-1] == ("race", "T", 2, [(b"\x00raced", "A"), (b"", None)])
     assert httpx.post(f"http://{address}/clock/advance", json={"ms": 0}).json() == {
         "ok": True, "now_ms": 1_000, "answered": 0}
 
@@ -141,6 +146,13 @@ def test_bad_settings_are_refused_by_name(fake, settings, error) -> None:  # typ
         ("POST", "/clock/advance", {"ms": -1}, 400, "ms: must be an integer in [0, "),
         ("POST", "/clock/advance", {"ms": 1.5}, 400, "ms: must be an integer in [0, "),
         ("POST", "/clock/advance", {}, 400, "ms: must be an integer in [0, "),
+        ("POST", "/race/pull", {"queue_id": 0, "sends": [{"body": ""}]}, 400, "topic: must be a non-empty string"),
+        ("POST", "/race/pull", {"topic": "T", "queue_id": -1, "sends": []}, 400, "queue_id: must be an integer >= 0"),
+        ("POST", "/race/pull", {"topic": "T", "queue_id": 0, "sends": []}, 400, "sends: must be a list of 1 to 32"),
+        ("POST", "/race/pull", {"topic": "T", "queue_id": 0, "sends": [{"body": "%%"}]}, 400,
+         "sends[0].body: must be base64 text"),
+        ("POST", "/race/pull", {"topic": "T", "queue_id": 0, "sends": [{"body": "", "tags": 5}]}, 400,
+         "sends[0].tags: must be a string or null"),
         ("GET", "/restart", None, 404, "no such resource"),
     ],
 )

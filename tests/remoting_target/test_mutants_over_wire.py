@@ -26,10 +26,6 @@ pytestmark = pytest.mark.slow
 _NO_PERMITS = "Pulsar-style permits are not a RocketMQ remoting feature (the in-process and HTTP targets test them)"
 #: Broker faults the suite cannot catch through ``remoting://`` with a control channel, and why.
 UNREACHABLE = {
-    "hold-no-recheck-7358": (
-        "LPOLL-4's race needs race_control: in real time the server answers 'not found' and suspends the pull in "
-        "one step of its loop, so no send can fall between them and the missing re-check never shows"
-    ),
     "flow-batch-counts-as-one-permit": _NO_PERMITS,
     "flow-permits-go-negative": _NO_PERMITS,
 }

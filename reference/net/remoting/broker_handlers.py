@@ -106,6 +106,9 @@ class BrokerRequestHandlers:
         self.broker = broker
         self.store_host = store_host_bytes(store_host)
         self.locks = RebalanceLockManager(broker.clock)
+        #: Messages to store between the lookup and the hold of the next pull of a queue (a runner's race
+        #: control, capability ``race_control``): (topic, queue id) -> [(body, tags)].
+        self.races: dict[tuple[str, int], list[tuple[bytes, str | None]]] = {}
         self.table: dict[int, Handler] = {
             RequestCode.HEART_BEAT: self.heart_beat,
             RequestCode.SEND_MESSAGE: self.send_message,
@@ -240,11 +243,16 @@ class BrokerRequestHandlers:
 
         # Registered before the call: the core may deliver a held pull at once (an arrival during the call).
         conn.hold(request, encode)
-        response = self.broker.pull(request, conn)
+        raced = self.races.pop((request.topic, request.queue_id), None)
+        response = self.broker.pull(request, conn, None if raced is None else lambda: self._store(request, raced))
         if response is None:
             return None
         conn.deliver_pull(request, response)  # drops the registration; the answer is written there
         return None
+
+    def _store(self, request: PullMessageRequest, sends: list[tuple[bytes, str | None]]) -> None:
+        for body, tags in sends:
+            self.broker.send(Message(request.topic, body, request.queue_id, tags=tags))
 
     def _pull_response(self, cmd: RemotingCommand, response: PullResponse) -> RemotingCommand:
         ext = {"nextBeginOffset": response.next_begin_offset, "minOffset": response.min_offset,

@@ -202,7 +202,7 @@ class LoopControl:
         return {
             "implementation": self.implementation,
             "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete",
-                             "torn_restart", *(["trace"] if self.ring is not None else []),
+                             "torn_restart", "race_control", *(["trace"] if self.ring is not None else []),
                              *(["clock_control"] if self.sim_clock is not None else [])],
             "store": {"commitlog_segment_bytes": config.commit_log_segment_bytes,
                       "consumequeue_segment_units": config.consume_queue_units_per_segment,
@@ -255,6 +255,15 @@ class LoopControl:
 
     def expire_and_clean(self) -> int:
         return self._on_loop(self.servers.expire_retention)
+
+    def race_pull(self, topic: str, queue_id: int, sends: list[tuple[bytes, str | None]]) -> None:
+        """Store ``sends`` in the queue between the lookup and the hold of its next pull (RocketMQ #7358's
+        interleaving, which the loop otherwise never produces: one request is handled in one turn)."""
+
+        def arm() -> None:
+            self.servers.handlers.races[(topic, queue_id)] = list(sends)
+
+        self._on_loop(arm)
 
     def advance(self, ms: int) -> tuple[int, int]:
         """Move the simulated clock ``ms`` forward, but stop at the first instant at which a held request was

@@ -1,0 +1,24 @@
+"""LPOLL-4's race (RocketMQ issue #7358): a message stored between a pull's "not found" and its hold.
+
+A broker that looks once more after holding the request answers at once; one that does not holds the pull until
+its next check. Only a target that can place the race runs it: in-process, or a runner that offers race control
+through its control channel (``mqtck broker --remoting --control``), on simulated or real time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.needs("pull", "long_poll", "race_control")
+
+
+@pytest.mark.req("LPOLL-4")
+def test_arrival_between_not_found_and_suspend_is_not_lost(target) -> None:  # type: ignore[no-untyped-def]
+    """RocketMQ #7358: the hold service must look again after holding the request."""
+    target.create_topic("LP", 1)
+    pending = target.start_pull_racing("G", "LP", 0, 0, [(b"raced", "A")], expression="A")
+    assert pending.done(), "the message that arrived before the suspend must wake the pull at once"
+    r = pending.result()
+    assert r.code == "SUCCESS" and [m.body for m in r.messages] == [b"raced"]
+    if "clock_control" in target.capabilities:  # in real time, done() above already said "at once"
+        assert r.held_ms == 0, f"held {r.held_ms} ms of simulated time"
