@@ -16,4 +16,5 @@ BENCHES: dict[str, str] = {
     "conform": "conformance.bench.conform",
     "sim": "conformance.bench.sim",
     "remoting": "conformance.bench.remoting",
+    "diff": "conformance.bench.diff",
 }

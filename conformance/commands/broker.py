@@ -14,7 +14,8 @@ and ``mqtck diff`` then get clock control over the wire and run as deterministic
 With ``--remoting``, ``--control`` also serves the control channel (``conformance.targets.control``: restart,
 retention expiry, store layout) on a free loopback port and the serving line names the target as
 ``remoting://HOST:PORT?control=127.0.0.1:CPORT``; ``--mutant NAME`` serves the broker built with a seeded
-fault's broker components (``conformance.mutants``), so the catalogue can be run over the wire.
+fault's broker components (``conformance.mutants``), so the catalogue can be run over the wire (over HTTP too: the
+permit faults, whose dispatcher the RocketMQ wire does not carry).
 """
 
 from __future__ import annotations
@@ -70,26 +71,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "settings, manual delete) on "
                         "loopback; the serving line ends with ?control=HOST:PORT")
     p.add_argument("--mutant", metavar="NAME", default=None,
-                   help="--remoting: serve the broker with this seeded broker fault of the catalogue")
+                   help="--remoting or --http: serve the broker with this seeded broker fault of the catalogue")
     p.set_defaults(func=run)
-
-
-def is_broker_fault(mutant: Mutant) -> bool:
-    """Whether a seeded fault swaps a part of the broker (the others are client or allocation faults)."""
-    from reference.broker.broker import BrokerComponents
-
-    return mutant.components != BrokerComponents()
 
 
 def broker_mutant(name: str) -> Mutant:
     """The catalogue's broker fault ``name``; UsageError for an unknown name or a fault outside the broker."""
     from conformance.mutants import CATALOGUE
 
-    known = ", ".join(sorted(n for n, m in CATALOGUE.items() if is_broker_fault(m)))
+    known = ", ".join(sorted(n for n, m in CATALOGUE.items() if m.is_broker_fault))
     mutant = CATALOGUE.get(name)
     if mutant is None:
         raise UsageError(f"--mutant: unknown seeded fault {name!r}; broker faults: {known}")
-    if not is_broker_fault(mutant):
+    if not mutant.is_broker_fault:
         part = "client" if mutant.client is not None else "allocation strategies"
         raise UsageError(f"--mutant: {name} is a fault of the {part}, not of the broker; broker faults: {known}")
     return mutant
@@ -133,9 +127,10 @@ def run(args: argparse.Namespace) -> int:
     if args.sim_clock and not (args.http or (args.remoting is not None and args.control)):
         raise UsageError("--sim-clock needs --http or --remoting with --control (time moves only through their "
                          "clock advance)")
-    for option, given in (("--control", args.control), ("--mutant", args.mutant is not None)):
-        if given and args.remoting is None:
-            raise UsageError(f"{option} needs --remoting [HOST:]PORT")
+    if args.control and args.remoting is None:
+        raise UsageError("--control needs --remoting [HOST:]PORT")
+    if args.mutant is not None and args.remoting is None and args.http is None:
+        raise UsageError("--mutant needs --remoting [HOST:]PORT or --http [HOST:]PORT")
     mutant = broker_mutant(args.mutant) if args.mutant is not None else None
     address = parse_http_address(args.http) if args.http is not None else None
     if address is not None:
@@ -172,7 +167,8 @@ def run(args: argparse.Namespace) -> int:
     trace = Trace(sink, run=f"broker-{data_dir.name}", clock=clock) if sink is not None else None
     if args.remoting is not None:
         return _run_remoting(args, data_dir, clock, config, store_config, trace, mutant, ring)
-    broker_host = BrokerHost(data_dir, clock, config=config, store_config=store_config, trace=trace)
+    broker_host = BrokerHost(data_dir, clock, config=config, store_config=store_config, trace=trace,
+                             components=mutant.components if mutant is not None else None)
     try:
         if address is not None:
             from reference.net.http.server import serve_http

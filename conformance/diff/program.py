@@ -27,6 +27,14 @@ REAL_TIME_SUSPEND_MS = (500, 1_000)
 #: Invisible times of a pop: the default, and one short enough that its checkpoint leaves memory at once and
 #: the message is revived within one advance step (REVIVE-1, REVIVE-2).
 POP_INVISIBLE_MS = (60_000, 5_000)
+#: A change of invisible time: longer, and short enough to be revived within one advance step.
+CHANGE_INVISIBLE_MS = (10_000, 1_000)
+#: In real time, invisible times no program outlives (12 steps of a few seconds each): when a message is revived
+#: depends on each broker's revive scan, so a pop near the end of an invisible time answers by chance on a real
+#: broker (found by mqtck diff against 5.5.0: revived within a second there, still invisible in the reference's
+#: lockstep clock). Revival is compared on clocked pairs, and gated over the wire by the REVIVE tests.
+REAL_TIME_INVISIBLE_MS = (300_000,)
+REAL_TIME_CHANGE_INVISIBLE_MS = (120_000,)
 #: A held pop's poll time, and when into the hold a message arrives: long enough on simulated time that an
 #: invisible time counted from the request instead of from the read (PACK-1) has already run out.
 CLOCKED_POLL_MS, CLOCKED_SEND_AFTER_MS = 30_000, 20_000
@@ -111,12 +119,15 @@ def step_strategies(capabilities: frozenset[str]) -> dict[type[s.Step], st.Searc
         s.Retention: st.builds(s.Retention, st.booleans()) if "retention_control" in capabilities
         else st.just(s.Retention()),
         s.Pop: st.builds(s.Pop, group, idx, st.sampled_from(POP_QUEUES), st.sampled_from((8, 1, 32)),
-                         st.sampled_from(POP_INVISIBLE_MS), st.sampled_from(s.POP_THEN),
+                         st.sampled_from(POP_INVISIBLE_MS if clocked else REAL_TIME_INVISIBLE_MS),
+                         st.sampled_from(s.POP_THEN),
                          st.sampled_from((0, poll_ms)), st.none() | st.sampled_from((0, send_after_ms)),
                          ).map(_whole_batch_from_every_queue),
         s.Ack: st.builds(s.Ack, group, idx, st.integers(0, 7)),
-        s.ChangeInvisible: st.builds(s.ChangeInvisible, group, idx, st.integers(0, 7),
-                                     st.sampled_from((10_000, 1_000))),
+        s.ChangeInvisible: st.builds(
+            s.ChangeInvisible, group, idx, st.integers(0, 7),
+            st.sampled_from(CHANGE_INVISIBLE_MS if clocked else REAL_TIME_CHANGE_INVISIBLE_MS),
+        ),
         s.PermitSubscribe: st.builds(s.PermitSubscribe, st.integers(0, 1), idx,
                                      st.sampled_from(("Exclusive", "Shared", "Failover"))),
         s.PermitFlow: st.builds(s.PermitFlow, st.integers(0, 1), idx, st.integers(1, 4), st.integers(0, 3)),

@@ -40,6 +40,12 @@ class Mutant:
     def family(self) -> str:
         return self.breaks[0].split("-", 1)[0]
 
+    @property
+    def is_broker_fault(self) -> bool:
+        """Whether it swaps a part of the broker (a server can serve it); the others are client or allocation
+        faults."""
+        return self.components != BrokerComponents()
+
 
 CATALOGUE: dict[str, Mutant] = {
     m.name: m

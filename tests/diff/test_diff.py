@@ -280,3 +280,25 @@ def test_a_malformed_rule_excuses_the_whole_step_only_when_one_side_is_malformed
     assert compare("pull", malformed, answered, rules).fields == ()
     assert [r.id for r in compare("pull", malformed, answered, rules).excused] == ["OFFSET-7"]
     assert compare("pull", {"code": "SUCCESS", "next": 3}, answered, rules).fields == ("code", "next")
+
+
+def test_bench_diff_reports_speed_and_finds_served_faults(capsys: pytest.CaptureFixture[str]) -> None:
+    """``mqtck bench diff``: a control over the wire with no divergence, and a served fault found and shrunk: the
+    #7358 race over remoting (race control through the runner's channel)."""
+    from conformance.cli import main
+
+    argv = ["bench", "diff", "--examples", "100", "--transports", "remoting", "--faults", "hold-no-recheck-7358"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)["result"]
+    (control,) = result["controls"]
+    assert control["divergences"] == 0 and control["sequences"] == 100 and control["steps_per_s"] > 0
+    (fault,) = result["faults"]
+    assert result["faults_found"] == "1/1" and fault["over"] == "remoting", fault
+    assert fault["reproduced"] and fault["shrunk_steps"] == 1 and fault["step"] == "raced_long_poll", fault
+
+
+def test_bench_diff_refuses_a_fault_that_is_not_a_served_one() -> None:
+    command = [sys.executable, "-m", "conformance.cli", "bench", "diff", "--faults", "client-pulls-dropped-queue"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "--faults: client-pulls-dropped-queue: not a broker fault" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from conformance.commands.broker import is_broker_fault
 from conformance.mutants import CATALOGUE
 from conformance.spec import requirements
 from conformance.targets.launch import launch_broker
@@ -33,7 +32,7 @@ UNREACHABLE = {
 #: channels expiring within seconds, so that CGRP-6's expiry is judged over the wire.
 GATING_STORE = ("--segment-bytes", str(1 << 20), "--clean-interval-ms", "1000", "--channel-expired-ms", "3000",
                 "--channel-scan-ms", "1000")
-BROKER_FAULTS = sorted(name for name, mutant in CATALOGUE.items() if is_broker_fault(mutant))
+BROKER_FAULTS = sorted(name for name, mutant in CATALOGUE.items() if mutant.is_broker_fault)
 CAUGHT = [name for name in BROKER_FAULTS if name not in UNREACHABLE]
 
 
