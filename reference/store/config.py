@@ -44,6 +44,13 @@ class MessageStoreConfig:
     #: Disk usage (percent of the partition holding the store) above which expired files are deleted
     #: at any hour (seed 002 §2, diskMaxUsedSpaceRatio).
     disk_max_used_space_ratio: int = 75
+    #: Disk usage (fraction) above which a clean run marks the disk full and the store refuses writes (seed 002 §2,
+    #: -Drocketmq.broker.diskSpaceWarningLevelRatio=0.90; STORE-22).
+    disk_space_warning_level_ratio: float = 0.90
+    #: Disk usage (fraction) at or below which a clean run marks the disk writable again (seed 002 §2,
+    #: -Drocketmq.broker.diskSpaceCleanForciblyRatio=0.85). RocketMQ also deletes unexpired files above it; the
+    #: reference does not (RETAIN-3's note).
+    disk_space_clean_forcibly_ratio: float = 0.85
     #: How often the clean service runs (seed 002 §2, cleanResourceInterval, 10 s).
     clean_resource_interval_ms: int = 10_000
     #: Delay before the clean service first runs after start (seed 002 §2: scheduleAtFixedRate's

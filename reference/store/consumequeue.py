@@ -71,28 +71,32 @@ class ConsumeQueue:
     def put(self, offset: int, commit_log_offset: int, size: int, tags_code: int) -> None:
         """Write the unit for queue offset ``offset``, which must be :attr:`max_offset` (an empty
         queue may start anywhere: recovery rebuilding a queue whose first messages expired)."""
+        seg = self.reserve(offset)
+        UNIT.pack_into(seg.mm, seg.wrote, commit_log_offset, size, tags_code)
+        seg.wrote += CQ_STORE_UNIT_SIZE
+
+    def reserve(self, offset: int) -> MappedFile:
+        """The segment the unit for ``offset`` goes to, created if need be. The store asks before it writes the
+        commit log, so a file system with no room for a new segment refuses the message before any of it is
+        stored (STORE-23)."""
         segments = self.files.segments
         if segments:
             seg = segments[-1]
             if seg.wrote < seg.size and seg.start + seg.wrote == offset * CQ_STORE_UNIT_SIZE:
-                UNIT.pack_into(seg.mm, seg.wrote, commit_log_offset, size, tags_code)
-                seg.wrote += CQ_STORE_UNIT_SIZE
-                return
+                return seg
             if offset != self.max_offset:
                 raise ConsumeQueueGap(
                     f"consume queue {self.topic}/{self.queue_id}: unit for offset {offset} offered "
                     f"but the next offset is {self.max_offset}"
                 )
-            seg = self.files.writable()
-        else:
-            byte = offset * CQ_STORE_UNIT_SIZE
-            seg = self.files.create(byte - byte % self.files.segment_bytes)
-            for pos in range(0, byte - seg.start, CQ_STORE_UNIT_SIZE):
-                seg.mm[pos:pos + CQ_STORE_UNIT_SIZE] = FILLER_UNIT
-            seg.wrote = byte - seg.start
-            self.min_offset = offset
-        UNIT.pack_into(seg.mm, seg.wrote, commit_log_offset, size, tags_code)
-        seg.wrote += CQ_STORE_UNIT_SIZE
+            return self.files.writable()
+        byte = offset * CQ_STORE_UNIT_SIZE
+        seg = self.files.create(byte - byte % self.files.segment_bytes)
+        for pos in range(0, byte - seg.start, CQ_STORE_UNIT_SIZE):
+            seg.mm[pos:pos + CQ_STORE_UNIT_SIZE] = FILLER_UNIT
+        seg.wrote = byte - seg.start
+        self.min_offset = offset
+        return seg
 
     # -- read ----------------------------------------------------------------------------------
     def segment_of(self, offset: int) -> MappedFile | None:

@@ -21,12 +21,15 @@ given; ``trackfd=False`` only arrives in 3.13), so a store with many queues need
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from pathlib import Path
 
 #: Digits in a segment file name (RocketMQ's UtilAll.offset2FileName).
 NAME_DIGITS = 20
+#: posix_fallocate errors that mean the file system cannot preallocate at all (not that it is full).
+NO_FALLOCATE_ERRNOS = frozenset({errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS})
 
 
 class MappedFile:
@@ -43,8 +46,15 @@ class MappedFile:
             if create:
                 try:
                     os.posix_fallocate(fd, 0, size)
-                except OSError:  # filesystems without fallocate: a sparse file of the right length
-                    os.ftruncate(fd, size)
+                except OSError as exc:
+                    if exc.errno not in NO_FALLOCATE_ERRNOS:
+                        # No room (ENOSPC): a sparse file would be mapped and then die with SIGBUS on the
+                        # first write past the space left. Leave nothing behind and say so.
+                        os.close(fd)
+                        fd = -1
+                        path.unlink(missing_ok=True)
+                        raise
+                    os.ftruncate(fd, size)  # a file system without fallocate: a sparse file of the right length
             else:
                 actual = os.fstat(fd).st_size
                 if actual < size and allow_short:
@@ -59,7 +69,8 @@ class MappedFile:
                     )
             self.mm = mmap.mmap(fd, size)
         finally:
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
         self.wrote = 0
 
     @property

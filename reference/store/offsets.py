@@ -13,14 +13,18 @@ consumed again).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from reference.clock import Clock
 from reference.periodic import PeriodicTask
 from reference.rules.errors import require
 from reference.store.config import MessageStoreConfig
+from reference.store.disk import NO_SPACE_ERRNOS
 from reference.store.jsonfile import read_json, write_json_atomic
 from reference.store.names import check_name
+
+log = logging.getLogger("mqtck.store")
 
 #: Separator of the first-level key, as in RocketMQ ("topic@group").
 TOPIC_GROUP_SEPARATOR = "@"
@@ -64,7 +68,14 @@ class ConsumerOffsetManager:
                 key: {str(q): o for q, o in sorted(queues.items())} for key, queues in self._table.items()
             }
         }
-        write_json_atomic(self._path, document)
+        try:
+            write_json_atomic(self._path, document)
+        except OSError as exc:
+            if exc.errno not in NO_SPACE_ERRNOS:
+                raise
+            # A full disk (STORE-22): commits go on in memory and the next persist tries again.
+            log.warning("consumer offsets not persisted: %s", exc.strerror)
+            return
         self._dirty = False
 
     def start_periodic(self) -> None:

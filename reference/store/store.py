@@ -41,6 +41,7 @@ from reference.rules.status import CORRECTION_TABLE, CorrectionRow, GetMessageSt
 from reference.store.commitlog import CommitLog
 from reference.store.config import MessageStoreConfig
 from reference.store.consumequeue import CQ_STORE_UNIT_SIZE, UNIT, ConsumeQueue
+from reference.store.disk import NO_SPACE_ERRNOS, DiskGuard
 from reference.store.message import (
     UNIQ_KEY,
     Message,
@@ -150,6 +151,8 @@ class MessageStore:
         #: How full the store's disk is, in [0, 1] (negative: unreadable); the clean service's space trigger.
         self.disk_used_ratio = disk_usage_ratio or disk_usage_of(self.data_dir)
         self._clean = CleanService(self.config, self.clock, self.disk_used_ratio)
+        #: Whether writes are refused because the disk is full (STORE-22, STORE-23).
+        self.disk = DiskGuard(self.config.disk_space_warning_level_ratio, self.config.disk_space_clean_forcibly_ratio)
         #: The correction table this store answers by: its class's (a seeded fault may replace it), with 4.9.4's
         #: overflow rule if configured.
         self._corrections = (overflow_to_max(self.correction_table) if self.config.offset_overflow_to_max
@@ -196,7 +199,12 @@ class MessageStore:
     @_while_open
     def create_topic(self, topic: str, queue_nums: int) -> None:
         """Create (or update the queue count of) a topic; InvalidRequest names a bad field."""
-        self._topics.create(topic, queue_nums)
+        try:
+            self._topics.create(topic, queue_nums)
+        except OSError as exc:
+            if exc.errno not in NO_SPACE_ERRNOS:
+                raise
+            raise self.disk.ran_out("the topic table", exc) from None
 
     def topics(self) -> dict[str, int]:
         return self._topics.as_dict()
@@ -220,6 +228,7 @@ class MessageStore:
     def put_messages(self, msgs: list[Message]) -> list[PutMessageResult]:
         """Store a batch: every message is validated before the first is written."""
         prepared = [self._prepare(m) for m in msgs]
+        self.disk.refuse_if_full()
         return [self._append(p) for p in prepared]
 
     def _prepare(self, msg: Message) -> _Prepared:
@@ -274,15 +283,24 @@ class MessageStore:
         )
 
     def _append(self, p: _Prepared) -> PutMessageResult:
+        self.disk.refuse_if_full()
         # Store times never go backwards (a wall clock may), so the time index stays sorted.
         now = max(self.clock.now_ms(), self._last_store_timestamp)
         self._last_store_timestamp = now
-        cq = self._consume_queue(p.topic, p.queue_id)
-        queue_offset = cq.max_offset
-        phy = self._commit_log.append(
-            p.size, p.queue_id, queue_offset, now, now if p.born_timestamp is None else p.born_timestamp,
-            p.reconsume_times, p.tags_code, p.topic_b, p.tags_b, p.keys_b, p.props_b, p.body,
-        )
+        try:
+            cq = self._consume_queue(p.topic, p.queue_id)
+            queue_offset = cq.max_offset
+            # Every file the message needs exists before its first byte is written: a full file system
+            # refuses it whole (STORE-23), never half-stored.
+            cq.reserve(queue_offset)
+            phy = self._commit_log.append(
+                p.size, p.queue_id, queue_offset, now, now if p.born_timestamp is None else p.born_timestamp,
+                p.reconsume_times, p.tags_code, p.topic_b, p.tags_b, p.keys_b, p.props_b, p.body,
+            )
+        except OSError as exc:
+            if exc.errno not in NO_SPACE_ERRNOS:
+                raise
+            raise self.disk.ran_out("a new segment", exc) from None
         cq.put(queue_offset, phy, p.size, p.tags_code)
         msg_id = offset_msg_id(self._commit_log.store_host, phy)
         result = PutMessageResult(
@@ -488,6 +506,7 @@ class MessageStore:
         ``file_reserved_hours`` replaces fileReservedTime for this run only and triggers it at any hour:
         0 expires every commit-log segment but the one being written, as a runner's ``retention_expire``
         control asks (see ``CleanService.reserved_hours_for_one_run``). None: the run as configured."""
+        self.disk.check(self.disk_used_ratio())
         with self._clean.reserved_hours_for_one_run(file_reserved_hours):
             deleted = self.clean_commit_log()
             self.clean_consume_queues()

@@ -71,7 +71,11 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": m.ErrorResponse, "description": "a field broke a rule; the body names the field and the rule"},
     404: {"model": m.ErrorResponse, "description": "the topic, queue, group or consumer named does not exist"},
     409: {"model": m.ErrorResponse, "description": "the broker's state refuses it (e.g. no subscription)"},
+    503: {"model": m.ErrorResponse,
+          "description": "the broker cannot take writes now (its disk is full, or it is restarting); try again later"},
 }
+#: The code of a refusal the broker's state makes temporary (RocketMQ's SERVICE_NOT_AVAILABLE): 503.
+SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
 
 
 class QueueNotFound(InvalidRequest):
@@ -100,6 +104,8 @@ VALIDATION_CODES = {"messagePermits": INVALID_PERMITS, "receiptHandle": INVALID_
 def status_for(exc: InvalidRequest) -> int:
     if isinstance(exc, NOT_FOUND) or exc.code in NOT_FOUND_CODES:
         return 404
+    if exc.code == SERVICE_NOT_AVAILABLE:
+        return 503
     return 409 if exc.code in CONFLICT_CODES else 400
 
 
@@ -315,7 +321,7 @@ def create_app(host: BrokerHost, name: str = "reference") -> FastAPI:
     @app.exception_handler(StoreClosed)
     async def _closed(_: Request, exc: StoreClosed) -> JSONResponse:
         """A request that reached the broker while its store was shut (a restart in progress): try again."""
-        return _error(503, InvalidRequest("broker", str(exc), "SERVICE_NOT_AVAILABLE"))
+        return _error(503, InvalidRequest("broker", str(exc), SERVICE_NOT_AVAILABLE))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
