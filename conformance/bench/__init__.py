@@ -17,4 +17,5 @@ BENCHES: dict[str, str] = {
     "sim": "conformance.bench.sim",
     "remoting": "conformance.bench.remoting",
     "diff": "conformance.bench.diff",
+    "held": "conformance.bench.held",
 }
