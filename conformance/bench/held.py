@@ -4,9 +4,10 @@ For each transport (``--http`` pulls over the HTTP front, default 10,000; ``--re
 wire, default 2,000) a fresh ``mqtck broker`` runs on real time as users run it. Every pull is held at the end of
 its queue (``--queues`` queues, the pulls spread over them) with a suspend of ``--suspend-ms``; once all are
 held, one message is sent to each queue. Reported: how many pulls were held and answered with their queue's
-message, how many late (after the wake bound) or never; the wake latency from the moment the send was issued to
-the answer (p50, p99, max: the send's own handling included); the broker's peak resident set (VmHWM). Goals: every pull woken within
-:data:`WAKE_BOUND_MS` (the trace audit's bound), RSS at most :data:`RSS_GOAL_MIB`.
+message, how many late (after the wake bound) or never; the wake latency from the moment the send was issued
+to the answer (p50, p99, max: the send's own handling included); the broker's peak resident set (VmHWM).
+Goals: every pull woken within :data:`WAKE_BOUND_MS` (the trace audit's bound), RSS at most
+:data:`RSS_GOAL_MIB`.
 
 With ``--idle-connections N`` (remoting), N more TCP connections stay open to the broker during the run, as a
 deployment's idle clients do; the run must go on regardless.

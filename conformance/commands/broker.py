@@ -61,6 +61,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--clean-interval-ms", type=int, default=None,
                    help="how often the clean service runs (cleanResourceInterval, default 10000); gating runs use "
                         "1000 so that retention tests wait less")
+    p.add_argument("--flush-disk-type", choices=("ASYNC", "SYNC"), default="ASYNC",
+                   help="ASYNC (default): a send is acknowledged once its bytes are in the OS page cache; SYNC: once "
+                        "they are also msync'ed to the device (RocketMQ's flushDiskType)")
     p.add_argument("--sim-clock", action="store_true",
                    help="simulated time, moved only by a clock advance: POST /admin/clock/advance (--http) or "
                         "the control channel's POST /clock/advance (--remoting with --control)")
@@ -151,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         if args.clean_interval_ms < 100:
             raise UsageError("--clean-interval-ms must be >= 100")
         store_config.clean_resource_interval_ms = args.clean_interval_ms
+    store_config.flush_disk_type = args.flush_disk_type
     clock = SimClock() if args.sim_clock else RealClock()
     config = BrokerConfig(long_polling_enable=not args.short_polling)
     for flag, value, field in (("--channel-expired-ms", args.channel_expired_ms, "channel_expired_timeout_ms"),

@@ -50,13 +50,13 @@ class LaunchedBroker:
 
 def launch_broker(
     transport: Transport, data_dir: Path, *flags: str, stderr: int | IO[str] = subprocess.PIPE,
-    cwd: Path | None = None,
+    cwd: Path | None = None, port: int = 0,
 ) -> LaunchedBroker:
-    """Start a server of ``transport`` on a free loopback port with its store in ``data_dir`` (extra CLI
-    ``flags``, e.g. ``--sim-clock`` or ``--trace F``); RuntimeError with what it said if it does not tell
-    where it serves within START_TIMEOUT_S."""
+    """Start a server of ``transport`` on a free loopback port (or ``port``: a restart at the same address)
+    with its store in ``data_dir`` (extra CLI ``flags``, e.g. ``--sim-clock`` or ``--trace F``); RuntimeError
+    with what it said if it does not tell where it serves within START_TIMEOUT_S."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "conformance.cli", "broker", f"--{transport}", "127.0.0.1:0", "--data-dir",
+        [sys.executable, "-m", "conformance.cli", "broker", f"--{transport}", f"127.0.0.1:{port}", "--data-dir",
          str(data_dir), *flags],
         stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=cwd,
     )
