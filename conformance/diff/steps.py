@@ -16,11 +16,12 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from conformance.suite.support import visible
-from conformance.targets import MalformedAnswer, PendingPop, PullReply, Target, TargetError
+from conformance.targets import MalformedAnswer, PendingPop, PendingPull, PullReply, Target, TargetError
 from conformance.targets.remoting import derive_status
 from reference.rules.codes import ResponseCode
 
@@ -201,6 +202,19 @@ class Pull(Step):
         return _pull_view(reply, self.offset, side)
 
 
+def _held_answer(start: Callable[[], PendingPull]) -> PullReply | dict[str, Any]:
+    """Start a held pull (and whatever happens during its hold) and wait for its answer: the reply, or the
+    observation of a refusal, or of no answer within the target's bound (hold time plus slack, LPOLL-3)."""
+    try:
+        return start().result()
+    except TargetError as error:
+        return _refused(error)
+    except MalformedAnswer:
+        raise
+    except AssertionError:
+        return {"answer": "none within the hold time plus slack"}
+
+
 @dataclass(frozen=True)
 class LongPoll(Step):
     """A pull at the queue's end that may be held: what happens during the hold (a send with ``send_tags``, a
@@ -225,26 +239,24 @@ class LongPoll(Step):
         t, q = side.topic_index(self.topic), side.queue(self.topic, self.queue)
         topic, group = side.topic(self.topic), side.group(self.group)
         offset = side.sent[(t, q)]
-        try:
+        during: dict[str, Any] = {}
+
+        def start() -> PendingPull:
             pending = side.target.start_pull(
                 group, topic, q, offset, expression=self.expression, suspend_ms=self.suspend_ms,
                 commit_offset=self.commit,
             )
-            during: dict[str, Any] = {}
             if self.commit_during is not None:
                 side.target.commit_offset(group, topic, q, self.commit_during)
             if self.send:
                 receipt = side.target.send(topic, q, _body(index, 0), self.send_tags)
                 side.sent[(t, q)] = max(side.sent[(t, q)], receipt.queue_offset + 1)
                 during["sent"] = [receipt.queue_id, receipt.queue_offset]
-            reply = pending.result()
-        except TargetError as error:
-            return _refused(error)
-        except MalformedAnswer:
-            raise
-        except AssertionError:
-            # The target's own bound (hold time plus slack) passed without an answer (LPOLL-3).
-            return {"answer": "none within the hold time plus slack"}
+            return pending
+
+        reply = _held_answer(start)
+        if not isinstance(reply, PullReply):
+            return reply
         view = _pull_view(reply, offset, side)
         if not side.exact_time and not reply.messages:
             # Real time: not the instant, but whether an answer without messages came well before the hold time
@@ -272,19 +284,18 @@ class RacedLongPoll(Step):
     def run(self, side: Side, index: int) -> dict[str, Any]:
         t, q = side.topic_index(self.topic), side.queue(self.topic, self.queue)
         offset = side.sent[(t, q)]
-        try:
+
+        def start() -> PendingPull:
             pending = side.target.start_pull_racing(
                 side.group(self.group), side.topic(self.topic), q, offset, [(_body(index, 0), self.tags)],
                 expression=self.expression, suspend_ms=self.suspend_ms,
             )
             side.sent[(t, q)] += 1
-            reply = pending.result()
-        except TargetError as error:
-            return _refused(error)
-        except MalformedAnswer:
-            raise
-        except AssertionError:
-            return {"answer": "none within the hold time plus slack"}
+            return pending
+
+        reply = _held_answer(start)
+        if not isinstance(reply, PullReply):
+            return reply
         view = _pull_view(reply, offset, side)
         if not side.exact_time:
             # Real time: not the instant, but whether the raced message was seen at once or at the hold's end.
