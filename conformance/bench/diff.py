@@ -13,6 +13,7 @@ wire does not carry. For each: the sequences until the first divergence and the 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -99,12 +100,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for transport in transports:
             print(f"mqtck bench diff: control {transport}", file=sys.stderr, flush=True)
             out["controls"].append(_control(transport, args, Path(tmp) / f"control-{transport}"))
+            print(f"mqtck bench diff: {json.dumps(out['controls'][-1])}", file=sys.stderr, flush=True)
         if args.faults is not None:
             faults = args.faults or sorted(name for name, mutant in CATALOGUE.items() if mutant.is_broker_fault)
             out["faults"] = []
             for i, name in enumerate(faults, 1):
                 print(f"mqtck bench diff: fault {i}/{len(faults)} {name}", file=sys.stderr, flush=True)
                 out["faults"].append(_fault(name, args, Path(tmp) / name))
+                print(f"mqtck bench diff: {json.dumps(out['faults'][-1])}", file=sys.stderr, flush=True)
             found = [f["shrunk_steps"] for f in out["faults"] if f["shrunk_steps"] is not None]
             out["faults_found"] = f"{len(found)}/{len(faults)}"
             out["median_shrunk_steps"] = statistics.median(found) if found else None
