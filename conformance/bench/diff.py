@@ -95,20 +95,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--faults: {', '.join(unknown)}: not a broker fault of the catalogue (mqtck broker --mutant)")
     out: dict[str, Any] = {"params": {"examples": args.examples, "seed": args.seed, "max_steps": args.max_steps,
                                       "transports": transports, "faults": args.faults}}
-    with tempfile.TemporaryDirectory(prefix="mqtck-bench-diff-") as tmp:
-        out["controls"] = []
-        for transport in transports:
-            print(f"mqtck bench diff: control {transport}", file=sys.stderr, flush=True)
-            out["controls"].append(_control(transport, args, Path(tmp) / f"control-{transport}"))
-            print(f"mqtck bench diff: {json.dumps(out['controls'][-1])}", file=sys.stderr, flush=True)
-        if args.faults is not None:
-            faults = args.faults or sorted(name for name, mutant in CATALOGUE.items() if mutant.is_broker_fault)
-            out["faults"] = []
-            for i, name in enumerate(faults, 1):
-                print(f"mqtck bench diff: fault {i}/{len(faults)} {name}", file=sys.stderr, flush=True)
-                out["faults"].append(_fault(name, args, Path(tmp) / name))
-                print(f"mqtck bench diff: {json.dumps(out['faults'][-1])}", file=sys.stderr, flush=True)
-            found = [f["shrunk_steps"] for f in out["faults"] if f["shrunk_steps"] is not None]
-            out["faults_found"] = f"{len(found)}/{len(faults)}"
-            out["median_shrunk_steps"] = statistics.median(found) if found else None
+    # Each run gets a directory of its own, removed when it ends: a thousand sequences leave gigabytes of
+    # preallocated consume-queue files, and a disk filling up changes what a real broker does.
+    out["controls"] = []
+    for transport in transports:
+        print(f"mqtck bench diff: control {transport}", file=sys.stderr, flush=True)
+        with tempfile.TemporaryDirectory(prefix="mqtck-bench-diff-") as tmp:
+            out["controls"].append(_control(transport, args, Path(tmp)))
+        print(f"mqtck bench diff: {json.dumps(out['controls'][-1])}", file=sys.stderr, flush=True)
+    if args.faults is not None:
+        faults = args.faults or sorted(name for name, mutant in CATALOGUE.items() if mutant.is_broker_fault)
+        out["faults"] = []
+        for i, name in enumerate(faults, 1):
+            print(f"mqtck bench diff: fault {i}/{len(faults)} {name}", file=sys.stderr, flush=True)
+            with tempfile.TemporaryDirectory(prefix="mqtck-bench-diff-") as tmp:
+                out["faults"].append(_fault(name, args, Path(tmp)))
+            print(f"mqtck bench diff: {json.dumps(out['faults'][-1])}", file=sys.stderr, flush=True)
+        found = [f["shrunk_steps"] for f in out["faults"] if f["shrunk_steps"] is not None]
+        out["faults_found"] = f"{len(found)}/{len(faults)}"
+        out["median_shrunk_steps"] = statistics.median(found) if found else None
     return out
