@@ -88,15 +88,25 @@ async def _http_run(url: str, polls: int, queues: int, suspend_ms: int) -> tuple
         held = asyncio.Semaphore(0)
         sent_at: dict[int, float] = {}
         arrived: list[tuple[int, float, bool]] = []
+        failed: list[int] = []
 
         async def pull(i: int) -> None:
             q = i % queues
             body = {"consumerGroup": "G", "queueOffset": 0, "maxMsgNums": 1, "subscription": "*",
                     "suspendTimeoutMs": suspend_ms, "clientId": f"c{i}"}
-            async with client.stream("POST", f"/topics/HELD/queues/{q}/pull", json=body) as response:
-                held.release()  # the front sends its status line once it holds the request
-                doc = await response.aread()
-            arrived.append((q, time.monotonic(), response.status_code == 200 and bool(json.loads(doc)["messages"])))
+            released = False
+            try:
+                async with client.stream("POST", f"/topics/HELD/queues/{q}/pull", json=body) as response:
+                    held.release()  # the front sends its status line once it holds the request
+                    released = True
+                    doc = await response.aread()
+                arrived.append((q, time.monotonic(),
+                                response.status_code == 200 and bool(json.loads(doc)["messages"])))
+            except httpx.HTTPError:
+                failed.append(i)  # counted as never answered; the run goes on
+            finally:
+                if not released:
+                    held.release()
 
         tasks = [asyncio.create_task(pull(i)) for i in range(polls)]
         for _ in range(polls):
@@ -107,7 +117,7 @@ async def _http_run(url: str, polls: int, queues: int, suspend_ms: int) -> tuple
             r.raise_for_status()
         await asyncio.gather(*tasks)
     latencies = [max(0.0, (at - sent_at[q]) * 1000) for q, at, found in arrived if found]
-    return latencies, polls, len(latencies)
+    return latencies, polls - len(failed), len(latencies)
 
 
 def _http(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
