@@ -88,6 +88,8 @@ class Model:
         reserved = self.config.file_reserved_time_hours * 3_600_000
         last_segment = self.log[-1].phy // self.segment_bytes
         segment = self.log_start // self.segment_bytes
+        # At most delete_files_batch_max segments a run (RocketMQ's DELETE_FILES_BATCH_MAX).
+        last_segment = min(last_segment, segment + self.config.delete_files_batch_max)
         while segment < last_segment:
             newest = max(u.stored_at for u in self.log if u.phy // self.segment_bytes == segment)
             if now < newest + reserved:
