@@ -12,7 +12,9 @@ be allocated would have died with SIGBUS in the middle of a record.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+from collections.abc import Iterator
 
 from reference.rules.errors import InvalidRequest
 
@@ -48,6 +50,16 @@ class DiskGuard:
     def refuse_if_full(self) -> None:
         if self.full:
             raise DiskFull(self._why)
+
+    @contextlib.contextmanager
+    def writing(self, what: str) -> Iterator[None]:
+        """Within the block, a file system with no room left (ENOSPC) becomes :meth:`ran_out` for ``what``."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.errno not in NO_SPACE_ERRNOS:
+                raise
+            raise self.ran_out(what, exc) from None
 
     def ran_out(self, what: str, exc: OSError) -> DiskFull:
         """The file system refused ``what``: mark the disk full until a clean run finds room again."""

@@ -41,7 +41,7 @@ from reference.rules.status import CORRECTION_TABLE, CorrectionRow, GetMessageSt
 from reference.store.commitlog import CommitLog
 from reference.store.config import MessageStoreConfig
 from reference.store.consumequeue import CQ_STORE_UNIT_SIZE, UNIT, ConsumeQueue
-from reference.store.disk import NO_SPACE_ERRNOS, DiskGuard
+from reference.store.disk import DiskGuard
 from reference.store.message import (
     UNIQ_KEY,
     Message,
@@ -199,12 +199,8 @@ class MessageStore:
     @_while_open
     def create_topic(self, topic: str, queue_nums: int) -> None:
         """Create (or update the queue count of) a topic; InvalidRequest names a bad field."""
-        try:
+        with self.disk.writing("the topic table"):
             self._topics.create(topic, queue_nums)
-        except OSError as exc:
-            if exc.errno not in NO_SPACE_ERRNOS:
-                raise
-            raise self.disk.ran_out("the topic table", exc) from None
 
     def topics(self) -> dict[str, int]:
         return self._topics.as_dict()
@@ -287,7 +283,7 @@ class MessageStore:
         # Store times never go backwards (a wall clock may), so the time index stays sorted.
         now = max(self.clock.now_ms(), self._last_store_timestamp)
         self._last_store_timestamp = now
-        try:
+        with self.disk.writing("a new segment"):
             cq = self._consume_queue(p.topic, p.queue_id)
             queue_offset = cq.max_offset
             # Every file the message needs exists before its first byte is written: a full file system
@@ -297,10 +293,6 @@ class MessageStore:
                 p.size, p.queue_id, queue_offset, now, now if p.born_timestamp is None else p.born_timestamp,
                 p.reconsume_times, p.tags_code, p.topic_b, p.tags_b, p.keys_b, p.props_b, p.body,
             )
-        except OSError as exc:
-            if exc.errno not in NO_SPACE_ERRNOS:
-                raise
-            raise self.disk.ran_out("a new segment", exc) from None
         cq.put(queue_offset, phy, p.size, p.tags_code)
         msg_id = offset_msg_id(self._commit_log.store_host, phy)
         result = PutMessageResult(
