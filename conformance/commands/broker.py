@@ -23,7 +23,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
+import ipaddress
 import socket
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from conformance.mutants import Mutant
     from reference.broker.config import BrokerConfig
     from reference.clock import Clock
+    from reference.net.remoting.acl.validator import AccessValidator
     from reference.store.config import MessageStoreConfig
     from reference.trace import RingSink, Trace
 
@@ -73,6 +76,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="--remoting: also serve the control channel (restart, retention expiry, store layout, run-time "
                         "settings, manual delete) on "
                         "loopback; the serving line ends with ?control=HOST:PORT")
+    p.add_argument("--acl", metavar="FILE", default=None,
+                   help="--remoting: RocketMQ ACL 1.0 (a plain_acl.yml file: accounts, their topic and group "
+                        "permissions, white-listed addresses); every broker request must then be signed")
+    p.add_argument("--api-key-file", metavar="FILE", default=None,
+                   help="--http: serve only requests whose X-API-Key header holds a key of this file (one per line)")
     p.add_argument("--mutant", metavar="NAME", default=None,
                    help="--remoting or --http: serve the broker with this seeded broker fault of the catalogue")
     p.set_defaults(func=run)
@@ -102,6 +110,45 @@ def parse_http_address(text: str, option: str = "--http") -> tuple[str, int]:
     if not 0 <= port <= 65535:
         raise UsageError(f"{option} port must be in [0, 65535], got {port}")
     return host or LOOPBACK, port
+
+
+def read_acl(path: str) -> AccessValidator:
+    from reference.net.remoting.acl.config import AclConfigError, load_acl
+    from reference.net.remoting.acl.validator import AccessValidator
+
+    try:
+        return AccessValidator(load_acl(Path(path)))
+    except AclConfigError as exc:
+        raise UsageError(f"--acl {exc}") from None
+
+
+def read_key_file(path: str) -> frozenset[str]:
+    from reference.net.http.api_key import read_api_keys
+
+    try:
+        return read_api_keys(Path(path))
+    except OSError as exc:
+        raise UsageError(f"--api-key-file {path}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--api-key-file {exc}") from None
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def warn_if_open(host: str, option: str, protection: str) -> None:
+    """Binding beyond loopback without access control lets anyone who can reach the port read and write every
+    topic: said once on stderr, not refused (a test network may want exactly that)."""
+    if not is_loopback(host):
+        print(f"mqtck broker: warning: {option} binds {host or '0.0.0.0'}, beyond loopback, without access control: "
+              f"any client that reaches it may read and write every topic; add {protection}",
+              file=sys.stderr, flush=True)
 
 
 def ensure_bindable(host: str, port: int, option: str) -> None:
@@ -134,10 +181,17 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--control needs --remoting [HOST:]PORT")
     if args.mutant is not None and args.remoting is None and args.http is None:
         raise UsageError("--mutant needs --remoting [HOST:]PORT or --http [HOST:]PORT")
+    if args.api_key_file is not None and args.http is None:
+        raise UsageError("--api-key-file needs --http [HOST:]PORT (the remoting broker takes --acl FILE)")
+    if args.acl is not None and args.remoting is None:
+        raise UsageError("--acl needs --remoting [HOST:]PORT (the HTTP front takes --api-key-file FILE)")
     mutant = broker_mutant(args.mutant) if args.mutant is not None else None
     address = parse_http_address(args.http) if args.http is not None else None
+    api_keys = read_key_file(args.api_key_file) if args.api_key_file is not None else frozenset()
     if address is not None:
         ensure_bindable(*address, "--http")
+        if not api_keys:
+            warn_if_open(address[0], "--http", "--api-key-file FILE")
     data_dir = Path(args.data_dir)
     if data_dir.exists() and not data_dir.is_dir():
         raise UsageError(f"--data-dir {data_dir} is not a directory")
@@ -177,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
         if address is not None:
             from reference.net.http.server import serve_http
 
-            serve_http(broker_host, *address)
+            serve_http(broker_host, *address, api_keys=api_keys)
         else:
             from reference.net.stdio import serve_stdio
 
@@ -203,6 +257,9 @@ def _run_remoting(
         raise UsageError(f"--broker-port must be in [0, 65535], got {args.broker_port}")
     ensure_bindable(host, port, "--remoting")
     ensure_bindable(host, args.broker_port, "--broker-port")
+    acl = read_acl(args.acl) if args.acl is not None else None
+    if acl is None:
+        warn_if_open(host, "--remoting", "--acl FILE")
 
     broker_host = BrokerHost(data_dir, clock, config=config, store_config=store_config, trace=trace,
                              components=mutant.components if mutant is not None else None)
@@ -217,7 +274,7 @@ def _run_remoting(
 
     extension: Extension | None = control if args.control else None
     try:
-        serve_remoting(broker_host, host, port, args.broker_port, extension=extension)
+        serve_remoting(broker_host, host, port, args.broker_port, extension=extension, acl=acl)
     finally:
         if trace is not None:
             trace.end()

@@ -160,8 +160,11 @@ class RocketMQPeer:
     """
 
     def __init__(self, info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None,
-                 keep_dir: bool = False) -> None:
+                 keep_dir: bool = False, acl_file: Path | None = None) -> None:
         self.info = info
+        #: ACL 1.0: the broker runs with ``aclEnable=true`` and this file as its ``conf/plain_acl.yml``. The
+        #: runner's own admin requests are then refused unless the file white-lists loopback.
+        self.acl_file = acl_file
         self.host = "127.0.0.1"
         if namesrv_port and not port_free(self.host, namesrv_port):
             raise PeerError(f"port {namesrv_port} on {self.host} is busy")
@@ -370,6 +373,9 @@ class RocketMQPeer:
             "mappedFileSizeConsumeQueue": str(CONSUMEQUEUE_SEGMENT_UNITS * 20),
             "cleanResourceInterval": str(CLEAN_INTERVAL_MS),
         }
+        if self.acl_file is not None:
+            settings["aclEnable"] = "true"
+            shutil.copyfile(self.acl_file, conf / "plain_acl.yml")
         (self.dir / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
 
     def _launch(self, main: str, *args: str) -> _Jvm:

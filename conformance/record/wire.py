@@ -41,9 +41,9 @@ from conformance.targets.remoting import (
     pop_handles,
 )
 from reference.clock import RealClock
-from reference.net.remoting.broker_handlers import send_header
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.message_codec import PROPERTY_TAGS, decode_batch_body, decode_properties, decode_records
+from reference.net.remoting.send_header import send_header
 from reference.rules.codes import ResponseCode
 from reference.store.message import UNIQ_KEY
 from reference.trace import Trace

@@ -50,6 +50,9 @@ CAPABILITIES = frozenset(
         # Raw remoting frames to the target's name server and broker (remoting targets: ``namesrv``,
         # ``broker_addr``, ``namespaced(name)``): the REMOTING family's wire tests.
         "remoting_wire",
+        # A broker started with ACL 1.0 accounts (fixtures/acl/plain_acl.yml): judged by tests against live
+        # brokers (tests/net/test_acl_remoting.py, tests/peers/test_acl_rocketmq.py), not through a target yet.
+        "acl",
     }
 )
 

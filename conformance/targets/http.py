@@ -51,6 +51,8 @@ from . import (
 #: How long an answer the server already sent may take to cross loopback (and a held request's
 #: status line to come back).
 SETTLE_S = 0.25
+#: The environment variable holding the API key to send (``mqtck broker --http … --api-key-file F`` wants one).
+API_KEY_ENV = "MQTCK_API_KEY"
 #: Client-side timeout of one request (a held pull may last its suspend time plus one check).
 REQUEST_TIMEOUT_S = 120.0
 #: Concurrent held requests one target may keep open (POP-7 holds popPollingSize + 2).
@@ -80,10 +82,17 @@ class UnreachableTarget(Exception):
     """The server did not answer; ``mqtck conform`` turns this into exit 2."""
 
 
+def api_key_headers() -> dict[str, str]:
+    """The API key a front started with ``--api-key-file`` wants, from the environment (``MQTCK_API_KEY``): not in
+    the target's URL, which reports print."""
+    key = os.environ.get(API_KEY_ENV, "").strip()
+    return {"X-API-Key": key} if key else {}
+
+
 def probe(url: str) -> dict[str, Any]:
     """``GET /capabilities``: what the server says it can do (UnreachableTarget if it cannot say)."""
     try:
-        response = httpx.get(f"{url.rstrip('/')}/capabilities", timeout=5.0)
+        response = httpx.get(f"{url.rstrip('/')}/capabilities", timeout=5.0, headers=api_key_headers())
         response.raise_for_status()
         body = response.json()
     except (httpx.HTTPError, ValueError) as exc:
@@ -154,7 +163,7 @@ class _HeldRequests:
 
     @staticmethod
     async def _client(url: str, limits: httpx.Limits) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S, limits=limits)
+        return httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S, limits=limits, headers=api_key_headers())
 
     def _run(self, coro: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
@@ -206,7 +215,7 @@ class HttpTarget:
         self.name = name or self.url
         self.capabilities = capabilities if capabilities is not None else frozenset(probe(self.url)["capabilities"])
         self._ns = f"n{os.getpid()}x{next(_namespaces)}-"
-        self._http = httpx.Client(base_url=self.url, timeout=REQUEST_TIMEOUT_S)
+        self._http = httpx.Client(base_url=self.url, timeout=REQUEST_TIMEOUT_S, headers=api_key_headers())
         self._held: _HeldRequests | None = None
         #: Until when ``done()`` waits for an answer already on its way (SETTLE_S after the last request).
         self.settle_deadline = 0.0

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
-from fastapi import FastAPI, Path, Query, Request
+from fastapi import FastAPI, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -48,6 +48,7 @@ from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE
 from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResponse, PullSysFlag
 from reference.clock import SimClock
 from reference.net.http import models as m
+from reference.net.http.api_key import API_KEY_HEADER, UNAUTHORIZED, key_checker
 from reference.rules.errors import InvalidRequest, TopicNotFound
 from reference.rules.filter import SubscriptionData
 from reference.store.message import Message
@@ -106,6 +107,8 @@ def status_for(exc: InvalidRequest) -> int:
         return 404
     if exc.code == SERVICE_NOT_AVAILABLE:
         return 503
+    if exc.code == UNAUTHORIZED:
+        return 401
     return 409 if exc.code in CONFLICT_CODES else 400
 
 
@@ -255,10 +258,11 @@ def _positions(positions: list[m.PositionRef]) -> list[Position]:
     return [Position(x.offset, x.batchIndex) for x in positions]
 
 
-def create_app(host: BrokerHost, name: str = "reference") -> FastAPI:
+def create_app(host: BrokerHost, name: str = "reference", api_keys: frozenset[str] = frozenset()) -> FastAPI:
     """The FastAPI application serving the broker ``host`` runs: opened and closed with the app's lifespan (on
     the serving loop, where a real clock's timers run). ``POST /admin/restart`` restarts it on the host and
-    serves the new broker."""
+    serves the new broker. With ``api_keys`` every request but ``/health`` must carry one of them
+    (:mod:`reference.net.http.api_key`)."""
     broker: Broker = host.broker  # type: ignore[assignment]  # None until the lifespan opens it
     host_clock = host.clock
     sim = isinstance(host_clock, SimClock)
@@ -286,6 +290,9 @@ def create_app(host: BrokerHost, name: str = "reference") -> FastAPI:
             "mqtck requirements. Bodies are JSON; errors are `{\"error\": {\"code\", \"field\", \"rule\"}}`."
         ),
         lifespan=lifespan,
+        dependencies=[Security(key_checker(api_keys))] if api_keys else None,
+        responses={401: {"model": m.ErrorResponse, "description": "no API key, or one this broker does not accept"}}
+        if api_keys else None,
     )
 
     def connection(key: str) -> ConnectionChannel:
@@ -316,7 +323,10 @@ def create_app(host: BrokerHost, name: str = "reference") -> FastAPI:
 
     @app.exception_handler(InvalidRequest)
     async def _refused(_: Request, exc: InvalidRequest) -> JSONResponse:
-        return _error(status_for(exc), exc)
+        response = _error(status_for(exc), exc)
+        if response.status_code == 401:  # RFC 9110: a 401 names the scheme that would be accepted
+            response.headers["WWW-Authenticate"] = f'APIKey header="{API_KEY_HEADER}"'
+        return response
 
     @app.exception_handler(StoreClosed)
     async def _closed(_: Request, exc: StoreClosed) -> JSONResponse:

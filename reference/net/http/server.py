@@ -24,10 +24,12 @@ class _Server(uvicorn.Server):
                 return
 
 
-def serve_http(broker_host: BrokerHost, host: str, port: int, name: str = "reference") -> None:
-    """Serve until interrupted; the broker is closed with the application."""
+def serve_http(broker_host: BrokerHost, host: str, port: int, name: str = "reference",
+               api_keys: frozenset[str] = frozenset()) -> None:
+    """Serve until interrupted; the broker is closed with the application. ``api_keys``: the keys a client must
+    send (none: every client is served)."""
     config = uvicorn.Config(
-        create_app(broker_host, name), host=host, port=port, log_level="warning", lifespan="on",
+        create_app(broker_host, name, api_keys), host=host, port=port, log_level="warning", lifespan="on",
         access_log=False, timeout_graceful_shutdown=2,
     )
     server = _Server(config)

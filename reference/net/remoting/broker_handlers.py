@@ -21,6 +21,7 @@ from reference.broker.broker import Broker
 from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResponse
 from reference.broker.send_back import DEFAULT_MAX_RECONSUME_TIMES
 from reference.net.remoting import admin
+from reference.net.remoting.acl.validator import ACL_REFUSAL, AccessDenied, AccessValidator
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.fields import as_int, field_int, field_str, json_body
@@ -36,6 +37,7 @@ from reference.net.remoting.message_codec import (
     inflate_body,
 )
 from reference.net.remoting.pop_handlers import PopRequestHandlers
+from reference.net.remoting.send_header import send_header
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest, require
 from reference.rules.filter import SubscriptionData
@@ -53,22 +55,6 @@ CONSUME_FROM_WHERE = {
     "2": "CONSUME_FROM_MIN_OFFSET", "3": "CONSUME_FROM_MAX_OFFSET", "4": "CONSUME_FROM_FIRST_OFFSET",
     "5": "CONSUME_FROM_TIMESTAMP",
 }
-#: SEND_MESSAGE_V2 (310) abbreviates the SEND_MESSAGE header keys to one letter (§3.1).
-SEND_V2_KEYS = {
-    "a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums", "e": "queueId",
-    "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes", "k": "unitMode",
-    "l": "maxReconsumeTimes", "m": "batch", "n": "brokerName",
-}
-
-
-def send_header(cmd: RemotingCommand) -> tuple[dict[str, str], bool]:
-    """A send's header fields under their full names (SEND_MESSAGE_V2 abbreviates them), and whether its body
-    is a batch (SEND_BATCH_MESSAGE, or the ``batch`` flag)."""
-    ext = {SEND_V2_KEYS.get(k, k): v for k, v in cmd.ext_fields.items()} \
-        if cmd.code == RequestCode.SEND_MESSAGE_V2 else cmd.ext_fields
-    return ext, cmd.code == RequestCode.SEND_BATCH_MESSAGE or ext.get("batch", "").lower() in ("1", "true")
-
-
 #: The Java-style "DELETE_EXPIRED_COMMITLOG" admin request: run the store's retention now (the manual
 #: delete of RocketMQ's mqadmin deleteExpiredCommitLog), so tests can provoke PULL_OFFSET_MOVED.
 DELETE_EXPIRED_COMMITLOG = 329
@@ -102,8 +88,10 @@ class BrokerRequestHandlers:
     """The broker port's dispatch table. ``store_host`` is the ``(ip, port)`` clients reach the broker at:
     it is written into every record, and clients send CONSUMER_SEND_MSG_BACK there (§6.2)."""
 
-    def __init__(self, broker: Broker, store_host: tuple[str, int]) -> None:
+    def __init__(self, broker: Broker, store_host: tuple[str, int], acl: AccessValidator | None = None) -> None:
         self.broker = broker
+        #: RocketMQ ACL 1.0 (``mqtck broker --remoting --acl FILE``): every request is checked before its handler.
+        self.acl = acl
         self.store_host = store_host_bytes(store_host)
         self.locks = RebalanceLockManager(broker.clock)
         #: Messages to store between the lookup and the hold of the next pull of a queue (a runner's race
@@ -132,6 +120,13 @@ class BrokerRequestHandlers:
 
     # -- dispatch ------------------------------------------------------------------------------
     def dispatch(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand | None:
+        if self.acl is not None:
+            try:
+                self.acl.check(conn.peer[0], cmd)
+            except AccessDenied as exc:
+                log.warning("remoting %s: ACL refused request code %s: %s", conn.key, cmd.code, exc)
+                # Worded as RocketMQ's remark (its exception's class and message), without the Java stack frame.
+                return cmd.make_response(ACL_REFUSAL, f"AclException: {exc}")
         handler = self.table.get(cmd.code)
         if handler is None:
             return cmd.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {cmd.code} not supported")

@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from reference.net.remoting.command import RemotingCommand
+from reference.net.remoting.acl.signature import SessionCredentials, sign_fields
+from reference.net.remoting.command import RemotingCommand, ext_value
 from reference.net.remoting.frame import FrameDecoder, FrameError, encode_frame
 from reference.rules.codes import ResponseCode
 
@@ -54,9 +55,11 @@ class RemotingClient:
 
     def __init__(
         self, address: str, *, on_request: Callable[[RemotingCommand], RemotingCommand | None] | None = None,
-        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S, credentials: SessionCredentials | None = None,
     ) -> None:
         self.address = address
+        #: ACL 1.0: every request is signed with these (as the official clients' RPC hooks sign).
+        self.credentials = credentials
         host, port = split_address(address)
         self._sock = socket.create_connection((host, port), timeout=connect_timeout_s)
         self._sock.settimeout(None)
@@ -118,11 +121,15 @@ class RemotingClient:
         self._sock.close()
 
     # -- plumbing ----------------------------------------------------------------------------------
-    @staticmethod
-    def _command(code: int, opaque: int, flag: int, ext: Mapping[str, Any] | None, body: bytes) -> RemotingCommand:
+    def _command(self, code: int, opaque: int, flag: int, ext: Mapping[str, Any] | None,
+                 body: bytes) -> RemotingCommand:
+        # Signed in the string form the fields travel in (what the broker recomputes the signature over).
+        fields = {k: ext_value(v) for k, v in (ext or {}).items() if v is not None}
+        if self.credentials is not None:
+            fields = sign_fields(fields, body, self.credentials)
         return RemotingCommand(
             code=int(code), opaque=opaque, flag=flag, language=CLIENT_LANGUAGE, version=CLIENT_VERSION,
-            ext_fields={k: v for k, v in (ext or {}).items() if v is not None}, body=body,
+            ext_fields=fields, body=body,
         )
 
     def _write(self, cmd: RemotingCommand) -> None:

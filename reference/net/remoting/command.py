@@ -63,7 +63,7 @@ class RequestCode(enum.IntEnum):
     CHANGE_MESSAGE_INVISIBLETIME = 200053
 
 
-def _ext_value(value: Any) -> str:
+def ext_value(value: Any) -> str:
     """The string form of one request extFields value, whatever JSON type the sender used (§2)."""
     if isinstance(value, str):
         return value
@@ -102,7 +102,7 @@ class RemotingCommand:
         """The response to this request: same ``opaque``, the RESPONSE bit, values stringified."""
         return RemotingCommand(
             code=int(code), opaque=self.opaque, flag=RESPONSE_FLAG, remark=remark,
-            ext_fields={k: _ext_value(v) for k, v in (ext_fields or {}).items()}, body=body,
+            ext_fields={k: ext_value(v) for k, v in (ext_fields or {}).items()}, body=body,
         )
 
     def header_dict(self) -> dict[str, Any]:
@@ -113,7 +113,7 @@ class RemotingCommand:
         if self.remark is not None:
             header["remark"] = self.remark
         if self.ext_fields:
-            header["extFields"] = {k: _ext_value(v) for k, v in self.ext_fields.items()}
+            header["extFields"] = {k: ext_value(v) for k, v in self.ext_fields.items()}
         return header
 
     def header_json(self) -> bytes:
@@ -137,7 +137,7 @@ class RemotingCommand:
             code=code, opaque=opaque, flag=flag, language=str(header.get("language", "")),
             version=version if isinstance(version, int) and not isinstance(version, bool) else 0,
             remark=remark if isinstance(remark, str) else None,
-            ext_fields={str(k): _ext_value(v) for k, v in ext.items() if v is not None}, body=body,
+            ext_fields={str(k): ext_value(v) for k, v in ext.items() if v is not None}, body=body,
         )
 
 

@@ -33,6 +33,7 @@ from reference.broker.broker import Broker
 from reference.broker.host import BrokerHost
 from reference.broker.settings import apply_settings
 from reference.clock import SimClock
+from reference.net.remoting.acl.validator import AccessValidator
 from reference.net.remoting.broker_handlers import BrokerRequestHandlers
 from reference.net.remoting.connection import Dispatch, RemotingConnection
 from reference.net.remoting.frame import MAX_FRAME_BYTES
@@ -164,7 +165,7 @@ class RemotingServers:
         self.broker_service.retarget(self.handlers.dispatch, None if kill else self.handlers.channel_closed)
         self.broker_service.close_connections()
         broker = self.host.restart(kill, between=tear if kill else None)
-        self.handlers = BrokerRequestHandlers(broker, self.broker_addr)
+        self.handlers = BrokerRequestHandlers(broker, self.broker_addr, self.handlers.acl)
         self.name_server.broker = broker
         self.broker_service.retarget(self.handlers.dispatch, self.handlers.channel_closed)
         if torn:
@@ -297,15 +298,17 @@ class LoopControl:
 async def start_remoting(
     broker_host: BrokerHost, host: str, namesrv_port: int, broker_port: int = 0,
     queue_nums: int = AUTO_CREATE_QUEUE_NUMS, max_frame_bytes: int = MAX_FRAME_BYTES,
+    acl: AccessValidator | None = None,
 ) -> RemotingServers:
     """Bind both ports, open the broker on ``broker_host`` (its STOREHOST is the bound address), serve. Must
-    run on the loop that will serve."""
+    run on the loop that will serve. ``acl``: check every broker request (RocketMQ ACL 1.0; the name server,
+    as RocketMQ's, checks none)."""
     broker_sock = bind_socket(host, broker_port)
     namesrv_sock = bind_socket(host, namesrv_port)
     advertised = advertised_host(host)
     broker_addr = (advertised, broker_sock.getsockname()[1])
     broker = broker_host.open(store_host=broker_addr)
-    handlers = BrokerRequestHandlers(broker, broker_addr)
+    handlers = BrokerRequestHandlers(broker, broker_addr, acl)
     name_server = NameServer(broker, f"{broker_addr[0]}:{broker_addr[1]}", queue_nums)
     broker_service = TcpService(handlers.dispatch, handlers.channel_closed, max_frame_bytes)
     namesrv = TcpService(name_server.dispatch, None, max_frame_bytes)
@@ -316,13 +319,14 @@ async def start_remoting(
 
 
 def serve_remoting(broker_host: BrokerHost, host: str, namesrv_port: int, broker_port: int = 0,
-                   queue_nums: int = AUTO_CREATE_QUEUE_NUMS, extension: Extension | None = None) -> None:
+                   queue_nums: int = AUTO_CREATE_QUEUE_NUMS, extension: Extension | None = None,
+                   acl: AccessValidator | None = None) -> None:
     """Serve until SIGINT/SIGTERM, printing the name server's address line once listening (followed by what
     ``extension`` appends, e.g. a control channel's address, which it stops when serving ends)."""
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s", stream=sys.stderr)
 
     async def main() -> None:
-        servers = await start_remoting(broker_host, host, namesrv_port, broker_port, queue_nums)
+        servers = await start_remoting(broker_host, host, namesrv_port, broker_port, queue_nums, acl=acl)
         ns_host, ns_port = servers.namesrv_addr
         b_host, b_port = servers.broker_addr
         suffix, stop_extension = extension(servers) if extension is not None else ("", _nothing)
