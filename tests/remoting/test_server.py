@@ -120,6 +120,24 @@ def test_batch_and_compressed_sends_store_one_message_per_record(tmp_path: Path)
     run(tmp_path, scenario)
 
 
+def test_a_java_batch_with_the_v2_header_is_stored(tmp_path: Path) -> None:
+    """SEND_BATCH_MESSAGE as the Java client sends it (``send(Collection)``): the one-letter V2 header, ``b`` the
+    topic, ``m`` the batch flag, as RocketMQ's broker decodes code 320 (the C++ client's full names work too)."""
+
+    async def scenario(servers: RemotingServers, ns: WireClient, br: WireClient) -> None:
+        await ns.route("T")
+        entries = [BatchEntry(f"java-{i}".encode(), {"UNIQ_KEY": f"J{i}"}) for i in range(2)]
+        fields = {"a": "PG", "b": "T", "c": "TBW102", "d": "4", "e": "2", "f": "0", "g": "1", "h": "0",
+                  "i": encode_properties({"WAIT": "true"}), "j": "0", "k": "false", "m": "true"}
+        r = await br.request(RequestCode.SEND_BATCH_MESSAGE, fields, encode_batch_body(entries))
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        assert r.ext_fields["queueId"] == "2" and len(r.ext_fields["msgId"].split(",")) == 2
+        records = decode_records((await br.pull("G", "T", 2, 0, sys_flag=4)).body)
+        assert [m.body for m in records] == [b"java-0", b"java-1"]
+
+    run(tmp_path, scenario)
+
+
 @pytest.mark.req("REMOTING-7")
 def test_suspended_pull_is_held_until_a_send_wakes_it(tmp_path: Path) -> None:
     async def scenario(servers: RemotingServers, ns: WireClient, br: WireClient) -> None:
