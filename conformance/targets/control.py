@@ -173,6 +173,10 @@ class ControlDescription:
     #: channelExpiredTimeout and the housekeeping scan's interval, ms (None: not said).
     channel_expired_timeout_ms: int | None = None
     channel_scan_interval_ms: int | None = None
+    #: The commit log's end and the offset up to which it is on the device, when asked (None: not said). Past the
+    #: flushed offset lies what a machine crash would lose: the ASYNC flush's loss window.
+    commitlog_max_offset: int | None = None
+    commitlog_flushed_offset: int | None = None
 
 
 def check_settings(doc: object) -> dict[str, Any]:
@@ -259,13 +263,20 @@ def check_description(doc: object) -> ControlDescription:
     ratio = store.get("disk_used_ratio")
     if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 <= ratio <= 1):
         raise ValueError(f"store.disk_used_ratio: must be a number in [0, 1], got {ratio!r}")
+    offsets: dict[str, int | None] = {}
+    for key in ("commitlog_max_offset", "commitlog_flushed_offset"):
+        value = store.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"store.{key}: must be an integer >= 0, got {value!r}")
+        offsets[key] = value
     offered = frozenset(caps) & CONTROL_CAPABILITIES
     if "store_layout" in offered and any(sizes[key] is None for key in STORE_KEYS):
         raise ValueError(f"store: store_layout is offered but store lacks {', '.join(STORE_KEYS)}")
     return ControlDescription(implementation, offered, sizes["commitlog_segment_bytes"],
                               sizes["consumequeue_segment_units"], sizes["clean_interval_ms"],
                               None if ratio is None else float(ratio), timing["channel_expired_timeout_ms"],
-                              timing["channel_scan_interval_ms"])
+                              timing["channel_scan_interval_ms"], offsets["commitlog_max_offset"],
+                              offsets["commitlog_flushed_offset"])
 
 
 # -- server ------------------------------------------------------------------------------------------------

@@ -26,6 +26,8 @@ from reference.store.record import (
     write_record,
 )
 
+#: The page the ASYNC flush counts dirty data in (RocketMQ's MappedFile.OS_PAGE_SIZE).
+OS_PAGE_BYTES = 4096
 #: Called by recovery for each intact record: (commit-log offset, header, topic).
 RecordVisitor = Callable[[int, RecordHeader, str], None]
 
@@ -38,6 +40,9 @@ class CommitLog:
         self.store_host = store_host_bytes(config.store_host)
         #: segment start -> store timestamp of its newest record (segments holding records only).
         self._newest_timestamp: dict[int, int] = {}
+        #: The commit-log offset up to which every byte is msync'ed (RocketMQ's flushedWhere): with SYNC flush
+        #: the end of the last append, with ASYNC where :meth:`flush` last got to.
+        self.flushed_where = 0
 
     # -- recovery ------------------------------------------------------------------------------
     def recover(self, visit: RecordVisitor) -> None:
@@ -65,6 +70,7 @@ class CommitLog:
             while len(segments) > index + 1:
                 self.files.delete_last()
             break
+        self.flushed_where = self.files.max_offset  # what recovery read is on disk
 
     # -- append / read -------------------------------------------------------------------------
     def fits(self, total: int) -> bool:
@@ -105,7 +111,21 @@ class CommitLog:
         self._newest_timestamp[seg.start] = store_timestamp
         if self._sync:
             seg.flush(pos, pos + total)
+            self.flushed_where = offset + total
         return offset
+
+    def flush(self, least_bytes: int = 0) -> int:
+        """msync what was appended since the last flush, if at least ``least_bytes`` (0: anything); the new
+        :attr:`flushed_where`. RocketMQ's MappedFileQueue.flush(leastPages)."""
+        end = self.files.max_offset
+        begin = max(self.flushed_where, self.files.min_offset)
+        if end <= begin or end - begin < least_bytes:
+            return self.flushed_where
+        for seg in self.files.segments:
+            if seg.end > begin and seg.start < end:
+                seg.flush(max(begin - seg.start, 0), min(end, seg.end) - seg.start)
+        self.flushed_where = end
+        return end
 
     def read(self, offset: int, size: int) -> StoredMessage | None:
         """The message at ``offset`` (``size`` bytes), or None if its segment is gone or not written."""

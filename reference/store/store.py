@@ -38,7 +38,7 @@ from reference.periodic import PeriodicTask
 from reference.rules.errors import InvalidRequest, TopicNotFound, require
 from reference.rules.filter import SubscriptionData, tag_rule_broken, tags_hash_code
 from reference.rules.status import CORRECTION_TABLE, CorrectionRow, GetMessageStatus, check_offset, overflow_to_max
-from reference.store.commitlog import CommitLog
+from reference.store.commitlog import OS_PAGE_BYTES, CommitLog
 from reference.store.config import MessageStoreConfig
 from reference.store.consumequeue import CQ_STORE_UNIT_SIZE, UNIT, ConsumeQueue
 from reference.store.disk import DiskGuard
@@ -161,6 +161,12 @@ class MessageStore:
             self.clock, self.config.clean_resource_initial_delay_ms, self.config.clean_resource_interval_ms,
             self.run_retention,
         )
+        #: ASYNC flush: the commit log's new bytes msync'ed on the clock (RocketMQ's FlushRealTimeService).
+        self._flusher = PeriodicTask(
+            self.clock, self.config.flush_interval_commit_log_ms, self.config.flush_interval_commit_log_ms,
+            self.flush_commit_log,
+        ) if self.config.flush_disk_type == "ASYNC" else None
+        self._last_thorough_flush_ms = self.clock.now_ms()
         self._last_store_timestamp = 0
         #: Set by :meth:`close`; every read and write refuses from then on (:class:`StoreClosed`).
         self.closed = False
@@ -519,8 +525,30 @@ class MessageStore:
     @_while_open
     def start_periodic(self) -> None:
         """Run retention on the clock: after ``clean_resource_initial_delay_ms``, then every
-        ``clean_resource_interval_ms``."""
+        ``clean_resource_interval_ms``; with ASYNC flush, flush the commit log every
+        ``flush_interval_commit_log_ms``."""
         self._periodic.start()
+        if self._flusher is not None:
+            self._flusher.start()
+
+    @_while_open
+    def flush_commit_log(self) -> int:
+        """One round of the ASYNC flush: msync the commit log's new bytes if at least
+        ``flush_commit_log_least_pages`` pages are dirty, or whatever is dirty once
+        ``flush_commit_log_thorough_interval_ms`` passed since the last complete flush. The flushed offset."""
+        now = self.clock.now_ms()
+        least = self.config.flush_commit_log_least_pages * OS_PAGE_BYTES
+        if now - self._last_thorough_flush_ms >= self.config.flush_commit_log_thorough_interval_ms:
+            least = 0
+        flushed = self._commit_log.flush(least)
+        if flushed == self._commit_log.max_offset:
+            self._last_thorough_flush_ms = now
+        return flushed
+
+    @property
+    def flushed_offset(self) -> int:
+        """The commit-log offset up to which every byte is on the device (what a machine crash keeps)."""
+        return self._commit_log.flushed_where
 
     # -- lifecycle -----------------------------------------------------------------------------
     def close(self) -> None:
@@ -529,6 +557,8 @@ class MessageStore:
             return
         self.closed = True
         self._periodic.cancel()
+        if self._flusher is not None:
+            self._flusher.cancel()
         for cq in self._queues.values():
             cq.close()
         self._queues.clear()

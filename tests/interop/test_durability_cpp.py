@@ -35,6 +35,10 @@ ROUNDS = int(os.environ.get("MQTCK_SOAK_ROUNDS", "8"))
 TOPIC = "Durable"
 QUEUES = 4  # what the name server gives an auto-created topic
 SEGMENT = str(256 * 1024)  # small segments: kills land on segment rolls too
+#: How often the flush window is sampled while the client sends.
+SAMPLE_EVERY_S = 0.02
+#: A record's bytes beside its body (header, topic, properties), roughly: to say the window in messages.
+RECORD_OVERHEAD_BYTES = 150
 
 
 class Sender:
@@ -83,6 +87,48 @@ class Sender:
         self.producer.shutdown()
 
 
+class FlushWindow:
+    """Samples the broker's commit-log end and flushed offset (its control channel) while the client sends: what
+    lies between them is what a machine crash (not a process kill) would lose, the ASYNC flush's loss window."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.max_unflushed_bytes = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, url: str) -> None:
+        from conformance.targets.control import ControlClient, ControlError
+
+        control = ControlClient(url.split("control=", 1)[1])
+
+        def run() -> None:
+            while not self._stop.wait(SAMPLE_EVERY_S):
+                try:
+                    described = control.describe()
+                except ControlError:
+                    return
+                if described.commitlog_max_offset is not None and described.commitlog_flushed_offset is not None:
+                    self.samples += 1
+                    self.max_unflushed_bytes = max(self.max_unflushed_bytes, described.commitlog_max_offset
+                                                   - described.commitlog_flushed_offset)
+
+        self._stop.clear()
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def figures(self, stored: dict[int, list[tuple[int, str]]]) -> dict[str, object]:
+        records = sum(len(r) for r in stored.values())
+        mean = sum(len(body) + RECORD_OVERHEAD_BYTES for r in stored.values() for _, body in r) / max(records, 1)
+        return {"samples": self.samples, "max_unflushed_bytes": self.max_unflushed_bytes,
+                "max_unflushed_messages": round(self.max_unflushed_bytes / mean, 1)}
+
+
 def _read_all(broker_addr: str) -> dict[int, list[tuple[int, str]]]:
     """Every record of every queue, over the wire: queue id -> [(queue offset, body)]."""
     client = RemotingClient(broker_addr)
@@ -119,7 +165,7 @@ def test_sigkill_rounds_under_the_cpp_client_lose_no_acknowledged_send(tmp_path:
     home_for_client(tmp_path / "home")
     rng = random.Random(int(os.environ.get("MQTCK_DURABILITY_SEED", "20261126")) + (flush == "ASYNC"))
     data = tmp_path / "store"
-    flags = ("--segment-bytes", SEGMENT, "--flush-disk-type", flush)
+    flags = ("--segment-bytes", SEGMENT, "--flush-disk-type", flush, "--control")
     first = launch_broker("remoting", data, *flags)
     namesrv = first.address
     broker_addr = _route_broker(namesrv)
@@ -132,11 +178,14 @@ def test_sigkill_rounds_under_the_cpp_client_lose_no_acknowledged_send(tmp_path:
 
     broker = start()
     sender = Sender(namesrv)
+    window = FlushWindow()
     kills = 0
     try:
         for _ in range(ROUNDS):
             sender.start()
+            window.watch(broker.url)
             time.sleep(rng.uniform(0.2, 1.5))
+            window.stop()
             broker.proc.kill()  # SIGKILL, mid-stream
             broker.proc.wait(timeout=30)
             kills += 1
@@ -161,7 +210,11 @@ def test_sigkill_rounds_under_the_cpp_client_lose_no_acknowledged_send(tmp_path:
     misplaced = [b for b, offset in sender.acked.items() if b in by_body and offset not in {o for _, o in by_body[b]}]
     figures = {"flush": flush, "rounds_killed": kills, "acknowledged": len(sender.acked),
                "sends_failed_while_down": sender.failed, "stored": sum(len(r) for r in stored.values()),
-               "lost": len(lost), "duplicated": len(duplicated), "misplaced": len(misplaced)}
+               "lost": len(lost), "duplicated": len(duplicated), "misplaced": len(misplaced),
+               "machine_crash_window": window.figures(stored)}
     print("durability:", json.dumps(figures))
     assert kills == ROUNDS and len(sender.acked) > ROUNDS, figures
     assert not lost and not duplicated and not misplaced, figures
+    assert window.samples > 0, "the flushed offset was never read"
+    if flush == "SYNC":  # an append is on the device before it is acknowledged: no window at all
+        assert window.max_unflushed_bytes == 0, figures

@@ -208,7 +208,9 @@ class LoopControl:
             "store": {"commitlog_segment_bytes": config.commit_log_segment_bytes,
                       "consumequeue_segment_units": config.consume_queue_units_per_segment,
                       "clean_interval_ms": config.clean_resource_interval_ms,
-                      "disk_used_ratio": round(min(max(store.disk_used_ratio(), 0.0), 1.0), 4)},
+                      "disk_used_ratio": round(min(max(store.disk_used_ratio(), 0.0), 1.0), 4),
+                      "commitlog_max_offset": store.get_commit_log_max_offset(),
+                      "commitlog_flushed_offset": store.flushed_offset},
             "registry": {"channel_expired_timeout_ms": broker_config.channel_expired_timeout_ms,
                          "channel_scan_interval_ms": broker_config.channel_scan_interval_ms},
         }
