@@ -1,7 +1,8 @@
 """Resolve a peer's Java runtime classpath with Maven, from the project's own pom (no jar is committed).
 
-``conformance/peers/rocketmq/pom.xml`` (the brokers) and ``conformance/peers/java_strategies/pom.xml`` (the
-Java client) name the artifacts with the version as a property; Maven downloads them into ``~/.m2`` once,
+``conformance/peers/rocketmq/pom.xml`` (the brokers), ``conformance/peers/java_strategies/pom.xml`` (the
+Java client) and ``conformance/peers/java_client/pom.xml`` (the client with its ACL hook) name the artifacts with
+the version as a property; Maven downloads them into ``~/.m2`` once,
 and the resolved classpath is cached per module and version under ``~/.cache/mqtck/peers/`` so a second
 start asks Maven nothing.
 """
@@ -18,6 +19,8 @@ from conformance.peers import PeerError
 
 POM_DIR = Path(__file__).resolve().parent / "rocketmq"
 CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_strategies"
+#: rocketmq-client with rocketmq-acl: the Java client as an application that signs its requests runs it.
+APP_CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_client"
 #: How long one resolution may take (a cold ~/.m2 downloads ~40 MB for 4.9.7, ~90 MB for 5.x).
 RESOLVE_TIMEOUT_S = 600
 
@@ -46,6 +49,12 @@ def rocketmq_classpath(version: str, *, refresh: bool = False) -> list[str]:
 def client_classpath(version: str) -> list[str]:
     """The runtime classpath of Apache RocketMQ's Java client ``rocketmq-client`` ``version`` (jar paths)."""
     return _classpath(CLIENT_POM_DIR, f"rocketmq-client-{version}", version, False)
+
+
+def app_client_classpath(version: str) -> list[str]:
+    """The runtime classpath of an application on the Java client ``version`` with its ACL hook (rocketmq-client and
+    rocketmq-acl): what a producer or consumer that signs its requests runs on."""
+    return _classpath(APP_CLIENT_POM_DIR, f"rocketmq-client-acl-{version}", version, False)
 
 
 def _classpath(pom_dir: Path, label: str, version: str, refresh: bool) -> list[str]:
