@@ -13,6 +13,11 @@ import uvicorn
 from reference.broker.host import BrokerHost
 from reference.net.http.app import create_app
 
+#: Connections the listening socket queues before they are accepted: thousands of long-polling clients connect at
+#: once (``mqtck bench held`` opens 10,000); uvicorn's default, 2048, resets some of them. The kernel caps it at
+#: net.core.somaxconn.
+LISTEN_BACKLOG = 8192
+
 
 class _Server(uvicorn.Server):
     async def startup(self, sockets=None) -> None:  # type: ignore[no-untyped-def]
@@ -30,7 +35,7 @@ def serve_http(broker_host: BrokerHost, host: str, port: int, name: str = "refer
     send (none: every client is served)."""
     config = uvicorn.Config(
         create_app(broker_host, name, api_keys), host=host, port=port, log_level="warning", lifespan="on",
-        access_log=False, timeout_graceful_shutdown=2,
+        access_log=False, timeout_graceful_shutdown=2, backlog=LISTEN_BACKLOG,
     )
     server = _Server(config)
     server.run()
