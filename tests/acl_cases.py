@@ -10,8 +10,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from reference.net.remoting.acl.permission import UPDATE_AND_CREATE_TOPIC
 from reference.net.remoting.acl.signature import SessionCredentials, sign_fields
 from reference.net.remoting.client import RemotingClient
 from reference.net.remoting.command import RemotingCommand, RequestCode, ext_value
@@ -24,8 +24,7 @@ WRONG_SECRET = SessionCredentials("mqtckUser", "notTheSecret")
 UNKNOWN = SessionCredentials("nobodyKnowsMe", "whatever-secret")
 #: Topics the cases use, created by the admin account first (4 queues each).
 TOPICS = ("AclTopic", "AclReadOnly", "AclWriteOnly", "AclDenied", "AclOther")
-UPDATE_AND_CREATE_TOPIC = 17
-GET_ROUTEINFO_BY_TOPIC = 105
+GET_ROUTEINFO_BY_TOPIC = RequestCode.GET_ROUTEINFO_BY_TOPIC
 
 
 def create_topic_fields(topic: str) -> dict[str, str]:
@@ -182,7 +181,3 @@ def prepare(broker_address: str) -> None:
     finally:
         admin.close()
 
-
-def outcome(response: RemotingCommand) -> dict[str, Any]:
-    return {"code": response.code, "remark": response.remark, "fields": response.ext_fields,
-            "body": len(response.body)}

@@ -45,11 +45,14 @@ def is_group_resource(resource: str) -> bool:
     return resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
 
 
+def group_of(resource: str) -> str:
+    """The group a group resource ``%RETRY%G`` stands for."""
+    return resource[len(RETRY_GROUP_TOPIC_PREFIX):]
+
+
 def describe(resource: str) -> str:
     """How a refusal names a resource: ``group:G`` or ``topic:T``."""
-    if is_group_resource(resource):
-        return f"group:{resource[len(RETRY_GROUP_TOPIC_PREFIX):]}"
-    return f"topic:{resource}"
+    return f"group:{group_of(resource)}" if is_group_resource(resource) else f"topic:{resource}"
 
 
 class _Needs:

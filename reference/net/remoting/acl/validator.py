@@ -27,6 +27,7 @@ from reference.net.remoting.acl.resources import (
     TRACE_TOPIC,
     UnreadableRequest,
     describe,
+    group_of,
     is_group_resource,
     needed_permissions,
 )
@@ -104,6 +105,5 @@ class AccessValidator:
 def owned_permission(account: Account, resource: str) -> Perm:
     """What ``account`` holds on ``resource``: its own entry, else its default for groups or topics."""
     if is_group_resource(resource):
-        group = resource.split("%", 2)[2]
-        return account.group_perms.get(group, account.default_group_perm)
+        return account.group_perms.get(group_of(resource), account.default_group_perm)
     return account.topic_perms.get(resource, account.default_topic_perm)
