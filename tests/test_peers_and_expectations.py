@@ -36,12 +36,40 @@ def test_peer_list_names_both_brokers() -> None:
     assert result.returncode == 0
     names = [line.split("\t")[0] for line in result.stdout.splitlines()]
     assert names == list(CATALOGUE) and "rocketmq-4.9.7" in names and "rocketmq-5.5.0" in names
+    kinds = {line.split("\t")[0]: line.split("\t")[1] for line in result.stdout.splitlines()}
+    assert {kinds[n] for n in ("java-client-4.9.8", "java-lite-pull-4.9.8", "cpp-client-0.4.4")} == {"client"}
+
+
+def test_a_client_peer_is_a_command_of_the_client_check(tmp_path: Path) -> None:
+    """The C++ client needs its PyPI package in this Python: without it the gate says where it runs; with it,
+    the command runs the subject module with HOME in the given directory."""
+    import importlib.util
+
+    from conformance.peers import PeerError, peer_info
+    from conformance.peers.clients import client_command
+
+    info = peer_info("cpp-client-0.4.4")
+    if importlib.util.find_spec("rocketmq") is None:
+        with pytest.raises(PeerError, match="interop-remoting tox env"):
+            client_command(info, tmp_path / "home")
+        result = mqtck("gate", "cpp-client-0.4.4")
+        assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 2, result.stderr
+        assert "needs the PyPI package rocketmq==0.4.4" in result.stderr
+    else:
+        command = client_command(info, tmp_path / "home")
+        assert command.startswith(f"HOME={tmp_path / 'home'} ") and "rocketmq_cpp_push" in command
+    with pytest.raises(PeerError, match="is not a client peer"):
+        client_command(peer_info("rocketmq-4.9.7"), tmp_path / "home")
 
 
 @pytest.mark.parametrize(("args", "says"), [
     (("gate", "rocketmq-9.9.9"),
-     "unknown peer 'rocketmq-9.9.9'; known: java-strategies-4.9.8, rocketmq-4.9.7, rocketmq-5.5.0"),
+     "unknown peer 'rocketmq-9.9.9'; known: cpp-client-0.4.4, java-client-4.9.8, java-lite-pull-4.9.8, "
+     "java-strategies-4.9.8, rocketmq-4.9.7, rocketmq-5.5.0"),
     (("peer", "run", "java-strategies-4.9.8"), "is not a broker and cannot be served"),
+    (("peer", "run", "java-client-4.9.8"), "is not a broker and cannot be served"),
+    (("peer", "install", "cpp-client-0.4.4"), "comes from PyPI, not Maven Central"),
+    (("gate", "java-client-4.9.8", "--only", "CCLIENT-1"), "a client gate runs every scenario"),
     (("record", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--trace", "t.jsonl"),
      "the name server does not accept connections"),
     (("record", "--listen", "nowhere", "--upstream", "127.0.0.1:1", "--trace", "t.jsonl"), "expected HOST:PORT"),
@@ -58,7 +86,8 @@ def test_bad_peer_input_is_one_line_exit_2(args: tuple[str, ...], says: str) -> 
 
 #: The MUSTs a bundled expectations file may list: each a reviewed change of the real system (the reason in the
 #: file says which), added here on purpose. Everything else listed must be a SHOULD.
-REVIEWED_MUST_DEVIATIONS = {"rocketmq-4.9.7": set(), "rocketmq-5.5.0": {"QOFF-12"}}
+REVIEWED_MUST_DEVIATIONS = {"rocketmq-4.9.7": set(), "rocketmq-5.5.0": {"QOFF-12"}, "java-client-4.9.8": set(),
+                            "cpp-client-0.4.4": set()}
 
 
 def test_bundled_expectations_load_and_list_only_reviewed_musts() -> None:

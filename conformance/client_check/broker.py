@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +25,10 @@ from reference.trace import MemorySink, Trace
 T = TypeVar("T")
 #: Wait for the loop to run one call.
 CALL_TIMEOUT_S = 30.0
+#: How long :meth:`BrokerThread.settle` waits for clients' connections to close after their process ended.
+SETTLE_TIMEOUT_S = 5.0
+#: Poll period of :meth:`BrokerThread.settle`.
+SETTLE_POLL_S = 0.05
 
 
 class BrokerThread:
@@ -61,6 +66,20 @@ class BrokerThread:
             return fn(*args, **kwargs)
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=CALL_TIMEOUT_S)
+
+    def settle(self, timeout_s: float = SETTLE_TIMEOUT_S) -> bool:
+        """Wait until no connection to the broker is open; False if one still is after ``timeout_s``.
+
+        A client's last requests may still be unread when its process has exited: the Java client persists its
+        offsets at shutdown with oneway UPDATE_CONSUMER_OFFSET frames and exits without waiting. The broker reads
+        every frame of a connection before its end, so once all are closed, everything sent is in the trace, and
+        a check judges what the client did, not how fast the broker read it."""
+        deadline = time.monotonic() + timeout_s
+        while self.call(lambda: len(self._servers.broker_service.connections) if self._servers else 0):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(SETTLE_POLL_S)
+        return True
 
     def rows(self) -> list[dict[str, Any]]:
         """A snapshot of the trace rows so far."""

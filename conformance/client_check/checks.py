@@ -138,9 +138,9 @@ def repull_after_not_found(rows: list[dict[str, Any]], ctx: Context) -> Finding:
 def commits_within_delivered(rows: list[dict[str, Any]], ctx: Context) -> Finding:
     """CCLIENT-3: no commit passes the highest offset the broker handed the group for that queue.
 
-    The bound per queue starts at the offset the harness preset, rises with every answer's nextBeginOffset
-    (messages delivered, or an offset the broker named), and is reset by PULL_OFFSET_MOVED (the old offset
-    is no longer valid).
+    The bound per queue starts at the offset the harness preset and rises with every answer's nextBeginOffset
+    (messages delivered, or an offset the broker named). A PULL_OFFSET_MOVED does not lower it: committing again
+    an offset the client was given is no unsafe commit (CCLIENT-6 judges that).
     """
     bound: dict[tuple[str, int], int] = dict(ctx.preset_offsets)
     violations, evidence = [], 0
@@ -149,16 +149,35 @@ def commits_within_delivered(rows: list[dict[str, Any]], ctx: Context) -> Findin
             continue
         q = _queue(row)
         if row["event"] == "PULL_RESP":
-            if _code(row) == "PULL_OFFSET_MOVED":
-                bound[q] = row["next_offset"]
-            else:
-                bound[q] = max(bound.get(q, 0), row["next_offset"])
+            bound[q] = max(bound.get(q, 0), row["next_offset"])
         elif row["event"] == "COMMIT" and row.get("client_id") in ctx.subject_ids:
             evidence += 1
             if row["offset"] > bound.get(q, 0):
                 violations.append(f"{q[0]}:{q[1]} committed {row['offset']} but was handed only up to "
                                   f"{bound.get(q, 0)}")
     return _verdict(violations, evidence, "commits", "the client committed no offset")
+
+
+def no_commit_of_the_moved_offset(rows: list[dict[str, Any]], ctx: Context) -> Finding:
+    """CCLIENT-6: after PULL_OFFSET_MOVED, no commit of that queue passes the answer's nextBeginOffset until a
+    later answer hands the group more (the offset the broker declared invalid is not committed again)."""
+    bound: dict[tuple[str, int], int] = {}
+    violations, evidence = [], 0
+    for row in sorted(rows, key=lambda r: r["seq"]):
+        if row.get("group") != ctx.group:
+            continue
+        q = _queue(row)
+        if row["event"] == "PULL_RESP":
+            if _code(row) == "PULL_OFFSET_MOVED":
+                bound[q] = row["next_offset"]
+            elif q in bound:
+                bound[q] = max(bound[q], row["next_offset"])
+        elif row["event"] == "COMMIT" and row.get("client_id") in ctx.subject_ids and q in bound:
+            evidence += 1
+            if row["offset"] > bound[q]:
+                violations.append(f"{q[0]}:{q[1]} committed {row['offset']} after PULL_OFFSET_MOVED to {bound[q]}")
+    return _verdict(violations, evidence, "commits after PULL_OFFSET_MOVED",
+                    "the client committed nothing of a queue after a PULL_OFFSET_MOVED")
 
 
 def no_pull_of_revoked_queues(rows: list[dict[str, Any]], ctx: Context) -> Finding:
@@ -225,4 +244,5 @@ CHECKS: dict[str, Callable[[list[dict[str, Any]], Context], Finding]] = {
     "CCLIENT-3": commits_within_delivered,
     "CCLIENT-4": no_pull_of_revoked_queues,
     "CCLIENT-5": flow_control_threshold,
+    "CCLIENT-6": no_commit_of_the_moved_offset,
 }

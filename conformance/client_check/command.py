@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from conformance import report
+from conformance import expectations, report
 from conformance.cli import UsageError
 from conformance.client_check.harness import Options, run_client_check
 from conformance.client_check.scenarios import SCENARIOS
@@ -60,6 +60,15 @@ def check_client_command(cmd: str) -> None:
     raise UsageError(f"--client: command {program!r} {where}")
 
 
+def _expectations(name: str | None) -> expectations.Expectations | None:
+    if name is None:
+        return None
+    try:
+        return expectations.load(name)
+    except expectations.ExpectationError as exc:
+        raise UsageError(f"--expect: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     check_client_command(args.client)
     scenarios = tuple(args.client_scenarios or SCENARIOS)
@@ -68,21 +77,25 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--client-scenarios: unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
     if args.client_duration_s is not None and args.client_duration_s <= 0:
         raise UsageError("--client-duration-s must be > 0")
+    expected = _expectations(getattr(args, "expect", None))
     options = Options(args.client, scenarios, args.client_duration_s)
     if args.rebalance_grace_s is not None:
         options.rebalance_grace_s = args.rebalance_grace_s
     report_dir = Path(args.report_dir)
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", args.client)[:60].strip("-")
+    label = getattr(args, "implementation", None) or args.client
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", label)[:60].strip("-")
     run_dir = report_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-client-{slug}"
     console = Console(stderr=True)
     started = time.monotonic()
     results = run_client_check(
         options, run_dir, None if args.json else lambda name: console.print(f"client check: scenario {name}"),
     )
-    vs = [v for v in report.verdicts(results) if v.id.startswith(FAMILY_PREFIX)]
-    doc = report.summary(f"client: {args.client}", [], vs, results, {
-        "duration_s": round(time.monotonic() - started, 3), "run": run_dir.name, "scenarios": list(scenarios),
-    })
+    vs = [v for v in report.verdicts(results, expected) if v.id.startswith(FAMILY_PREFIX)]
+    extra = {"duration_s": round(time.monotonic() - started, 3), "run": run_dir.name, "scenarios": list(scenarios),
+             "implementation": getattr(args, "implementation", None) or f"client: {args.client}"}
+    if expected is not None:
+        extra["expectations"] = expected.name
+    doc = report.summary(f"client: {args.client}", [], vs, results, extra)
     report.publish(report_dir, run_dir, doc, vs, Path(args.junit) if args.junit else None)
     if args.json:
         print(json.dumps(doc, indent=2))
@@ -90,8 +103,10 @@ def run(args: argparse.Namespace) -> int:
         out = Console()
         for v in vs:
             colour = {"pass": "green", "fail": "red"}.get(v.status, "yellow")
-            out.print(f"[{colour}]{v.status.upper():>14}[/{colour}] {v.id} ({v.level}): {v.sentence}")
+            out.print(f"[{colour}]{v.status.upper():>15}[/{colour}] {v.id} ({v.level}): {v.sentence}")
+            if v.expectation is not None:
+                out.print(f"{'':16}expected: {v.expectation['reason']}", markup=False, highlight=False)
             for t in v.tests:
-                out.print(f"{'':16}{t['nodeid']}: {t['summary']}")
+                out.print(f"{'':16}{t['nodeid']}: {t['summary']}", markup=False, highlight=False)
         out.print(f"verdict: [bold]{doc['verdict'].upper()}[/bold] in {doc['duration_s']} s — reports in {run_dir}")
     return report.exit_code(vs)

@@ -101,6 +101,7 @@ def _run_scenario(broker: BrokerThread, scenario: Scenario, options: Options, ru
             _stop(proc)
             if member is not None:
                 member.close()
+    settled = broker.settle()
     rows = broker.rows()  # the checkers keep the rows of this scenario's group
     subjects = frozenset(r["client_id"] for r in rows if r["event"] == "SUBSCRIBE" and r.get("group") == group
                          and r["client_id"] != HARNESS_MEMBER_ID)
@@ -111,7 +112,7 @@ def _run_scenario(broker: BrokerThread, scenario: Scenario, options: Options, ru
     for rid in scenario.judges:
         finding = (CHECKS[rid](rows, ctx) if subjects else
                    Finding("fail", f"the client never registered in group {group} (no heartbeat); see {log_path}"))
-        out.append(_result(scenario, rid, finding, elapsed, proc.returncode))
+        out.append(_result(scenario, rid, finding, elapsed, proc.returncode, settled))
     return out
 
 
@@ -185,10 +186,13 @@ def _stop(proc: subprocess.Popen[Any]) -> None:
         proc.wait()
 
 
-def _result(scenario: Scenario, rid: str, finding: Finding, elapsed: float, returncode: int | None) -> TestResult:
+def _result(scenario: Scenario, rid: str, finding: Finding, elapsed: float, returncode: int | None,
+            settled: bool) -> TestResult:
     nodeid = f"client::{scenario.name}::{rid}"
     outcome = {"pass": "passed", "fail": "failed"}.get(finding.status, "skipped")
     message = finding.message if finding.status != "not-applicable" else f"not applicable: {finding.message}"
     observations = [[f"client.{scenario.name}.{k}", v] for k, v in finding.observations.items()]
     observations.append([f"client.{scenario.name}.exit_code", returncode])
+    # False: a connection of the client was still open when the rows were read (BrokerThread.settle).
+    observations.append([f"client.{scenario.name}.connections_closed", settled])
     return TestResult(nodeid, [rid], outcome, round(elapsed, 3), message, message.splitlines()[0], observations)

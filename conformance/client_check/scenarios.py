@@ -15,6 +15,11 @@ from dataclasses import dataclass, field
 PREFILL_BODY = b"mqtck-client-check-" * 5
 #: The offset preset above the max of a prefilled queue, to provoke PULL_OFFSET_MOVED.
 OFFSET_ABOVE_MAX = 1_000_000
+#: How long the offset-moved scenario runs. The seeds' client (CLIENT-4, the Java push consumer's OFFSET_ILLEGAL
+#: branch) does not pull a moved queue again at once: it drops it, commits nextBeginOffset 10 s later and takes
+#: it up again at its next rebalance (every 20 s). 35 s leaves room for that and for a JVM's start (about 2 s),
+#: so CCLIENT-1 can judge such a client instead of calling it not applicable.
+OFFSET_MOVED_DURATION_S = 35.0
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,9 @@ SCENARIOS: dict[str, Scenario] = {
             "offset-moved",
             "queue 0's group offset preset above its max: the client gets PULL_OFFSET_MOVED; idle queues give "
             "PULL_NOT_FOUND once caught up",
-            queues=2, prefill=40, preset={0: OFFSET_ABOVE_MAX}, judges=("CCLIENT-1", "CCLIENT-2", "CCLIENT-3"),
+            queues=2, prefill=40, preset={0: OFFSET_ABOVE_MAX},
+            judges=("CCLIENT-1", "CCLIENT-2", "CCLIENT-3", "CCLIENT-6"),
+            duration_s=OFFSET_MOVED_DURATION_S,
         ),
         Scenario(
             "rebalance",

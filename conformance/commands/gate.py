@@ -83,6 +83,33 @@ def _gate_strategies(info: PeerInfo, args: argparse.Namespace, started: float) -
     return 0 if summary["passed"] == summary["of"] and caught else 1
 
 
+def _gate_client(info: PeerInfo, args: argparse.Namespace, started: float) -> int:
+    """A real client: the client check (every scenario) against the reference broker, with its expectations."""
+    import tempfile
+    from pathlib import Path
+
+    from conformance.peers.clients import client_command
+
+    home = Path(tempfile.mkdtemp(prefix=f"mqtck-{info.name}-"))
+    try:
+        _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
+        command = client_command(info, home)
+    except PeerError as exc:
+        raise UsageError(str(exc)) from None
+    _say(f"{info.name}: running the client check (its files in {home})")
+    conform = ["conform", "--client", command, "--report-dir", args.report_dir, "--implementation", info.name]
+    if not args.no_expect and info.name in expectations.known():
+        conform += ["--expect", info.name]
+    if args.junit:
+        conform += ["--junit", args.junit]
+    if args.json:
+        conform.append("--json")
+    parsed = build_parser().parse_args(conform)
+    code = int(parsed.func(parsed))
+    _say(f"{info.name}: exit {code}, {time.monotonic() - started:.1f} s wall time")
+    return code
+
+
 def run(args: argparse.Namespace) -> int:
     from conformance.peers.maven import rocketmq_classpath
     from conformance.peers.rocketmq import served
@@ -95,6 +122,10 @@ def run(args: argparse.Namespace) -> int:
         info = peer_info(args.name)
         if info.kind == "strategies":
             return _gate_strategies(info, args, started)
+        if info.kind == "client":
+            if args.only:
+                raise UsageError("--only: a client gate runs every scenario of the client check")
+            return _gate_client(info, args, started)
         _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
         rocketmq_classpath(info.version)
         _say(f"starting {info.name}")

@@ -47,7 +47,10 @@ def _install(args: argparse.Namespace) -> int:
 
     try:
         info = peer_info(args.name)
-        jars = (client_classpath if info.kind == "strategies" else rocketmq_classpath)(info.version)
+        if info.kind == "client" and not info.artifacts[0].startswith("org.apache"):
+            raise PeerError(f"{info.name} comes from PyPI, not Maven Central: the interop-remoting tox env "
+                            "installs it")
+        jars = (rocketmq_classpath if info.kind == "broker" else client_classpath)(info.version)
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     print(f"installed {info.name}: {len(jars)} jars")

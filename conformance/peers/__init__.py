@@ -1,9 +1,10 @@
 """Peers: real implementations someone else wrote, installed by name and version from their registries.
 
 A peer is what mqtck judges besides its own reference: today the Apache RocketMQ brokers (name server and
-broker from Maven Central, run on loopback in a temp dir) and the Java client's allocation strategies
+broker from Maven Central, run on loopback in a temp dir), the Java client's allocation strategies
 (``kind`` "strategies": gated by their golden vectors and properties, see
-:mod:`conformance.peers.strategies`). ``mqtck peer list`` shows the catalogue,
+:mod:`conformance.peers.strategies`) and real consumers (``kind`` "client": run through the client check
+against the reference broker, see :mod:`conformance.peers.clients`). ``mqtck peer list`` shows the catalogue,
 ``mqtck peer install NAME`` resolves one, ``mqtck peer run NAME`` serves it in the foreground and
 ``mqtck gate NAME`` runs the conformance suite against it with its reviewed expectations
 (``conformance/expectations/NAME.toml``).
@@ -30,7 +31,7 @@ class PeerInfo:
     kind: str
     version: str
     description: str
-    #: Maven coordinates resolved to run it (informative; the pom in ``conformance/peers/rocketmq``).
+    #: Registry coordinates resolved to run it (informative; Maven's in the poms of ``conformance/peers``).
     artifacts: tuple[str, ...] = ()
 
 
@@ -49,6 +50,23 @@ CATALOGUE: dict[str, PeerInfo] = {
             "rocketmq-5.5.0", "broker", "5.5.0",
             "Apache RocketMQ 5.5.0 name server and broker (remoting protocol, POP), one master on loopback",
             ("org.apache.rocketmq:rocketmq-namesrv:5.5.0", "org.apache.rocketmq:rocketmq-broker:5.5.0"),
+        ),
+        PeerInfo(
+            "java-client-4.9.8", "client", "4.9.8",
+            "the Java client's DefaultMQPushConsumer (rocketmq-client 4.9.8), clustering, through the client check",
+            ("org.apache.rocketmq:rocketmq-client:4.9.8",),
+        ),
+        PeerInfo(
+            "java-lite-pull-4.9.8", "client", "4.9.8",
+            "the Java client's DefaultLitePullConsumer (rocketmq-client 4.9.8), subscribed, auto commit, through "
+            "the client check",
+            ("org.apache.rocketmq:rocketmq-client:4.9.8",),
+        ),
+        PeerInfo(
+            "cpp-client-0.4.4", "client", "0.4.4",
+            "the C++ client's PushConsumer (PyPI rocketmq 0.4.4, rocketmq-client-cpp 1.2.3) through the client "
+            "check; needs the interop-remoting tox env",
+            ("pypi:rocketmq==0.4.4",),
         ),
         PeerInfo(
             "java-strategies-4.9.8", "strategies", "4.9.8",

@@ -21,8 +21,8 @@ The contract (both sides live in this module, so that it is written down once):
     ``broker_config`` (``POST /config`` changes the settings of :data:`BROKER_SETTINGS` at run time),
     ``manual_delete`` (``POST /retention/manual-delete``), ``torn_restart`` (``POST /restart/torn``) and
     ``trace`` (``GET /trace``: the broker's trace rows, schema v1, as the runner records them),
-    ``clock_control`` (the broker runs on simulated time that moves only through ``POST /clock/advance``) and
-    ``race_control`` (``POST /race/pull``).
+    ``clock_control`` (the broker runs on simulated time that moves only through ``POST /clock/advance``),
+    ``race_control`` (``POST /race/pull``) and ``retention_control`` (``POST /retention/run``).
     ``clean_interval_ms`` (how often the clean service runs), ``disk_used_ratio`` (how full the store's
     disk is now, in [0, 1]) and ``registry`` (when silent consumer channels expire) are optional. Any other
     name is ignored by the client.
@@ -46,6 +46,11 @@ The contract (both sides live in this module, so that it is written down once):
 ``POST /retention/manual-delete``
     ``200 {"ok": true}``: as RocketMQ's ``DELETE_EXPIRED_COMMITLOG``, the next clean runs (20) delete expired
     segments whatever the hour or disk usage.
+``POST /retention/run``
+    ``200 {"ok": true}`` once a clean run made now, as after a manual delete request (whatever the hour or disk
+    usage), has finished: only segments past fileReservedTime on the broker's own clock go, so messages as
+    young as they are stay (RETAIN-1). Unlike ``/retention/expire`` it expires nothing itself: it is what the
+    in-process reference's ``run_retention`` does, so a lockstep diff can run the same clean on both sides.
 ``POST /clock/advance`` with ``{"ms": N}``
     ``200 {"ok": true, "now_ms": T, "answered": k}``: simulated time moved up to N ms forward, the broker's
     timers due on the way fired, stopping early at the first instant at which held requests (pulls, pops) were
@@ -86,7 +91,7 @@ log = logging.getLogger("mqtck.control")
 #: What a runner may offer through the channel (each is also a target capability, ``conformance.targets``).
 CONTROL_CAPABILITIES = frozenset(
     {"restart", "retention_expire", "store_layout", "broker_config", "manual_delete", "trace", "torn_restart",
-     "clock_control", "race_control"}
+     "clock_control", "race_control", "retention_control"}
 )
 #: The ``store`` keys, each a positive integer.
 STORE_KEYS = ("commitlog_segment_bytes", "consumequeue_segment_units")
@@ -111,7 +116,7 @@ OPERATION_TIMEOUT_S = 180.0
 MAX_BODY_BYTES = 4096
 #: The ``POST`` paths.
 OPERATIONS = ("/restart", "/restart/torn", "/retention/expire", "/config", "/retention/manual-delete",
-              "/clock/advance", "/race/pull")
+              "/retention/run", "/clock/advance", "/race/pull")
 #: At most this many messages a race stores.
 MAX_RACED_SENDS = 32
 #: The longest single ``POST /clock/advance``: a year of simulated time.
@@ -123,7 +128,8 @@ class BrokerControl(Protocol):
     runner that records its broker's trace also has ``trace_since(start) -> (rows, first, next)`` (the rows
     numbered ``start`` on, the number of the first of them, the number of the next row) and offers ``trace``; one
     on simulated time has ``advance(ms) -> (now_ms, answered)`` and offers ``clock_control``; one that places
-    races has ``race_pull(topic, queue_id, sends)`` and offers ``race_control``."""
+    races has ``race_pull(topic, queue_id, sends)`` and offers ``race_control``; one that runs its clean service
+    on request has ``run_retention()`` and offers ``retention_control``."""
 
     def describe(self) -> dict[str, Any]:
         """The ``GET /capabilities`` document."""
@@ -411,6 +417,8 @@ def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0
                 self._run("torn restart", _ok(lambda: control.tear_and_restart(offset)))
             elif path == "/retention/manual-delete":
                 self._run("manual delete", _ok(control.manual_delete))
+            elif path == "/retention/run" and (run_retention := getattr(control, "run_retention", None)) is not None:
+                self._run("retention run", _ok(run_retention))
             elif path == "/clock/advance" and (advance_clock := getattr(control, "advance", None)) is not None:
                 ms = body.get("ms")
                 if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= MAX_ADVANCE_MS:
@@ -482,6 +490,10 @@ class ControlClient:
 
     def manual_delete(self) -> None:
         self._post("/retention/manual-delete", {})
+
+    def run_retention(self) -> None:
+        """``POST /retention/run``: a manual clean run now, on messages as old as they are."""
+        self._post("/retention/run", {})
 
     def tear_and_restart(self, commit_log_offset: int) -> None:
         self._post("/restart/torn", {"commit_log_offset": commit_log_offset})

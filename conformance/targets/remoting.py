@@ -29,8 +29,9 @@ are built from a pop's answer as the Java 5 client builds them (ExtraInfoUtil's 
 assignment is asked after setting its request mode to POP, as an operator's ``mqadmin setConsumeMode`` does.
 What the protocol cannot do, the broker's runner may offer
 through its control channel (``remoting://HOST:PORT?control=HOST:CPORT``, :mod:`conformance.targets.control`):
-``restart`` (and so ``kill_restart``), ``retention_expire``, ``store_layout``, ``race_control`` (a race placed
-between a pull's lookup and its hold) and ``clock_control`` (a runner on simulated time,
+``restart`` (and so ``kill_restart``), ``retention_expire``, ``retention_control`` (a clean run on
+request), ``store_layout``, ``race_control`` (a race placed between a pull's lookup and its hold) and
+``clock_control`` (a runner on simulated time,
 :mod:`conformance.targets.sim_time`) are then capabilities too, and after a restart the target reconnects every
 connection (the broker's address stays the same). The commit-log offset of a sent message comes from the offset
 msgId of the send response, that of a pulled one from its
@@ -593,6 +594,10 @@ class RemotingTarget:
 
     def request_manual_delete(self) -> None:
         self._controlled("manual_delete").manual_delete()
+
+    def run_retention(self) -> None:
+        """A manual clean run now, on messages as old as they are (the runner's ``retention_control``)."""
+        self._controlled("retention_control").run_retention()
 
     def trace_rows(self) -> list[dict[str, Any]]:
         """This target's rows of the runner's trace since it was opened: those naming one of its topics or groups,

@@ -10,7 +10,8 @@ SUSPEND flag and the consume offset piggybacked; messages consumed (slept on) be
 queue, so at most one batch is cached; offsets committed every COMMIT_S and for a queue given up.
 
 Faults: ``ignore-next-begin-offset`` (after PULL_OFFSET_MOVED, pull the old offset again),
-``keep-revoked`` (never give a queue up), ``commit-ahead`` (commit 100 past what was consumed).
+``keep-revoked`` (never give a queue up), ``commit-ahead`` (commit 100 past what was consumed), ``recommit-moved``
+(after PULL_OFFSET_MOVED pull from nextBeginOffset but keep committing the old offset, as the C++ client does).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from reference.rules.codes import ResponseCode
 REBALANCE_S = 2.0
 COMMIT_S = 1.0
 SUSPEND_MS = 1_000
-FAULTS = ("ignore-next-begin-offset", "keep-revoked", "commit-ahead")
+FAULTS = ("ignore-next-begin-offset", "keep-revoked", "commit-ahead", "recommit-moved")
 
 
 class MiniConsumer:
@@ -102,7 +103,9 @@ class MiniConsumer:
             self.offsets[q] = next_offset
         elif r.code == ResponseCode.PULL_OFFSET_MOVED:
             if self.fault != "ignore-next-begin-offset":
-                self.offsets[q] = self.consumed[q] = next_offset
+                self.offsets[q] = next_offset
+            if self.fault not in ("ignore-next-begin-offset", "recommit-moved"):
+                self.consumed[q] = next_offset
         elif r.code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY):
             self.offsets[q] = next_offset
 

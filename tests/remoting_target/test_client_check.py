@@ -23,7 +23,7 @@ def _statuses(options: Options, run_dir: Path) -> dict[str, set[str]]:
     return out
 
 
-@pytest.mark.req("CCLIENT-1", "CCLIENT-2", "CCLIENT-3")
+@pytest.mark.req("CCLIENT-1", "CCLIENT-2", "CCLIENT-3", "CCLIENT-6")
 def test_well_behaved_client_passes_the_command(tmp_path: Path) -> None:
     """End to end through the CLI: reports written, exit 0, the offset scenario's three requirements pass."""
     result = subprocess.run(
@@ -35,7 +35,7 @@ def test_well_behaved_client_passes_the_command(tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     status = {r["id"]: r["status"] for r in doc["requirements"]}
     assert status == {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "not-covered",
-                      "CCLIENT-5": "not-covered"}
+                      "CCLIENT-5": "not-covered", "CCLIENT-6": "pass"}
     run = tmp_path / "latest"
     assert {p.name for p in run.iterdir()} >= {"summary.json", "junit.xml", "report.html", "trace.jsonl"}
 
@@ -66,9 +66,19 @@ def test_client_committing_ahead_fails(tmp_path: Path) -> None:
     assert statuses["CCLIENT-3"] == {"failed"}
 
 
+@pytest.mark.req("CCLIENT-6")
+def test_client_committing_the_moved_offset_again_fails_only_the_strict_rule(tmp_path: Path) -> None:
+    """The C++ client's way (and, for 10 s, the Java push consumer's): pull from nextBeginOffset but commit the
+    invalid offset again. Nothing was committed beyond what the broker handed out (CCLIENT-3 passes)."""
+    statuses = _statuses(Options(f"{MINI} --fault recommit-moved", ("offset-moved",), duration_s=3.0), tmp_path)
+    assert statuses["CCLIENT-6"] == {"failed"}
+    assert statuses["CCLIENT-1"] == statuses["CCLIENT-3"] == {"passed"}
+
+
 def test_a_program_that_never_connects_fails(tmp_path: Path) -> None:
     statuses = _statuses(Options("exit 0", ("offset-moved",), duration_s=1.0), tmp_path)
-    assert statuses == {"CCLIENT-1": {"failed"}, "CCLIENT-2": {"failed"}, "CCLIENT-3": {"failed"}}
+    assert statuses == {"CCLIENT-1": {"failed"}, "CCLIENT-2": {"failed"}, "CCLIENT-3": {"failed"},
+                        "CCLIENT-6": {"failed"}}
 
 
 def _rows(backlogs: list[int]) -> list[dict]:

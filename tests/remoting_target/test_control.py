@@ -46,6 +46,9 @@ class FakeControl:
     def manual_delete(self) -> None:
         self.calls.append("manual")
 
+    def run_retention(self) -> None:
+        self.calls.append("clean run")
+
     def tear_and_restart(self, commit_log_offset: int) -> None:
         self.calls.append(("torn", commit_log_offset))
 
@@ -111,6 +114,9 @@ def test_settings_manual_delete_and_trace_both_sides(fake) -> None:  # type: ign
     assert control.calls[-1] == ("race", "T", 2, [(b"\x00raced", "A"), (b"", None)])
     assert httpx.post(f"http://{address}/clock/advance", json={"ms": 0}).json() == {
         "ok": True, "now_ms": 1_000, "answered": 0}
+    client.run_retention()
+    assert control.calls[-1] == "clean run"
+    assert httpx.post(f"http://{address}/retention/run").json() == {"ok": True}
 
 
 @pytest.mark.parametrize(
@@ -237,7 +243,8 @@ def test_runner_advertises_its_control(runner) -> None:  # type: ignore[no-untyp
     caps = target_capabilities(runner.url)
     assert {"restart", "kill_restart", "retention_expire", "store_layout", "pull", "broker_config", "manual_delete",
             "trace"} <= caps
-    assert "clock_control" not in caps and "retention_control" not in caps
+    assert "retention_control" in caps, "a clean run on request (POST /retention/run)"
+    assert "clock_control" not in caps, "on real time"
     target = open_target(runner.url, "")
     try:
         layout = target.store_layout()
@@ -297,6 +304,38 @@ def test_a_runner_on_simulated_time_offers_its_clock_and_holds_are_timed_exactly
             holds.append((woken.result().held_ms, timed_out.result().held_ms, timed_out.result().code))
         assert holds[0] == holds[1], f"over the wire {holds[0]}, in-process {holds[1]}"
         assert holds[0][0] == 3_200 and 7_000 <= holds[0][1] <= 7_000 + 5_000
+    finally:
+        wire.close()
+        local.close()
+        err = server.stop()
+    assert "Traceback" not in err, err
+
+
+@pytest.mark.req("RETAIN-1", "RETAIN-7")
+def test_a_clean_run_on_request_keeps_young_messages_over_the_wire_as_in_process(tmp_path: Path) -> None:
+    """``retention_control`` through the channel (``POST /retention/run``): a clean run now keeps messages
+    younger than fileReservedTime and, 73 h later, deletes the closed segments; the min offsets read over the
+    wire are the in-process reference's, run with the runner's segment sizes. Bodies of about a seventh of a
+    segment put the same messages in each segment on both, whatever their headers and properties add."""
+    server = launch_broker("remoting", tmp_path / "data", "--control", "--sim-clock", "--segment-bytes", "65536")
+    wire = open_target(server.url, "")
+    local = ReferenceTarget(str(tmp_path / "local"), layout=wire.store_layout())
+    try:
+        assert "retention_control" in wire.capabilities
+        mins = []
+        for target in (wire, local):
+            target.create_topic("RET", 1)
+            for i in range(40):
+                target.send("RET", 0, bytes([i]) * 9_000, "A")
+            target.run_retention()
+            young = target.min_max("RET", 0)
+            target.advance(73 * 3_600_000)
+            target.run_retention()
+            mins.append((young, target.min_max("RET", 0)))
+        assert mins[0] == mins[1], f"over the wire {mins[0]}, in-process {mins[1]}"
+        (young, old) = mins[0]
+        assert young == (0, 40), "young messages stay (RETAIN-1)"
+        assert 0 < old[0] < old[1] == 40, "the closed segments go and the min offset rises (RETAIN-7)"
     finally:
         wire.close()
         local.close()

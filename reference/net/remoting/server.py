@@ -203,7 +203,8 @@ class LoopControl:
         return {
             "implementation": self.implementation,
             "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete",
-                             "torn_restart", "race_control", *(["trace"] if self.ring is not None else []),
+                             "torn_restart", "race_control", "retention_control",
+                             *(["trace"] if self.ring is not None else []),
                              *(["clock_control"] if self.sim_clock is not None else [])],
             "store": {"commitlog_segment_bytes": config.commit_log_segment_bytes,
                       "consumequeue_segment_units": config.consume_queue_units_per_segment,
@@ -222,6 +223,10 @@ class LoopControl:
 
     def manual_delete(self) -> None:
         self._on_loop(self.servers.broker.store.request_manual_delete)
+
+    def run_retention(self) -> None:
+        """A manual clean run now, as the in-process reference's (``Broker.run_retention(manual=True)``)."""
+        self._on_loop(lambda: self.servers.broker.run_retention(manual=True))
 
     def tear_and_restart(self, commit_log_offset: int) -> None:
         # Checked on the live store first, so that an offset where no record starts refuses before anything is
