@@ -37,7 +37,8 @@ def test_peer_list_names_both_brokers() -> None:
     names = [line.split("\t")[0] for line in result.stdout.splitlines()]
     assert names == list(CATALOGUE) and "rocketmq-4.9.7" in names and "rocketmq-5.5.0" in names
     kinds = {line.split("\t")[0]: line.split("\t")[1] for line in result.stdout.splitlines()}
-    assert {kinds[n] for n in ("java-client-4.9.8", "java-lite-pull-4.9.8", "cpp-client-0.4.4")} == {"client"}
+    assert {kinds[n] for n in ("java-client-4.9.8", "java-lite-pull-4.9.8", "go-client-2.1.2",
+                               "cpp-client-0.4.4")} == {"client"}
 
 
 def test_a_client_peer_is_a_command_of_the_client_check(tmp_path: Path) -> None:
@@ -64,8 +65,8 @@ def test_a_client_peer_is_a_command_of_the_client_check(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("args", "says"), [
     (("gate", "rocketmq-9.9.9"),
-     "unknown peer 'rocketmq-9.9.9'; known: cpp-client-0.4.4, java-client-4.9.8, java-lite-pull-4.9.8, "
-     "java-strategies-4.9.8, rocketmq-4.9.7, rocketmq-5.5.0"),
+     "unknown peer 'rocketmq-9.9.9'; known: cpp-client-0.4.4, go-client-2.1.2, java-client-4.9.8, "
+     "java-lite-pull-4.9.8, java-strategies-4.9.8, rocketmq-4.9.7, rocketmq-5.5.0"),
     (("peer", "run", "java-strategies-4.9.8"), "is not a broker and cannot be served"),
     (("peer", "run", "java-client-4.9.8"), "is not a broker and cannot be served"),
     (("peer", "install", "cpp-client-0.4.4"), "comes from PyPI, not Maven Central"),
@@ -87,7 +88,7 @@ def test_bad_peer_input_is_one_line_exit_2(args: tuple[str, ...], says: str) -> 
 #: The MUSTs a bundled expectations file may list: each a reviewed change of the real system (the reason in the
 #: file says which), added here on purpose. Everything else listed must be a SHOULD.
 REVIEWED_MUST_DEVIATIONS = {"rocketmq-4.9.7": set(), "rocketmq-5.5.0": {"QOFF-12"}, "java-client-4.9.8": set(),
-                            "cpp-client-0.4.4": set()}
+                            "go-client-2.1.2": set(), "cpp-client-0.4.4": set()}
 
 
 def test_bundled_expectations_load_and_list_only_reviewed_musts() -> None:

@@ -47,9 +47,14 @@ def _install(args: argparse.Namespace) -> int:
 
     try:
         info = peer_info(args.name)
-        if info.kind == "client" and not info.artifacts[0].startswith("org.apache"):
+        if info.artifacts[0].startswith("pypi:"):
             raise PeerError(f"{info.name} comes from PyPI, not Maven Central: the interop-remoting tox env "
                             "installs it")
+        if info.artifacts[0].startswith("go:"):
+            from conformance.peers.clients import go_subject
+
+            print(f"installed {info.name}: {go_subject(info.version)}")
+            return 0
         jars = (rocketmq_classpath if info.kind == "broker" else client_classpath)(info.version)
     except PeerError as exc:
         raise UsageError(str(exc)) from None

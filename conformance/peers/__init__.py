@@ -63,6 +63,12 @@ CATALOGUE: dict[str, PeerInfo] = {
             ("org.apache.rocketmq:rocketmq-client:4.9.8",),
         ),
         PeerInfo(
+            "go-client-2.1.2", "client", "2.1.2",
+            "the Go client's push consumer (github.com/apache/rocketmq-client-go/v2 v2.1.2), clustering, through "
+            "the client check; built with go build",
+            ("go:github.com/apache/rocketmq-client-go/v2@v2.1.2",),
+        ),
+        PeerInfo(
             "cpp-client-0.4.4", "client", "0.4.4",
             "the C++ client's PushConsumer (PyPI rocketmq 0.4.4, rocketmq-client-cpp 1.2.3) through the client "
             "check; needs the interop-remoting tox env",

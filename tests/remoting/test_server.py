@@ -70,6 +70,32 @@ def test_route_lookup_auto_creates_topics_with_the_broker_address(tmp_path: Path
     run(tmp_path, scenario)
 
 
+def go_client_broker_addrs(body: bytes) -> dict[int, str]:
+    """How the Go client (rocketmq-client-go v2 internal/route.go, TopicRouteData.decode) reads ``brokerAddrs``:
+    the object's text split at ``,`` then at the first ``:``, with the quotes removed and nothing trimmed."""
+    text = body.decode()
+    start = text.index('"brokerAddrs":') + len('"brokerAddrs":')
+    inner = text[start:text.index("}", start) + 1][1:-1]
+    addrs = {}
+    for part in inner.split(","):
+        i = part.index(":")
+        addrs[int(part[:i].replace('"', ""))] = part[i + 1:].replace('"', "")
+    return addrs
+
+
+@pytest.mark.req("REMOTING-5")
+def test_bodies_are_compact_json_as_fastjson_writes_them(tmp_path: Path) -> None:
+    """Found by the Go client (session 16): with a space after ``:`` it read the broker's address as
+    " 127.0.0.1:PORT" and never connected. Every JSON body is compact, as RocketMQ's fastjson writes it."""
+    async def scenario(servers: RemotingServers, ns: WireClient, br: WireClient) -> None:
+        r = await ns.route("TopicGo")
+        assert b": " not in r.body and b", " not in r.body
+        host, port = servers.broker_addr
+        assert go_client_broker_addrs(r.body) == {0: f"{host}:{port}"}
+
+    run(tmp_path, scenario)
+
+
 @pytest.mark.req("REMOTING-1", "REMOTING-2", "REMOTING-6")
 def test_send_then_pull_returns_v1_records_with_string_headers(tmp_path: Path) -> None:
     async def scenario(servers: RemotingServers, ns: WireClient, br: WireClient) -> None:

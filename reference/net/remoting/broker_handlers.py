@@ -12,7 +12,6 @@ A handler raises :class:`~reference.rules.errors.InvalidRequest` for a request t
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 
@@ -22,7 +21,7 @@ from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResp
 from reference.broker.send_back import DEFAULT_MAX_RECONSUME_TIMES
 from reference.net.remoting import admin
 from reference.net.remoting.acl.validator import ACL_REFUSAL, AccessDenied, AccessValidator
-from reference.net.remoting.command import RemotingCommand, RequestCode
+from reference.net.remoting.command import RemotingCommand, RequestCode, encode_body
 from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.fields import as_int, field_int, field_str, json_body
 from reference.net.remoting.lock_manager import RebalanceLockManager
@@ -180,7 +179,7 @@ class BrokerRequestHandlers:
         ids = self.broker.consumer_ids(group)
         if not ids:  # as RocketMQ: an error without body (the client then skips this rebalance round)
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
-        return cmd.make_response(body=json.dumps({"consumerIdList": ids}).encode("utf-8"))
+        return cmd.make_response(body=encode_body({"consumerIdList": ids}))
 
     # -- produce -------------------------------------------------------------------------------
     def send_message(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
@@ -309,7 +308,7 @@ class BrokerRequestHandlers:
         group, client_id, queues = self._lock_body(cmd)
         held = self.locks.try_lock_batch(group, queues, client_id)
         body = {"lockOKMQSet": [{"topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id} for q in held]}
-        return cmd.make_response(body=json.dumps(body).encode("utf-8"))
+        return cmd.make_response(body=encode_body(body))
 
     def unlock_batch_mq(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
         group, client_id, queues = self._lock_body(cmd)

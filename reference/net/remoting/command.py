@@ -63,6 +63,13 @@ class RequestCode(enum.IntEnum):
     CHANGE_MESSAGE_INVISIBLETIME = 200053
 
 
+def encode_body(value: Any) -> bytes:
+    """A response body as RocketMQ's RemotingSerializable writes it (fastjson): compact, no space after ``:``
+    or ``,``. Clients parse some bodies by hand: the Go client splits a route's ``brokerAddrs`` at ``:`` and
+    ``,`` and keeps what follows, so ``{"0": "127.0.0.1:10911"}`` gave it the address " 127.0.0.1:10911"."""
+    return json.dumps(value, separators=(",", ":")).encode("utf-8")
+
+
 def ext_value(value: Any) -> str:
     """The string form of one request extFields value, whatever JSON type the sender used (§2)."""
     if isinstance(value, str):

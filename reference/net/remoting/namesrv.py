@@ -9,12 +9,11 @@ test must be able to produce to a topic nobody set up: a group's ``%RETRY%`` top
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from reference.broker.broker import Broker
 from reference.broker.send_back import RETRY_QUEUE_NUMS
-from reference.net.remoting.command import RemotingCommand, RequestCode
+from reference.net.remoting.command import RemotingCommand, RequestCode, encode_body
 from reference.net.remoting.connection import RemotingConnection
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest
@@ -65,5 +64,5 @@ class NameServer:
         if topic not in topics:
             self.broker.create_topic(topic, RETRY_QUEUE_NUMS if is_retry_topic(topic) else self.queue_nums)
             topics = self.broker.store.topics()
-        body = json.dumps(route_data(self.broker.config.broker_name, self.broker_addr, topics[topic]))
-        return cmd.make_response(body=body.encode("utf-8"))
+        return cmd.make_response(body=encode_body(route_data(self.broker.config.broker_name, self.broker_addr,
+                                                             topics[topic])))

@@ -24,7 +24,6 @@ What the wire adds:
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,7 +32,7 @@ from reference.broker.broker import Broker
 from reference.broker.pop.keys import is_retry_topic, normal_topic
 from reference.broker.pop.protocol import PopMessageRequest, PoppedMessage, PopResponse
 from reference.broker.pop.receipt import ReceiptHandle
-from reference.net.remoting.command import RemotingCommand, RequestCode
+from reference.net.remoting.command import RemotingCommand, RequestCode, encode_body
 from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.fields import field_int, field_str, json_body
 from reference.net.remoting.message_codec import encode_stored_record
@@ -169,7 +168,7 @@ class PopRequestHandlers:
             {"messageQueue": {"topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id}, "mode": mode}
             for q in queues
         ]}
-        return cmd.make_response(body=json.dumps(body).encode("utf-8"))
+        return cmd.make_response(body=encode_body(body))
 
 
 def _stored(m: PoppedMessage) -> StoredMessage:
