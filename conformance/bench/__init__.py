@@ -18,4 +18,5 @@ BENCHES: dict[str, str] = {
     "remoting": "conformance.bench.remoting",
     "diff": "conformance.bench.diff",
     "held": "conformance.bench.held",
+    "record": "conformance.bench.record",
 }

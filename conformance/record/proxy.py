@@ -165,6 +165,14 @@ class RecordingProxy:
                                 routes: set[int]) -> None:
         splitter = FrameSplitter()
         while data := await reader.read(READ_BYTES):
+            if conn.broker is not None:
+                # A broker sends no route answers: its bytes go on as they came, in one write, before anything is
+                # decoded (the recorder adds no latency to the answer, and one send per read, not per frame).
+                writer.write(data)
+                for _raw, cmd in splitter.feed(data):
+                    self.recorder.from_server(conn, cmd)
+                await writer.drain()
+                continue
             for raw, cmd in splitter.feed(data):
                 if cmd is not None and cmd.is_response and cmd.opaque in routes:
                     routes.discard(cmd.opaque)
