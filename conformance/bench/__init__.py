@@ -19,4 +19,5 @@ BENCHES: dict[str, str] = {
     "diff": "conformance.bench.diff",
     "held": "conformance.bench.held",
     "record": "conformance.bench.record",
+    "e2e": "conformance.bench.e2e",
 }

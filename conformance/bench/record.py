@@ -61,8 +61,9 @@ def _probe(classpath: str, namesrv: str, topic: str, messages: int, args: argpar
     return json.loads(lines[-1])
 
 
-def _broker(stack: ExitStack, peer: str, workdir: Path) -> str:
-    """Start the broker; its name server's HOST:PORT."""
+def start_broker(stack: ExitStack, peer: str, workdir: Path) -> str:
+    """Start the broker (a broker peer, or ``reference``) for as long as ``stack`` lasts; its name server's
+    HOST:PORT."""
     if peer == "reference":
         from conformance.targets.launch import launch_broker
 
@@ -76,9 +77,12 @@ def _broker(stack: ExitStack, peer: str, workdir: Path) -> str:
     return started.target.removeprefix("remoting://")
 
 
-def _recorder(stack: ExitStack, namesrv: str, trace: Path) -> tuple[subprocess.Popen[str], str]:
+def start_recorder(stack: ExitStack, namesrv: str, trace: Path,
+                   run: str = "recorded") -> tuple[subprocess.Popen[str], str]:
+    """``mqtck record`` in front of ``namesrv``, writing ``trace`` (rows of run ``run``): (its process, where
+    clients find it)."""
     proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "record", "--listen", "127.0.0.1:0",
-                             "--upstream", namesrv, "--trace", str(trace)],
+                             "--upstream", namesrv, "--trace", str(trace), "--run", run],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stack.callback(lambda: proc.poll() is None and proc.kill())
     assert proc.stdout is not None
@@ -89,25 +93,31 @@ def _recorder(stack: ExitStack, namesrv: str, trace: Path) -> tuple[subprocess.P
     return proc, line.split()[1].removeprefix("remoting://")
 
 
+def check_peer(peer: str) -> None:
+    """UsageError unless ``peer`` is 'reference' or a broker peer of the catalogue."""
+    from conformance.peers import PeerError, peer_info
+
+    if peer == "reference":
+        return
+    try:
+        kind = peer_info(peer).kind
+    except PeerError as exc:
+        raise UsageError(f"--peer: {exc}") from None
+    if kind != "broker":
+        raise UsageError(f"--peer {peer}: not a broker; a broker peer of `mqtck peer list` or 'reference'")
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from conformance.peers import PeerError
     from conformance.peers.maven import client_classpath
 
-    if args.peer != "reference":
-        from conformance.peers import peer_info
-
-        try:
-            if peer_info(args.peer).kind != "broker":
-                raise UsageError(f"--peer {args.peer}: not a broker; a broker peer of `mqtck peer list` or 'reference'")
-        except PeerError as exc:
-            raise UsageError(f"--peer: {exc}") from None
+    check_peer(args.peer)
     if min(args.messages, args.threads, args.body_bytes, args.rounds) < 1:
         raise UsageError("--messages, --threads, --body-bytes and --rounds must be >= 1")
     classpath = os.pathsep.join(client_classpath(CLIENT_VERSION))
     workdir = Path(tempfile.mkdtemp(prefix="mqtck-bench-record-"))
     with ExitStack() as stack:
-        namesrv = _broker(stack, args.peer, workdir)
-        recorder, front = _recorder(stack, namesrv, workdir / "recorded.jsonl")
+        namesrv = start_broker(stack, args.peer, workdir)
+        recorder, front = start_recorder(stack, namesrv, workdir / "recorded.jsonl")
         say = lambda text: print(f"mqtck bench record: {text}", file=sys.stderr, flush=True)  # noqa: E731
         say(f"broker {args.peer} at {namesrv}, recorder at {front}; warming the broker up")
         # Only the broker is warmed (JIT, topic creation): the recorder then writes the measured run's rows alone,

@@ -18,3 +18,9 @@ CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
 MAX_PULL_BATCH = 1_024
 #: Longest suspend a request may ask for; seed 000's client asks 15 s and times out at 30 s.
 MAX_SUSPEND_TIMEOUT_MS = 3_600_000
+#: Seed 001 §4: in a rebalance round, updateProcessQueueTableInRebalance marks a removed queue's ProcessQueue
+#: dropped and removeUnnecessaryMessageQueue then persists that queue's progress (what was consumed before the
+#: drop): a COMMIT less than this after the client's REVOKE is that hand-over, not a commit after drop (REBAL-5).
+#: Apache RocketMQ's Java client 4.9.8 sends it 2-9 ms after the round decided (mqtck bench e2e); in-flight results
+#: the dropped queue discards are never persisted, so any later commit still counts.
+DROP_PERSIST_WINDOW_MS = 500

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from reference.rules.constants import DROP_PERSIST_WINDOW_MS
 from reference.sim.checks import check_trace
 
 BASE = 1_700_000_000_000_000
@@ -68,9 +69,21 @@ def test_a_healthy_trace_has_no_finding() -> None:
 def test_pull_and_commit_after_revoke() -> None:
     r = healthy().q(30, "a", "REVOKE", 0, epoch=2, detail={"reason": "rebalance"})
     r.q(31, "a", "PULL_REQ", 0, offset=2, max_nums=32, suspend_ms=15_000).q(32, "a", "COMMIT", 0, offset=2)
+    assert kinds(r, only=("drop",)) == [("REBAL-4", "pull after drop")], "2 ms after: the drop's own persist"
+    r.q(30 + DROP_PERSIST_WINDOW_MS, "a", "COMMIT", 0, offset=2)
     assert kinds(r, only=("drop",)) == [("REBAL-4", "pull after drop"), ("REBAL-5", "commit after drop")]
-    r.q(40, "a", "ASSIGN", 0, offset=2, epoch=3).q(41, "a", "PULL_REQ", 0, offset=2, max_nums=32, suspend_ms=1)
+    later = 40 + DROP_PERSIST_WINDOW_MS
+    r.q(later, "a", "ASSIGN", 0, offset=2, epoch=3).q(later + 1, "a", "PULL_REQ", 0, offset=2, max_nums=32,
+                                                      suspend_ms=1)
     assert len(kinds(r, only=("drop",))) == 2, "assigned again: pulling is fine"
+
+
+@pytest.mark.req("REBAL-5")
+def test_the_drops_own_persist_is_not_a_commit_after_drop() -> None:
+    """Seed 001 §4: removeUnnecessaryMessageQueue persists a removed queue's progress in the rebalance round that
+    dropped it (Apache RocketMQ's Java client: milliseconds after); a commit from then on is one."""
+    r = healthy().q(30, "a", "REVOKE", 0, epoch=2).q(30 + DROP_PERSIST_WINDOW_MS - 1, "a", "COMMIT", 0, offset=2)
+    assert kinds(r, only=("drop",)) == []
 
 
 @pytest.mark.req("REBAL-6")

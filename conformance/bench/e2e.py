@@ -1,0 +1,181 @@
+"""``mqtck bench e2e``: a real deployment recorded off the wire and audited (issue 18's end to end).
+
+A broker (``--peer``, default Apache RocketMQ 4.9.7 from Maven Central) runs behind ``mqtck record``. Every client
+goes through the recorder: a Java producer (rocketmq-client 4.9.8, ``conformance/peers/java_client/EndToEnd.java``)
+sends ``--messages`` messages at ``--rate`` per second, and three Java push consumers of one clustering group
+consume them. Mid-stream one consumer is killed with SIGKILL (the harness writes its CRASH row), and later a fourth
+joins. Once every acknowledged message has been consumed (or ``--drain-s`` passed), the consumers are stopped with
+SIGTERM and the recorder ends its trace.
+
+The consumers write what only a client sees (ASSIGN and REVOKE for each rebalance round, a CONSUME row per
+message, written before the listener returns), the recorder the broker's view (SEND, PULL_REQ and PULL_RESP, COMMIT,
+SUBSCRIBE): merged, that is one trace (schema v1, run ``e2e``), which ``mqtck audit`` then judges. Reported: the
+producer's counts, the kill and the join, the audit's totals by category (lost, unsafe commits, ownership overlap,
+duplicates by cause ...) and its exit code, and where the trace and the audit's report are (``--keep DIR``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from conformance.bench.record import CLIENT_VERSION, check_peer, start_broker, start_recorder
+from conformance.cli import UsageError
+
+HELP = "a recorded deployment audited: Java producer and consumers through mqtck record, one killed, one added"
+CLIENTS = Path(__file__).resolve().parent.parent / "peers" / "java_client" / "EndToEnd.java"
+RUN = "e2e"
+TOPIC, GROUP = "E2ETopic", "e2e_group"
+#: Consumers started at first; the one killed (by index); when, and when the fourth joins, as shares of the
+#: producer's planned duration.
+FIRST_CONSUMERS = 3
+KILLED = 1
+KILL_AT, JOIN_AT = 0.35, 0.6
+#: How long the producer runs before the consumers start (the topic exists by then).
+CONSUMERS_AFTER_S = 2.0
+POLL_S = 0.5
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--messages", type=int, default=100_000, help="messages sent (default 100000)")
+    p.add_argument("--rate", type=int, default=2_000, help="messages sent per second (default 2000)")
+    p.add_argument("--peer", default="rocketmq-4.9.7", help="the broker: a broker peer or 'reference'")
+    p.add_argument("--drain-s", type=float, default=180.0,
+                   help="after the producer ends, wait at most this long for every message to be consumed")
+    p.add_argument("--keep", default=None, metavar="DIR", help="keep the trace and the audit report here")
+
+
+def _java(classpath: str, home: Path, *args: str, **popen: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen(["java", "-Xmx256m", f"-Duser.home={home}", "-cp", classpath, str(CLIENTS), *args],
+                            text=True, **popen)
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut short by the kill
+    return rows
+
+
+def _append(path: Path, event: str) -> None:
+    """A row of ``event`` from the consumer whose trace is ``path`` (its source, its next seq), written by the
+    harness: CRASH when it killed it, END when the recording ends."""
+    rows = _rows(path)
+    if not rows:
+        return
+    last = rows[-1]
+    row = {"schema_version": 1, "run": RUN, "ts": int(time.time() * 1_000_000), "source": last["source"],
+           "seq": last["seq"] + 1, "event": event}
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row) + "\n")
+
+
+def _consumed(paths: list[Path]) -> set[str]:
+    return {r["msg_id"] for p in paths for r in _rows(p) if r.get("event") == "CONSUME"}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from conformance.peers.maven import client_classpath
+
+    check_peer(args.peer)
+    if args.messages < 1 or args.rate < 1 or args.drain_s <= 0:
+        raise UsageError("--messages and --rate must be >= 1, --drain-s > 0")
+    say = lambda text: print(f"mqtck bench e2e: {text}", file=sys.stderr, flush=True)  # noqa: E731
+    classpath = os.pathsep.join(client_classpath(CLIENT_VERSION))
+    workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="mqtck-bench-e2e-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    recorded, traces = workdir / "recorded.jsonl", [workdir / f"consumer-{n}.jsonl" for n in range(FIRST_CONSUMERS + 1)]
+    for path in (recorded, *traces):
+        path.unlink(missing_ok=True)
+    planned_s = args.messages / args.rate
+    events: dict[str, Any] = {}
+    with ExitStack() as stack:
+        namesrv = start_broker(stack, args.peer, workdir / "broker")
+        recorder, front = start_recorder(stack, namesrv, recorded, RUN)
+        say(f"broker {args.peer} at {namesrv}, recorder at {front}; producing {args.messages} at {args.rate}/s")
+        consumers: list[subprocess.Popen[str]] = []
+        stack.callback(lambda: [c.kill() for c in consumers if c.poll() is None])
+        started = time.monotonic()
+        producer = _java(classpath, workdir, "produce", front, TOPIC, str(args.messages), str(args.rate),
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        stack.callback(lambda: producer.poll() is None and producer.kill())
+
+        def start_consumer(n: int) -> None:
+            consumers.append(_java(classpath, workdir, "consume", front, TOPIC, GROUP, str(traces[n]), RUN,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            events[f"consumer {n} started_s"] = round(time.monotonic() - started, 1)
+
+        time.sleep(CONSUMERS_AFTER_S)
+        for n in range(FIRST_CONSUMERS):
+            start_consumer(n)
+        killed = joined = False
+        while producer.poll() is None or not (killed and joined):
+            elapsed = time.monotonic() - started
+            if not killed and elapsed >= KILL_AT * planned_s:
+                consumers[KILLED].send_signal(signal.SIGKILL)
+                consumers[KILLED].wait()
+                _append(traces[KILLED], "CRASH")
+                events[f"consumer {KILLED} killed_s"] = round(elapsed, 1)
+                say(f"consumer {KILLED} killed with SIGKILL at {elapsed:.1f} s")
+                killed = True
+            if killed and not joined and elapsed >= JOIN_AT * planned_s:
+                start_consumer(FIRST_CONSUMERS)
+                say(f"consumer {FIRST_CONSUMERS} joined at {elapsed:.1f} s")
+                joined = True
+            time.sleep(POLL_S)
+        out = producer.stdout.read() if producer.stdout else ""
+        produced = json.loads(out.strip().splitlines()[-1]) if out.strip() else {"acked": 0, "failed": args.messages}
+        say(f"producer done: {produced}; waiting for the consumers")
+        deadline = time.monotonic() + args.drain_s
+        while len(_consumed(traces)) < produced["acked"] and time.monotonic() < deadline:
+            time.sleep(POLL_S * 4)
+        drained = len(_consumed(traces))
+        events["drained_s"] = round(time.monotonic() - started, 1)
+        for n, consumer in enumerate(consumers):
+            if n != KILLED:
+                consumer.send_signal(signal.SIGTERM)
+        for consumer in consumers:
+            consumer.wait(timeout=60)
+        for path in traces:
+            _append(path, "END")
+        recorder.send_signal(signal.SIGTERM)
+        summary_text, _ = recorder.communicate(timeout=60)
+    trace = workdir / "trace.jsonl"
+    with trace.open("w", encoding="utf-8") as out_fh:
+        for path in (recorded, *traces):
+            if path.exists():
+                out_fh.write(path.read_text(encoding="utf-8"))
+    say(f"auditing {trace}")
+    report = workdir / "audit"
+    shutil.rmtree(report, ignore_errors=True)
+    audit = subprocess.run([sys.executable, "-m", "conformance.cli", "audit", str(trace), "--report-dir", str(report)],
+                           capture_output=True, text=True, timeout=1_800)
+    doc = json.loads((report / "summary.json").read_text()) if (report / "summary.json").exists() else {}
+    totals = doc.get("totals", {})
+    return {
+        "params": {"messages": args.messages, "rate": args.rate, "peer": args.peer, "drain_s": args.drain_s,
+                   "client": f"rocketmq-client {CLIENT_VERSION}"},
+        "producer": produced, "distinct_consumed": drained, "events": events,
+        "recorder": json.loads(summary_text[summary_text.index("{"):]) if "{" in summary_text else {},
+        "audit": {"exit_code": audit.returncode, "must_violations": doc.get("must_violations"),
+                  "findings": {k: v for k, v in totals.items() if v},
+                  "duplicates_by_cause": {k.removeprefix("duplicate-"): v for k, v in totals.items()
+                                          if k.startswith("duplicate-")},
+                  "not_judged": sorted(doc.get("not_judged", {})), "stderr": audit.stderr.strip()[-500:]},
+        "trace": str(trace), "report": str(report),
+    }
