@@ -11,7 +11,9 @@ subscription (both in :mod:`conformance.audit.queues`). For a request that asked
   code), which the answer shows by a ``max_offset`` past the requested offset. Only answers that were, or
   should have been, held count: ``held_ms > 0``, or a status whose response code is PULL_NOT_FOUND (the ones
   the broker suspends on, owned by :func:`reference.broker.pull_processor.response_code_for`);
-  OFFSET_TOO_SMALL and friends are answered at once by design.
+  OFFSET_TOO_SMALL and friends are answered at once by design, and so is an error answer (a status that is no
+  GetMessageStatus, e.g. SUBSCRIPTION_NOT_LATEST while the broker has not yet seen a client's new subscription:
+  found in a recording of Apache RocketMQ's Java client, where ``held_ms`` is the round trip).
 * *late* (LPOLL-3): answered with no message after ``suspend_ms`` + the hold-check interval + the tolerance.
 * *wake latency* (LPOLL-4): for an answer with messages whose waking message arrived while the request was
   held, the answer time minus that message's SEND; above the wake bound it is *slow-wake*.
@@ -60,7 +62,10 @@ def _conditions(p: AuditParams) -> tuple[Column, Column, Column]:
     arrived = F.col("wake_ts").isNotNull() & (F.col("wake_ts") <= F.col("ts"))
     empty = F.col("count") == 0
     grew = F.coalesce(F.col("max_offset") > F.col("offset"), F.lit(False))
-    early = empty & ((F.col("held_ms") > 0) | _holdable()) & (_elapsed_us() < suspend) & ~arrived & ~grew
+    # An error answer (SUBSCRIPTION_NOT_LATEST, SYSTEM_ERROR ...: a status that is no GetMessageStatus) was never a
+    # hold: the broker refused the request before looking at the queue.
+    stored = F.col("status").isin(*[s.name for s in GetMessageStatus])
+    early = empty & stored & ((F.col("held_ms") > 0) | _holdable()) & (_elapsed_us() < suspend) & ~arrived & ~grew
     late = empty & (_elapsed_us() > suspend + ms(p.hold_check_interval_ms + p.poll_tolerance_ms))
     slow = F.coalesce(_latency_us() > ms(p.wake_bound_ms), F.lit(False))
     return early, late, slow
