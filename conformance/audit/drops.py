@@ -4,9 +4,10 @@ Seed 001 §4-5: when a rebalance takes a queue away, the client marks its Proces
 dropped queue is never pulled again and its consume results are not committed (that would move the
 new owner's offset under it). In the trace: a PULL_REQ by a client, or a COMMIT naming it, for a queue
 after the client's REVOKE of that queue and before a new ASSIGN of it to the same client. One finding
-per request or commit. A COMMIT less than ``drop_persist_ms`` (500) after the REVOKE is not one: in the same
+per request or commit. Less than ``drop_grace_ms`` (500) after the REVOKE, a COMMIT is not one: in the same
 rebalance round the seeds' client persists the removed queue's progress (removeUnnecessaryMessageQueue), what
-was consumed before the drop; Apache RocketMQ's Java client does it milliseconds after the round decided.
+was consumed before the drop; nor is a pull only the broker saw (it may have been sent before the drop, as the
+REVOKE is recorded when the round decided). Apache RocketMQ's Java client does both milliseconds after.
 
 Requests and commits are read through the client's view (the client's own rows when it recorded
 any): a broker receives a pull the client sent before its REVOKE only after it, and would otherwise
@@ -32,9 +33,12 @@ def candidate() -> Column:
 
 def find(frames: TraceFrames, queue: QueuePass) -> DataFrame:
     p = frames.params
-    # A commit right after the REVOKE is the drop's own persist of the queue's progress (seed 001 §4).
-    handover = (F.col("kind") == COMMIT) & (F.col("ts") - F.col("owned_ts") < p.drop_persist_ms * 1000)
-    rows = queue.named(queue.candidates.filter(candidate() & ~handover))
+    # Right after the REVOKE: a commit is the drop's own persist of the queue's progress (seed 001 §4), and a pull
+    # only the broker saw may have been sent before the drop.
+    # (Filtered once named: the recorder's name is known there, and the candidates are few.)
+    soon = F.col("ts") - F.col("owned_ts") < p.drop_grace_ms * 1000
+    in_flight = (F.col("kind") == REQ) & F.col("source").startswith("broker:")
+    rows = queue.named(queue.candidates.filter(candidate())).filter(~(soon & ((F.col("kind") == COMMIT) | in_flight)))
     is_pull = F.col("kind") == REQ
     revoke = F.to_json(F.struct(
         F.lit("REVOKE").alias("event"), queue.source(F.col("owned_src")).alias("source"),

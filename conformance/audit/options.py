@@ -12,7 +12,7 @@ from conformance.cliargs import report_dir
 #: Driver heap for local mode (the job never collects trace-sized data).
 DRIVER_MEMORY = "1280m"
 _MS_OPTIONS = ("settle_ms", "overlap_window_ms", "hold_check_interval_ms", "poll_tolerance_ms", "wake_bound_ms",
-               "freeze_window_ms", "drop_persist_ms")
+               "freeze_window_ms", "drop_grace_ms")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,9 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"wake latency above which a finding is raised (default {d.wake_bound_ms})")
     parser.add_argument("--freeze-window-ms", type=int, default=d.freeze_window_ms,
                         help=f"permits and backlog idle this long is a freeze (default {d.freeze_window_ms})")
-    parser.add_argument("--drop-persist-ms", type=int, default=d.drop_persist_ms,
-                        help="a commit this soon after the client's REVOKE is the drop's own persist of the queue's "
-                             f"progress, not a commit after drop (default {d.drop_persist_ms})")
+    parser.add_argument("--drop-grace-ms", type=int, default=d.drop_grace_ms,
+                        help="this soon after a client's REVOKE, its commit is the drop's own persist and a pull only "
+                             f"the broker saw may predate the drop: no finding (default {d.drop_grace_ms})")
     parser.add_argument("--strict-commit", action="store_true",
                         help="only CONSUME OK settles a message for commit safety (not a LATER retry hand-off)")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from reference.rules.constants import DROP_PERSIST_WINDOW_MS, LONG_POLLING_CHECK_INTERVAL_MS
+from reference.rules.constants import DROP_GRACE_MS, LONG_POLLING_CHECK_INTERVAL_MS
 
 #: Messages sent less than this before the horizon may still be in flight: unconsumed ones are
 #: *pending*, not lost; POP deliveries whose invisibility ends inside it need not be revived yet.
@@ -41,9 +41,10 @@ class AuditParams:
     wake_bound_ms: int = WAKE_BOUND_MS
     freeze_window_ms: int = FREEZE_WINDOW_MS
     max_witnesses: int = MAX_WITNESSES
-    #: A client's COMMIT of a queue less than this after its REVOKE is the drop's own persist of the queue's
-    #: progress (seed 001 §4, removeUnnecessaryMessageQueue), not a commit after drop.
-    drop_persist_ms: int = DROP_PERSIST_WINDOW_MS
+    #: Less than this after a client's REVOKE, its COMMIT of the queue is the drop's own persist of the queue's
+    #: progress (seed 001 §4, removeUnnecessaryMessageQueue), and a pull only the broker saw may have been sent
+    #: before the drop: neither is a finding.
+    drop_grace_ms: int = DROP_GRACE_MS
     #: A CONSUME with status LATER means the client handed the message to %RETRY%{group} (seed 001
     #: §5, send-back), after which RocketMQ lets the offset advance past it. With this on (the
     #: default) such a message no longer makes a later COMMIT unsafe; *lost* still requires an

@@ -20,7 +20,9 @@ MAX_PULL_BATCH = 1_024
 MAX_SUSPEND_TIMEOUT_MS = 3_600_000
 #: Seed 001 §4: in a rebalance round, updateProcessQueueTableInRebalance marks a removed queue's ProcessQueue
 #: dropped and removeUnnecessaryMessageQueue then persists that queue's progress (what was consumed before the
-#: drop): a COMMIT less than this after the client's REVOKE is that hand-over, not a commit after drop (REBAL-5).
-#: Apache RocketMQ's Java client 4.9.8 sends it 2-9 ms after the round decided (mqtck bench e2e); in-flight results
-#: the dropped queue discards are never persisted, so any later commit still counts.
-DROP_PERSIST_WINDOW_MS = 500
+#: drop). So for this long after a client's REVOKE (recorded when its round decided), a COMMIT of the queue is that
+#: hand-over and a pull the broker receives may have been sent before the drop (a pull already sent is not
+#: recalled): neither is a commit or pull after drop (REBAL-4, REBAL-5). Apache RocketMQ's Java client 4.9.8 does
+#: both 2-9 ms after the round decided (mqtck bench e2e); in-flight results the dropped queue discards are never
+#: persisted, and it checks the dropped flag before each new pull, so anything later still counts.
+DROP_GRACE_MS = 500

@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference.rules.constants import DROP_PERSIST_WINDOW_MS
+from reference.rules.constants import DROP_GRACE_MS
 from reference.rules.filter import SubscriptionData
 from reference.rules.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
 from reference.sim.findings import Finding
@@ -189,8 +189,9 @@ def check_drop_semantics(index: TraceIndex) -> list[Finding]:
 
     Each client's requests, commits and ownership changes are read in the client view
     (:meth:`TraceIndex.client_view`): a broker receives a pull its client sent before the REVOKE only after
-    it, so the client's own rows decide when it recorded any. A commit less than DROP_PERSIST_WINDOW_MS after the
-    REVOKE is the drop's hand-over of the queue's progress (seed 001 §4), not a commit after drop."""
+    it, so the client's own rows decide when it recorded any. Less than DROP_GRACE_MS after the REVOKE, a
+    commit is the drop's hand-over of the queue's progress (seed 001 §4) and a pull only the broker saw may have been
+    sent before the drop: neither is a finding."""
     findings = []
     revoked: dict[tuple[str, str, str, str | None, int], dict[str, Any]] = {}
     steps = []
@@ -216,8 +217,9 @@ def check_drop_semantics(index: TraceIndex) -> list[Finding]:
             revoked.pop(key, None)
         elif event == "REVOKE":
             revoked[key] = row
-        elif event == "COMMIT" and key in revoked and row["ts"] - revoked[key]["ts"] < DROP_PERSIST_WINDOW_MS * 1000:
-            continue  # the drop's own persist of the queue's progress (seed 001 §4)
+        elif key in revoked and row["ts"] - revoked[key]["ts"] < DROP_GRACE_MS * 1000 and (
+                event == "COMMIT" or str(row.get("source", "")).startswith("broker:")):
+            continue  # the drop's own persist (seed 001 §4), or a pull the broker got that was sent before the drop
         elif key in revoked:
             requirement = PULL_AFTER_DROP if event == "PULL_REQ" else COMMIT_AFTER_DROP
             kind = "pull after drop" if event == "PULL_REQ" else "commit after drop"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from reference.rules.constants import DROP_PERSIST_WINDOW_MS
+from reference.rules.constants import DROP_GRACE_MS
 from reference.sim.checks import check_trace
 
 BASE = 1_700_000_000_000_000
@@ -70,9 +70,9 @@ def test_pull_and_commit_after_revoke() -> None:
     r = healthy().q(30, "a", "REVOKE", 0, epoch=2, detail={"reason": "rebalance"})
     r.q(31, "a", "PULL_REQ", 0, offset=2, max_nums=32, suspend_ms=15_000).q(32, "a", "COMMIT", 0, offset=2)
     assert kinds(r, only=("drop",)) == [("REBAL-4", "pull after drop")], "2 ms after: the drop's own persist"
-    r.q(30 + DROP_PERSIST_WINDOW_MS, "a", "COMMIT", 0, offset=2)
+    r.q(30 + DROP_GRACE_MS, "a", "COMMIT", 0, offset=2)
     assert kinds(r, only=("drop",)) == [("REBAL-4", "pull after drop"), ("REBAL-5", "commit after drop")]
-    later = 40 + DROP_PERSIST_WINDOW_MS
+    later = 40 + DROP_GRACE_MS
     r.q(later, "a", "ASSIGN", 0, offset=2, epoch=3).q(later + 1, "a", "PULL_REQ", 0, offset=2, max_nums=32,
                                                       suspend_ms=1)
     assert len(kinds(r, only=("drop",))) == 2, "assigned again: pulling is fine"
@@ -82,8 +82,20 @@ def test_pull_and_commit_after_revoke() -> None:
 def test_the_drops_own_persist_is_not_a_commit_after_drop() -> None:
     """Seed 001 §4: removeUnnecessaryMessageQueue persists a removed queue's progress in the rebalance round that
     dropped it (Apache RocketMQ's Java client: milliseconds after); a commit from then on is one."""
-    r = healthy().q(30, "a", "REVOKE", 0, epoch=2).q(30 + DROP_PERSIST_WINDOW_MS - 1, "a", "COMMIT", 0, offset=2)
+    r = healthy().q(30, "a", "REVOKE", 0, epoch=2).q(30 + DROP_GRACE_MS - 1, "a", "COMMIT", 0, offset=2)
     assert kinds(r, only=("drop",)) == []
+
+
+@pytest.mark.req("REBAL-4")
+def test_a_pull_the_broker_got_right_after_the_revoke_may_predate_the_drop() -> None:
+    """A client that records no requests of its own is judged by the broker's rows, which see a pull sent just
+    before the drop a few milliseconds after the REVOKE (recorded when the round decided)."""
+    r = Rows().subscribe(0, "b").q(3, "b", "ASSIGN", 0, offset=0, epoch=1).q(30, "b", "REVOKE", 0, epoch=2)
+    pull = dict(group="G", client_id="b", topic="T", broker="b", queue_id=0, offset=0, max_nums=32, suspend_ms=1)
+    r.at(33, "broker:b", "PULL_REQ", **pull)
+    assert kinds(r, only=("drop",)) == []
+    r.at(30 + DROP_GRACE_MS, "broker:b", "PULL_REQ", **pull)
+    assert kinds(r, only=("drop",)) == [("REBAL-4", "pull after drop")]
 
 
 @pytest.mark.req("REBAL-6")
