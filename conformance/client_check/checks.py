@@ -10,7 +10,7 @@ broker's own (one source), so their ``seq`` orders them exactly. A checker retur
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +76,13 @@ def _mine(rows: list[dict[str, Any]], ctx: Context, event: str) -> list[dict[str
 
 def _queue(row: dict[str, Any]) -> tuple[str, int]:
     return str(row.get("topic")), int(row.get("queue_id", -1))
+
+
+def _group_rows(rows: list[dict[str, Any]], ctx: Context) -> Iterator[tuple[dict[str, Any], tuple[str, int]]]:
+    """The rows of the scenario's group in the broker's order, each with its queue."""
+    for row in sorted(rows, key=lambda r: r["seq"]):
+        if row.get("group") == ctx.group:
+            yield row, _queue(row)
 
 
 def _verdict(violations: list[str], evidence: int, what: str, none_reason: str,
@@ -144,10 +151,7 @@ def commits_within_delivered(rows: list[dict[str, Any]], ctx: Context) -> Findin
     """
     bound: dict[tuple[str, int], int] = dict(ctx.preset_offsets)
     violations, evidence = [], 0
-    for row in sorted(rows, key=lambda r: r["seq"]):
-        if row.get("group") != ctx.group:
-            continue
-        q = _queue(row)
+    for row, q in _group_rows(rows, ctx):
         if row["event"] == "PULL_RESP":
             bound[q] = max(bound.get(q, 0), row["next_offset"])
         elif row["event"] == "COMMIT" and row.get("client_id") in ctx.subject_ids:
@@ -163,10 +167,7 @@ def no_commit_of_the_moved_offset(rows: list[dict[str, Any]], ctx: Context) -> F
     later answer hands the group more (the offset the broker declared invalid is not committed again)."""
     bound: dict[tuple[str, int], int] = {}
     violations, evidence = [], 0
-    for row in sorted(rows, key=lambda r: r["seq"]):
-        if row.get("group") != ctx.group:
-            continue
-        q = _queue(row)
+    for row, q in _group_rows(rows, ctx):
         if row["event"] == "PULL_RESP":
             if _code(row) == "PULL_OFFSET_MOVED":
                 bound[q] = row["next_offset"]

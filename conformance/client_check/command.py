@@ -60,15 +60,6 @@ def check_client_command(cmd: str) -> None:
     raise UsageError(f"--client: command {program!r} {where}")
 
 
-def _expectations(name: str | None) -> expectations.Expectations | None:
-    if name is None:
-        return None
-    try:
-        return expectations.load(name)
-    except expectations.ExpectationError as exc:
-        raise UsageError(f"--expect: {exc}") from None
-
-
 def run(args: argparse.Namespace) -> int:
     check_client_command(args.client)
     scenarios = tuple(args.client_scenarios or SCENARIOS)
@@ -77,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--client-scenarios: unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
     if args.client_duration_s is not None and args.client_duration_s <= 0:
         raise UsageError("--client-duration-s must be > 0")
-    expected = _expectations(getattr(args, "expect", None))
+    expected = expectations.load_option(getattr(args, "expect", None))
     options = Options(args.client, scenarios, args.client_duration_s)
     if args.rebalance_grace_s is not None:
         options.rebalance_grace_s = args.rebalance_grace_s

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise UsageError("-n/--workers must be >= 1")
     mutant_names = _mutant_names(args)
-    expected = _expectations(args.expect)
+    expected = expectations.load_option(args.expect)
     if args.only:
         _, reqs = spec.load()
         unknown = [i for i in args.only if i not in reqs]
@@ -162,15 +162,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(console, doc, run_dir)
     return report.exit_code(vs, args.profile)
-
-
-def _expectations(name: str | None) -> expectations.Expectations | None:
-    if name is None:
-        return None
-    try:
-        return expectations.load(name)
-    except expectations.ExpectationError as exc:
-        raise UsageError(f"--expect: {exc}") from None
 
 
 def _print_table(console: Console, doc: dict, run_dir: Path) -> None:

@@ -205,3 +205,16 @@ def _reference_settings(path: Path, raw: list[dict[str, object]],
         out.append(ReferenceSetting(name, entry["value"], str(entry["id"]),
                                     " ".join(str(entry["reason"]).split()), " ".join(str(entry["source"]).split())))
     return tuple(out)
+
+
+def load_option(name_or_file: str | None) -> Expectations | None:
+    """What ``--expect NAME|FILE`` names, loaded and checked (None when the option is absent); a UsageError (one line,
+    exit 2) naming the problem when it cannot be used. Shared by ``mqtck conform`` and its ``--client`` run."""
+    from conformance.cli import UsageError
+
+    if name_or_file is None:
+        return None
+    try:
+        return load(name_or_file)
+    except ExpectationError as exc:
+        raise UsageError(f"--expect: {exc}") from None
