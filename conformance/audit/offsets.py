@@ -111,9 +111,13 @@ def find(frames: TraceFrames) -> DataFrame:
         (status != F.col("want.status"))
         | ((nxt != F.col("want.next_offset")) & (nxt != F.col("upstream_next"))))
     advances = (nxt > off) & (nxt <= hi)
+    # A FOUND answer's maxOffset may be read before messages it returns were dispatched (Apache RocketMQ 4.9.7
+    # answered offset 890, two messages, next 892, maxOffset 891: mqtck bench e2e); the messages show the queue
+    # reached offset + count.
+    found_advances = (nxt > off) & (nxt <= F.greatest(hi, off + count))
     read_wrong = F.col("want").isNull() & (
         ~status.isin(*[s.name for s in READ_REQUIREMENT])
-        | ((status == "FOUND") & (~advances | (count <= 0) | (nxt - off < count)))
+        | ((status == "FOUND") & (~found_advances | (count <= 0) | (nxt - off < count)))
         | ((status == "NO_MATCHED_MESSAGE") & (~advances | (count != 0)))
         | (status.isin("MESSAGE_WAS_REMOVING", "OFFSET_FOUND_NULL") & (nxt <= off))
     )
