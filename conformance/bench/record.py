@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -86,9 +87,15 @@ def start_recorder(stack: ExitStack, namesrv: str, trace: Path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stack.callback(lambda: proc.poll() is None and proc.kill())
     assert proc.stdout is not None
-    deadline = time.monotonic() + RECORDER_START_S
-    line = proc.stdout.readline()
-    if not line.startswith("recording remoting://") or time.monotonic() > deadline:
+    # readline blocks: read on a thread and wait for it at most RECORDER_START_S (a deadline checked after a
+    # blocking read would never fire).
+    first: list[str] = []
+    reader = threading.Thread(target=lambda: first.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(RECORDER_START_S)
+    line = first[0] if first else ""
+    if not line.startswith("recording remoting://"):
+        proc.kill()
         raise RuntimeError(f"mqtck record did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
     return proc, line.split()[1].removeprefix("remoting://")
 
