@@ -20,6 +20,7 @@ from reference.broker.config import BrokerConfig
 from reference.broker.host import BrokerHost
 from reference.clock import RealClock
 from reference.net.remoting.server import RemotingServers, start_remoting
+from reference.store.config import MessageStoreConfig
 from reference.trace import MemorySink, Trace
 
 T = TypeVar("T")
@@ -29,6 +30,10 @@ CALL_TIMEOUT_S = 30.0
 SETTLE_TIMEOUT_S = 5.0
 #: Poll period of :meth:`BrokerThread.settle`.
 SETTLE_POLL_S = 0.05
+#: Commit-log segment size of the client check's broker (RocketMQ's default is 1 GiB, the reference's 64 MiB):
+#: small, so the retention scenario's few thousand messages span many segments and expiring all but the last
+#: moves a queue's min offset past a slow consumer.
+SEGMENT_BYTES = 64 << 10
 
 
 class BrokerThread:
@@ -48,7 +53,8 @@ class BrokerThread:
     def start(self) -> BrokerThread:
         self._thread.start()
 
-        host = BrokerHost(self.data_dir, self.clock, config=self._config, trace=self.trace)
+        host = BrokerHost(self.data_dir, self.clock, config=self._config, trace=self.trace,
+                          store_config=MessageStoreConfig(commit_log_segment_bytes=SEGMENT_BYTES))
         future = asyncio.run_coroutine_threadsafe(start_remoting(host, "127.0.0.1", 0), self._loop)
         self._servers = future.result(timeout=CALL_TIMEOUT_S)
         host, port = self._servers.namesrv_addr
@@ -66,6 +72,20 @@ class BrokerThread:
             return fn(*args, **kwargs)
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=CALL_TIMEOUT_S)
+
+    def restart(self) -> None:
+        """Restart the broker cleanly on the same data and address (offsets persisted; connections closed, so held
+        pulls are dropped and clients must reconnect and register again); the trace gets CRASH and RESTART."""
+        self.call(lambda: self._running().restart_broker(kill=False))
+
+    def expire_retention(self) -> int:
+        """Every commit-log segment but the one being written expires and is deleted, consume queues and min
+        offsets corrected: how many segments went."""
+        return self.call(lambda: self._running().expire_retention())
+
+    def _running(self) -> RemotingServers:
+        assert self._servers is not None, "start() first"
+        return self._servers
 
     def settle(self, timeout_s: float = SETTLE_TIMEOUT_S) -> bool:
         """Wait until no connection to the broker is open; False if one still is after ``timeout_s``.

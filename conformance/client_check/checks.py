@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.client_check.scenarios import RESUME_WITHIN_S
+
 #: Seed 001 (DefaultMQPushConsumer): pullThresholdForQueue. A push consumer pulls no more for a queue
 #: whose ProcessQueue caches more than this many messages.
 PULL_THRESHOLD_FOR_QUEUE = 1000
@@ -50,6 +52,11 @@ class Context:
     rebalance_grace_s: float = REBALANCE_INTERVAL_S + REBALANCE_SLACK_S
     repull_within_s: float = REPULL_WITHIN_S
     pull_threshold: int = PULL_THRESHOLD_FOR_QUEUE
+    #: Consumer-killed scenario: when the client was killed and started again (µs).
+    restarted_ts_us: int | None = None
+    #: Broker-restarted scenario: when the broker was back (µs), and how long the client may take to pull again.
+    broker_back_ts_us: int | None = None
+    resume_within_s: float = RESUME_WITHIN_S
 
 
 @dataclass
@@ -59,7 +66,8 @@ class Finding:
     observations: dict[str, Any] = field(default_factory=dict)
 
 
-def _code(row: dict[str, Any]) -> str:
+def answer_code(row: dict[str, Any]) -> str:
+    """The remoting code of a PULL_RESP row (its detail's ``code``: PULL_NOT_FOUND, PULL_OFFSET_MOVED ...), or ""."""
     detail = row.get("detail")
     if isinstance(detail, str):
         try:
@@ -105,7 +113,7 @@ def next_offset_after_moved(rows: list[dict[str, Any]], ctx: Context) -> Finding
         if row.get("group") != ctx.group or row.get("client_id") not in ctx.subject_ids:
             continue
         q = _queue(row)
-        if row["event"] == "PULL_RESP" and _code(row) == "PULL_OFFSET_MOVED":
+        if row["event"] == "PULL_RESP" and answer_code(row) == "PULL_OFFSET_MOVED":
             moved[q] = row
         elif row["event"] == "PULL_REQ" and q in moved:
             resp = moved.pop(q)
@@ -123,7 +131,7 @@ def repull_after_not_found(rows: list[dict[str, Any]], ctx: Context) -> Finding:
     window_us = int(ctx.repull_within_s * 1_000_000)
     violations, evidence = [], 0
     for i, resp in enumerate(ordered):
-        if resp["event"] != "PULL_RESP" or _code(resp) != "PULL_NOT_FOUND" or resp.get("group") != ctx.group:
+        if resp["event"] != "PULL_RESP" or answer_code(resp) != "PULL_NOT_FOUND" or resp.get("group") != ctx.group:
             continue
         if resp.get("client_id") not in ctx.subject_ids or resp["ts"] + window_us > ctx.end_ts_us:
             continue
@@ -169,7 +177,7 @@ def no_commit_of_the_moved_offset(rows: list[dict[str, Any]], ctx: Context) -> F
     violations, evidence = [], 0
     for row, q in _group_rows(rows, ctx):
         if row["event"] == "PULL_RESP":
-            if _code(row) == "PULL_OFFSET_MOVED":
+            if answer_code(row) == "PULL_OFFSET_MOVED":
                 bound[q] = row["next_offset"]
             elif q in bound:
                 bound[q] = max(bound[q], row["next_offset"])
@@ -238,6 +246,100 @@ def flow_control_threshold(rows: list[dict[str, Any]], ctx: Context) -> Finding:
     return _verdict(violations, evidence, "pulls", "no pull with a known consume offset", obs)
 
 
+def start_at_committed_offset(rows: list[dict[str, Any]], ctx: Context) -> Finding:
+    """CCLIENT-7: when the client starts on a queue its group has a committed offset for, its first pull of that
+    queue asks for no offset beyond it.
+
+    The committed offset a client starts from is the group's as the broker held it when the client appeared
+    (its first row; the broker stores the latest commit it is sent, as ConsumerOffsetManager.commitOffset does,
+    or the harness's preset): a client committing its own skip before its first pull does not hide it. After the
+    harness killed and restarted the client, the first pull of each queue since then is judged against the
+    offsets held at the restart too (a successor that kept its predecessor's client id).
+    """
+    committed: dict[tuple[str, int], int] = dict(ctx.preset_offsets)
+    # A client starts by registering (seed 001 §2: heartbeat, then rebalance). Pulls under a connection's key
+    # (after a broker restart, before the next heartbeat) are a running client's, not a start.
+    registered = {r.get("client_id") for r in rows if r["event"] == "SUBSCRIBE" and r.get("group") == ctx.group}
+    at_start: dict[str, dict[tuple[str, int], int]] = {}
+    at_restart: dict[tuple[str, int], int] | None = None
+    seen: set[tuple[str, tuple[str, int]]] = set()
+    since_restart: set[tuple[str, int]] = set()
+    violations, evidence, replayed = [], 0, 0
+    for row, q in _group_rows(rows, ctx):
+        client = row.get("client_id")
+        if client in ctx.subject_ids and client not in at_start:
+            at_start[client] = dict(committed)
+        if at_restart is None and ctx.restarted_ts_us is not None and row["ts"] >= ctx.restarted_ts_us:
+            at_restart = dict(committed)
+        if row["event"] == "COMMIT":
+            committed[q] = row["offset"]
+            continue
+        if row["event"] != "PULL_REQ" or client not in ctx.subject_ids or client not in registered:
+            continue
+        starts: list[dict[tuple[str, int], int]] = []
+        if (client, q) not in seen:
+            seen.add((client, q))
+            starts.append(at_start[client])
+        if at_restart is not None and q not in since_restart:
+            since_restart.add(q)
+            starts.append(at_restart)
+        held = min((start[q] for start in starts if q in start), default=None)
+        if held is None:
+            continue
+        evidence += 1
+        if row["offset"] > held:
+            violations.append(f"{q[0]}:{q[1]} first pulled at {row['offset']} by {client}, beyond the group's "
+                              f"committed offset {held}")
+        else:
+            replayed += held - row["offset"]
+    return _verdict(violations, evidence, "first pulls of queues with a committed offset",
+                    "the client never started on a queue its group had committed an offset for",
+                    {"offsets_replayed": replayed})
+
+
+def resume_after_broker_restart(rows: list[dict[str, Any]], ctx: Context) -> Finding:
+    """CCLIENT-8: after the broker's return, the client pulls every queue it pulled before, within
+    ``resume_within_s``, and the first of those pulls asks for no offset beyond the highest nextBeginOffset the
+    broker handed the group for that queue (it neither stalls nor skips)."""
+    back = ctx.broker_back_ts_us
+    if back is None:
+        return Finding("not-applicable", "the broker did not restart in this scenario")
+    window_end = back + int(ctx.resume_within_s * 1_000_000)
+    if ctx.end_ts_us < window_end and not _all_resumed(rows, ctx, back):
+        return Finding("not-applicable", f"the run ended before the {ctx.resume_within_s:g} s to resume in passed")
+    handed: dict[tuple[str, int], int] = dict(ctx.preset_offsets)
+    before: set[tuple[str, int]] = set()
+    resumed: dict[tuple[str, int], dict[str, Any]] = {}
+    for row, q in _group_rows(rows, ctx):
+        if q[0] != ctx.topic:
+            continue  # the group's %RETRY% topic: pulled too, at the pace of its own (empty) queue
+        if row["ts"] < back:
+            if row["event"] == "PULL_RESP":
+                handed[q] = max(handed.get(q, 0), row["next_offset"])
+            elif row["event"] == "PULL_REQ" and row.get("client_id") in ctx.subject_ids:
+                before.add(q)
+        elif row["event"] == "PULL_REQ" and row.get("client_id") in ctx.subject_ids and q not in resumed:
+            resumed[q] = row
+    violations = []
+    for q in sorted(before):
+        row = resumed.get(q)
+        if row is None or row["ts"] > window_end:
+            violations.append(f"{q[0]}:{q[1]} not pulled within {ctx.resume_within_s:g} s of the broker's return")
+        elif row["offset"] > handed.get(q, 0):
+            violations.append(f"{q[0]}:{q[1]} pulled at {row['offset']} after the restart, beyond the "
+                              f"{handed.get(q, 0)} the broker had handed out")
+    delays = [round((r["ts"] - back) / 1e6, 1) for r in resumed.values()]
+    return _verdict(violations, len(before), "queues pulled before the restart",
+                    "the client pulled no queue before the broker restarted",
+                    {"resumed_after_s": max(delays) if delays else None})
+
+
+def _all_resumed(rows: list[dict[str, Any]], ctx: Context, back: int) -> bool:
+    pulls = [(r, q) for r, q in _group_rows(rows, ctx) if r["event"] == "PULL_REQ" and q[0] == ctx.topic
+             and r.get("client_id") in ctx.subject_ids]
+    return {q for r, q in pulls if r["ts"] < back} <= {q for r, q in pulls if r["ts"] >= back}
+
+
 #: Requirement id -> checker.
 CHECKS: dict[str, Callable[[list[dict[str, Any]], Context], Finding]] = {
     "CCLIENT-1": next_offset_after_moved,
@@ -246,4 +348,6 @@ CHECKS: dict[str, Callable[[list[dict[str, Any]], Context], Finding]] = {
     "CCLIENT-4": no_pull_of_revoked_queues,
     "CCLIENT-5": flow_control_threshold,
     "CCLIENT-6": no_commit_of_the_moved_offset,
+    "CCLIENT-7": start_at_committed_offset,
+    "CCLIENT-8": resume_after_broker_restart,
 }

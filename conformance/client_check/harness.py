@@ -22,8 +22,22 @@ from pathlib import Path
 from typing import Any
 
 from conformance.client_check.broker import BrokerThread
-from conformance.client_check.checks import CHECKS, REBALANCE_INTERVAL_S, REBALANCE_SLACK_S, Context, Finding
-from conformance.client_check.scenarios import PREFILL_BODY, SCENARIOS, Scenario
+from conformance.client_check.checks import (
+    CHECKS,
+    REBALANCE_INTERVAL_S,
+    REBALANCE_SLACK_S,
+    REPULL_WITHIN_S,
+    Context,
+    Finding,
+    answer_code,
+)
+from conformance.client_check.scenarios import (
+    EVIDENCE_GRACE_S,
+    PREFILL_BODY,
+    RESUME_WITHIN_S,
+    SCENARIOS,
+    Scenario,
+)
 from conformance.report import TestResult
 from reference.allocation.averagely import AllocateMessageQueueAveragely
 from reference.allocation.message_queue import MessageQueue
@@ -37,6 +51,8 @@ STOP_GRACE_S = 10.0
 OWN_ALL_QUEUES_WITHIN_S = 15.0
 #: Client id of the member the harness adds (sorted after digit- and letter-led client ids).
 HARNESS_MEMBER_ID = "~mqtck-harness-member"
+#: Client id of the harness's preset commits.
+PRESET_CLIENT_ID = "~mqtck-harness-preset"
 #: Poll period while waiting for the client.
 POLL_S = 0.2
 
@@ -48,6 +64,10 @@ class Options:
     #: Overrides every scenario's duration (tests use short runs).
     duration_s: float | None = None
     rebalance_grace_s: float = REBALANCE_INTERVAL_S + REBALANCE_SLACK_S
+    #: Overrides the time of every scenario's fault (kill, broker restart, retention; tests use short runs).
+    fault_at_s: float | None = None
+    #: After a broker restart, how long the client may take to pull again (CCLIENT-8).
+    resume_within_s: float = RESUME_WITHIN_S
     #: Extra environment for the client (e.g. HOME for the C++ client's offsets directory).
     env: dict[str, str] | None = None
 
@@ -88,13 +108,27 @@ def _run_scenario(broker: BrokerThread, scenario: Scenario, options: Options, ru
     log_path = run_dir / f"{scenario.name}.log"
     member: RemotingClient | None = None
     join_ts_us: int | None = None
+    faults = _Faults(scenario, broker, topic, group, options.fault_at_s)
     with log_path.open("w", encoding="utf-8") as log:
-        proc = subprocess.Popen(options.command, shell=True, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        def start_client() -> subprocess.Popen[Any]:
+            return subprocess.Popen(options.command, shell=True, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+
+        proc = start_client()
         try:
             if scenario.rebalance:
                 member, join_ts_us = _join_when_all_pulled(broker, scenario, topic, group, proc, started, duration)
-            while proc.poll() is None and time.monotonic() - started < duration:
+            while proc.poll() is None and time.monotonic() - started < duration and not faults.evidence_complete():
+                elapsed = time.monotonic() - started
+                if faults.kill_due(elapsed):
+                    _stop(proc, signal.SIGKILL)
+                    faults.killed(elapsed)
+                    log.write(f"\n--- mqtck: client killed with SIGKILL at {elapsed:.1f} s, started again ---\n")
+                    log.flush()
+                    # The successor runs what is left of the scenario.
+                    env["MQTCK_DURATION_S"] = f"{max(duration - elapsed, 1.0):g}"
+                    proc = start_client()
+                faults.cause(elapsed, log)
                 time.sleep(POLL_S)
             end_ts_us = broker.clock.now_ms() * 1000
         finally:
@@ -103,17 +137,108 @@ def _run_scenario(broker: BrokerThread, scenario: Scenario, options: Options, ru
                 member.close()
     settled = broker.settle()
     rows = broker.rows()  # the checkers keep the rows of this scenario's group
-    subjects = frozenset(r["client_id"] for r in rows if r["event"] == "SUBSCRIBE" and r.get("group") == group
-                         and r["client_id"] != HARNESS_MEMBER_ID)
+    registered = {r["client_id"] for r in rows if r["event"] == "SUBSCRIBE" and r.get("group") == group} - {
+        HARNESS_MEMBER_ID}
+    # Everything else in the group is the client's: the ids it registered, and the connection keys the broker
+    # names it by after a restart, until its next heartbeat registers it again.
+    subjects = frozenset(r["client_id"] for r in rows if r.get("group") == group and r.get("client_id")
+                         and r["client_id"] not in (HARNESS_MEMBER_ID, PRESET_CLIENT_ID)) if registered else frozenset()
     revoked = _revoked(broker, scenario, topic, group, subjects) if join_ts_us is not None else frozenset()
-    ctx = Context(group, topic, subjects, end_ts_us, preset, join_ts_us, revoked, options.rebalance_grace_s)
+    ctx = Context(group, topic, subjects, end_ts_us, preset, join_ts_us, revoked, options.rebalance_grace_s,
+                  restarted_ts_us=faults.client_restarted_ts_us, broker_back_ts_us=faults.broker_back_ts_us,
+                  resume_within_s=options.resume_within_s)
     elapsed = time.monotonic() - started
     out = []
     for rid in scenario.judges:
         finding = (CHECKS[rid](rows, ctx) if subjects else
                    Finding("fail", f"the client never registered in group {group} (no heartbeat); see {log_path}"))
+        finding.observations.update(faults.observations)
         out.append(_result(scenario, rid, finding, elapsed, proc.returncode, settled))
     return out
+
+
+class _Faults:
+    """The broker-side faults of one scenario run: when each is due, what it did, and whether the run already
+    holds all the evidence the fault can give (then the scenario ends :data:`EVIDENCE_GRACE_S` later)."""
+
+    def __init__(self, scenario: Scenario, broker: BrokerThread, topic: str, group: str,
+                 at_s: float | None = None) -> None:
+        self.scenario, self.broker, self.topic, self.group = scenario, broker, topic, group
+        self.kill_at_s = at_s if at_s is not None and scenario.kill_at_s is not None else scenario.kill_at_s
+        self.restart_at_s = (at_s if at_s is not None and scenario.restart_broker_at_s is not None
+                             else scenario.restart_broker_at_s)
+        self.retention_at_s = (at_s if at_s is not None and scenario.retention_at_s is not None
+                               else scenario.retention_at_s)
+        self.client_restarted_ts_us: int | None = None
+        self.broker_back_ts_us: int | None = None
+        self._retention_done = False
+        self._evidence_since: float | None = None
+        self.observations: dict[str, Any] = {}
+
+    def kill_due(self, elapsed: float) -> bool:
+        at = self.kill_at_s
+        return at is not None and self.client_restarted_ts_us is None and elapsed >= at
+
+    def killed(self, elapsed: float) -> None:
+        self.client_restarted_ts_us = self.broker.clock.now_ms() * 1000
+        self.observations["client_killed_at_s"] = round(elapsed, 1)
+
+    def cause(self, elapsed: float, log: Any) -> None:
+        at = self.restart_at_s
+        if at is not None and self.broker_back_ts_us is None and elapsed >= at:
+            self.broker.restart()
+            self.broker_back_ts_us = self.broker.clock.now_ms() * 1000
+            self.observations["broker_restarted_at_s"] = round(elapsed, 1)
+            log.write(f"\n--- mqtck: broker restarted at {elapsed:.1f} s ---\n")
+            log.flush()
+        at = self.retention_at_s
+        if at is not None and not self._retention_done and elapsed >= at:
+            self._retention_done = True
+            self.observations["segments_expired"] = self.broker.expire_retention()
+            self.observations["retention_at_s"] = round(elapsed, 1)
+            min_offset = self.broker.call(lambda: self.broker.broker.store.get_min_offset_in_queue(self.topic, 0))
+            self.observations["min_offset_after_retention"] = min_offset
+            log.write(f"\n--- mqtck: retention at {elapsed:.1f} s, queue 0's min offset now {min_offset} ---\n")
+            log.flush()
+
+    def evidence_complete(self) -> bool:
+        """True once :data:`EVIDENCE_GRACE_S` has passed since the run first held the whole evidence of its fault:
+        after a kill, the successor pulled every queue; after the broker's return, the client pulled every queue
+        it pulled before; after retention, the client pulled a queue again after its PULL_OFFSET_MOVED."""
+        if self._evidence_since is None:
+            if not self._has_evidence():
+                return False
+            self._evidence_since = time.monotonic()
+        return time.monotonic() - self._evidence_since >= EVIDENCE_GRACE_S
+
+    def _has_evidence(self) -> bool:
+        scenario = self.scenario
+        since = self.client_restarted_ts_us or self.broker_back_ts_us
+        moves = scenario.retention_at_s is not None or bool(scenario.preset)
+        if since is None and not moves or scenario.retention_at_s is not None and not self._retention_done:
+            return False
+        # The scenario's topic only: a push consumer also pulls its group's %RETRY% topic.
+        rows = [r for r in self.broker.rows() if r.get("group") == self.group and r.get("topic") == self.topic
+                and r["event"] in ("PULL_REQ", "PULL_RESP")]
+        if since is not None:
+            return len({r["queue_id"] for r in rows if r["event"] == "PULL_REQ" and r["ts"] >= since}) == \
+                scenario.queues
+        moved_at: dict[int, int] = {}
+        pulled_since: set[int] = set()
+        for row in rows:
+            if row["event"] == "PULL_RESP" and answer_code(row) == "PULL_OFFSET_MOVED":
+                moved_at[row["queue_id"]] = row["seq"]
+                pulled_since.discard(row["queue_id"])
+            elif row["event"] == "PULL_REQ" and row["queue_id"] in moved_at:
+                pulled_since.add(row["queue_id"])
+        if not moved_at or pulled_since != set(moved_at):
+            return False
+        if "CCLIENT-2" not in scenario.judges:
+            return True
+        # CCLIENT-2 judges a PULL_NOT_FOUND answer only once its re-pull window has passed inside the run.
+        judged_before = (self.broker.clock.now_ms() - int(REPULL_WITHIN_S * 1000)) * 1000
+        return any(r["event"] == "PULL_RESP" and answer_code(r) == "PULL_NOT_FOUND" and r["ts"] <= judged_before
+                   for r in rows)
 
 
 def _prepare(broker: BrokerThread, scenario: Scenario, topic: str, group: str) -> dict[tuple[str, int], int]:
@@ -124,7 +249,7 @@ def _prepare(broker: BrokerThread, scenario: Scenario, topic: str, group: str) -
             for _ in range(scenario.prefill):
                 core.send(Message(topic, PREFILL_BODY, q, tags="A"), producer="client-check")
         for q, offset in scenario.preset.items():
-            core.update_consumer_offset(group, topic, q, offset, "client-check")
+            core.update_consumer_offset(group, topic, q, offset, PRESET_CLIENT_ID)
 
     broker.call(prepare)
     return {(topic, q): offset for q, offset in scenario.preset.items()}
@@ -172,12 +297,13 @@ def _revoked(broker: BrokerThread, scenario: Scenario, topic: str, group: str,
     return frozenset((mq.topic, mq.queue_id) for mq in after if mq in before)
 
 
-def _stop(proc: subprocess.Popen[Any]) -> None:
-    """SIGTERM to the client's process group, SIGKILL if it is still there after the grace."""
+def _stop(proc: subprocess.Popen[Any], sig: signal.Signals = signal.SIGTERM) -> None:
+    """``sig`` (SIGTERM: a graceful stop) to the client's process group, SIGKILL if it is still there after the
+    grace."""
     if proc.poll() is not None:
         return
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(proc.pid, sig)
         proc.wait(timeout=STOP_GRACE_S)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -7,11 +7,15 @@ one on purpose and must fail it. Reads the MQTCK_* environment of docs/client-co
 Behaviour (the seeds' push consumer, reduced): heartbeat, rebalance with AllocateMessageQueueAveragely at
 start, every REBALANCE_S and on NOTIFY_CONSUMER_IDS_CHANGED; one pull in flight per owned queue with the
 SUSPEND flag and the consume offset piggybacked; messages consumed (slept on) before the next pull of their
-queue, so at most one batch is cached; offsets committed every COMMIT_S and for a queue given up.
+queue, so at most one batch is cached; offsets committed every COMMIT_S and for a queue given up; when the
+broker's connection drops (a broker restart), reconnect after RETRY_S (CLIENT-3's 3 s), heartbeat and pull on from
+the same offsets.
 
 Faults: ``ignore-next-begin-offset`` (after PULL_OFFSET_MOVED, pull the old offset again),
 ``keep-revoked`` (never give a queue up), ``commit-ahead`` (commit 100 past what was consumed), ``recommit-moved``
-(after PULL_OFFSET_MOVED pull from nextBeginOffset but keep committing the old offset, as the C++ client does).
+(after PULL_OFFSET_MOVED pull from nextBeginOffset but keep committing the old offset, as the C++ client does),
+``skip-committed`` (start a queue 10 past its committed offset), ``no-resume`` (never pull again once the broker's
+connection dropped).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from reference.rules.codes import ResponseCode
 REBALANCE_S = 2.0
 COMMIT_S = 1.0
 SUSPEND_MS = 1_000
-FAULTS = ("ignore-next-begin-offset", "keep-revoked", "commit-ahead", "recommit-moved")
+RETRY_S = 3.0
+FAULTS = ("ignore-next-begin-offset", "keep-revoked", "commit-ahead", "recommit-moved", "skip-committed", "no-resume")
 
 
 class MiniConsumer:
@@ -47,7 +52,8 @@ class MiniConsumer:
         self.broker_name = route["brokerDatas"][0]["brokerName"]
         self.queue_nums = route["queueDatas"][0]["readQueueNums"]
         self.rebalance_now = threading.Event()
-        self.broker = RemotingClient(route["brokerDatas"][0]["brokerAddrs"]["0"], on_request=self._on_request)
+        self.broker_addr = route["brokerDatas"][0]["brokerAddrs"]["0"]
+        self.broker = RemotingClient(self.broker_addr, on_request=self._on_request)
         self.offsets: dict[int, int] = {}  # next offset to pull
         self.consumed: dict[int, int] = {}  # commit point
         self.inflight: dict[Future[RemotingCommand], int] = {}
@@ -79,6 +85,8 @@ class MiniConsumer:
             r = self.broker.invoke(RequestCode.QUERY_CONSUMER_OFFSET,
                                    {"consumerGroup": self.group, "topic": self.topic, "queueId": q})
             offset = int(r.ext_fields["offset"]) if r.code == ResponseCode.SUCCESS else 0
+            if self.fault == "skip-committed" and offset > 0:
+                offset += 10
             self.offsets[q] = self.consumed[q] = offset
 
     def commit(self, q: int) -> None:
@@ -109,10 +117,38 @@ class MiniConsumer:
         elif r.code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY):
             self.offsets[q] = next_offset
 
+    def reconnect(self, deadline: float, stop: threading.Event) -> bool:
+        """After the broker's connection dropped: every RETRY_S, connect again and heartbeat; False at the
+        deadline. The offsets are kept: the client pulls on from where it was."""
+        self.broker.close()
+        self.inflight.clear()
+        while not stop.wait(RETRY_S) and time.monotonic() < deadline:
+            try:
+                self.broker = RemotingClient(self.broker_addr, on_request=self._on_request)
+                self.heartbeat()
+                return True
+            except (ConnectionError, OSError, TimeoutError):
+                continue
+        return False
+
     def run(self, duration_s: float, stop: threading.Event) -> None:
+        deadline = time.monotonic() + duration_s
         self.heartbeat()
         self.rebalance()
-        deadline = time.monotonic() + duration_s
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                self.consume_until(deadline, stop)
+            except (ConnectionError, TimeoutError):
+                if self.fault == "no-resume" or not self.reconnect(deadline, stop):
+                    stop.wait(max(deadline - time.monotonic(), 0))
+                    return
+        for q in self.offsets:
+            self.commit(q)
+        self.broker.invoke(RequestCode.UNREGISTER_CLIENT,
+                           {"clientID": self.client_id, "producerGroup": "", "consumerGroup": self.group})
+        self.broker.close()
+
+    def consume_until(self, deadline: float, stop: threading.Event) -> None:
         next_rebalance = next_commit = time.monotonic()
         while not stop.is_set() and time.monotonic() < deadline:
             now = time.monotonic()
@@ -132,11 +168,6 @@ class MiniConsumer:
             done, _ = wait(list(self.inflight), timeout=0.1, return_when=FIRST_COMPLETED)
             for future in done:
                 self.on_pull(self.inflight.pop(future), future.result())
-        for q in self.offsets:
-            self.commit(q)
-        self.broker.invoke(RequestCode.UNREGISTER_CLIENT,
-                           {"clientID": self.client_id, "producerGroup": "", "consumerGroup": self.group})
-        self.broker.close()
 
 
 def main() -> None:

@@ -35,7 +35,8 @@ def test_well_behaved_client_passes_the_command(tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     status = {r["id"]: r["status"] for r in doc["requirements"]}
     assert status == {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "not-covered",
-                      "CCLIENT-5": "not-covered", "CCLIENT-6": "pass"}
+                      "CCLIENT-5": "not-covered", "CCLIENT-6": "pass", "CCLIENT-7": "not-covered",
+                      "CCLIENT-8": "not-covered"}
     run = tmp_path / "latest"
     assert {p.name for p in run.iterdir()} >= {"summary.json", "junit.xml", "report.html", "trace.jsonl"}
 
@@ -73,6 +74,58 @@ def test_client_committing_the_moved_offset_again_fails_only_the_strict_rule(tmp
     statuses = _statuses(Options(f"{MINI} --fault recommit-moved", ("offset-moved",), duration_s=3.0), tmp_path)
     assert statuses["CCLIENT-6"] == {"failed"}
     assert statuses["CCLIENT-1"] == statuses["CCLIENT-3"] == {"passed"}
+
+
+@pytest.mark.req("CCLIENT-7")
+def test_a_killed_clients_successor_starts_at_the_committed_offsets(tmp_path: Path) -> None:
+    statuses = _statuses(Options(MINI, ("consumer-killed",), duration_s=14.0, fault_at_s=8.0), tmp_path)
+    assert statuses == {"CCLIENT-7": {"passed"}, "CCLIENT-3": {"passed"}}
+    log = (tmp_path / "consumer-killed.log").read_text()
+    assert "client killed with SIGKILL at 8.0 s, started again" in log
+
+
+@pytest.mark.req("CCLIENT-7")
+def test_a_successor_skipping_past_the_committed_offset_fails(tmp_path: Path) -> None:
+    """The skip is committed before the first pull too (the broker then holds it): the checker judges the first
+    pull against the offsets the broker held when the client appeared, so the commit does not hide it."""
+    results = run_client_check(Options(f"{MINI} --fault skip-committed", ("consumer-killed",), duration_s=14.0,
+                                       fault_at_s=8.0), tmp_path)
+    found = {r.reqs[0]: r for r in results}
+    assert found["CCLIENT-7"].outcome == "failed"
+    assert "beyond the group's committed offset" in found["CCLIENT-7"].message
+
+
+@pytest.mark.req("CCLIENT-8")
+def test_a_client_comes_back_after_the_broker_restarts(tmp_path: Path) -> None:
+    results = run_client_check(Options(MINI, ("broker-restarted",), duration_s=15.0, fault_at_s=3.0), tmp_path)
+    found = {r.reqs[0]: r for r in results}
+    assert {k: r.outcome for k, r in found.items()} == {"CCLIENT-8": "passed", "CCLIENT-3": "passed"}
+    resumed = dict(found["CCLIENT-8"].observations)["client.broker-restarted.resumed_after_s"]
+    assert 0 < resumed < 15.0  # reconnects after 3 s, not at the end of the run
+    rows = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    assert [r["event"] for r in rows if r["event"] in ("CRASH", "RESTART")] == ["CRASH", "RESTART"]
+
+
+@pytest.mark.req("CCLIENT-8")
+def test_a_client_that_never_comes_back_fails(tmp_path: Path) -> None:
+    statuses = _statuses(Options(f"{MINI} --fault no-resume", ("broker-restarted",), duration_s=10.0,
+                                 fault_at_s=3.0, resume_within_s=4.0), tmp_path)
+    assert statuses["CCLIENT-8"] == {"failed"}
+
+
+@pytest.mark.req("CCLIENT-1", "CCLIENT-6")
+def test_retention_passing_a_slow_client_moves_its_offset(tmp_path: Path) -> None:
+    """Every commit-log segment but the last expires while the client is behind: its next pull is below the
+    queue's min offset (OFFSET_TOO_SMALL, answered PULL_OFFSET_MOVED) and it must pull on from the min."""
+    results = run_client_check(Options(MINI, ("retention",), duration_s=12.0, fault_at_s=3.0), tmp_path)
+    found = {r.reqs[0]: r for r in results}
+    assert {k: r.outcome for k, r in found.items()} == {"CCLIENT-1": "passed", "CCLIENT-3": "passed",
+                                                         "CCLIENT-6": "passed"}
+    observed = dict(found["CCLIENT-1"].observations)
+    assert observed["client.retention.segments_expired"] > 0
+    rows = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    moved = [r for r in rows if r["event"] == "PULL_RESP" and r.get("status") == "OFFSET_TOO_SMALL"]
+    assert moved and moved[0]["next_offset"] == observed["client.retention.min_offset_after_retention"]
 
 
 def test_a_program_that_never_connects_fails(tmp_path: Path) -> None:

@@ -274,7 +274,9 @@ class BrokerRequestHandlers:
     def update_consumer_offset(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
         topic, queue_id = self._queue(cmd)
         self.broker.update_consumer_offset(
-            field_str(cmd, "consumerGroup"), topic, queue_id, field_int(cmd, "commitOffset"), conn.client_id
+            field_str(cmd, "consumerGroup"), topic, queue_id, field_int(cmd, "commitOffset"),
+            # Before its first heartbeat (after a broker restart) a connection is known by its key, as its pulls are.
+            conn.client_id or conn.key,
         )
         return cmd.make_response()
 
