@@ -9,7 +9,9 @@ invalid, and only the next pull commits what was consumed. That is CCLIENT-6 (SH
 expectation entry (conformance/expectations/cpp-client-0.4.4.toml). It commits nothing beyond what the broker
 handed out, so CCLIENT-3 passes; until session 16 CCLIENT-3 lowered its bound on PULL_OFFSET_MOVED and failed
 this client for it, which Apache RocketMQ's own Java client would fail too. Everything else passes, including
-flow control (backlog <= 1000 + 32).
+flow control (backlog <= 1000 + 32), a restart after SIGKILL (it starts at the committed offsets), a broker restart
+(it sends its subscription with every pull, so it pulls on about 1 s after the broker is back) and retention passing
+it (it pulls on from the new min offset at once).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ pytest.importorskip("rocketmq.client")
 from conformance.client_check.scenarios import OFFSET_ABOVE_MAX  # noqa: E402
 
 
-@pytest.mark.req("CCLIENT-1", "CCLIENT-2", "CCLIENT-3", "CCLIENT-4", "CCLIENT-5", "CCLIENT-6")
+@pytest.mark.req("CCLIENT-1", "CCLIENT-2", "CCLIENT-3", "CCLIENT-4", "CCLIENT-5", "CCLIENT-6", "CCLIENT-7",
+                 "CCLIENT-8")
 def test_cpp_push_consumer_verdicts(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "conformance.cli", "gate", "cpp-client-0.4.4", "--report-dir",
@@ -38,7 +41,8 @@ def test_cpp_push_consumer_verdicts(tmp_path: Path) -> None:
     assert (doc["implementation"], doc["expectations"]) == ("cpp-client-0.4.4", "cpp-client-0.4.4")
     status = {r["id"]: r["status"] for r in doc["requirements"]}
     assert status == {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "pass",
-                      "CCLIENT-5": "pass", "CCLIENT-6": "expected-fail"}, status
+                      "CCLIENT-5": "pass", "CCLIENT-6": "expected-fail", "CCLIENT-7": "pass",
+                      "CCLIENT-8": "pass"}, status
     moved = next(r for r in doc["requirements"] if r["id"] == "CCLIENT-6")
     failed = [t for t in moved["tests"] if t["outcome"] == "failed"]
     assert [t["nodeid"] for t in failed] == ["client::offset-moved::CCLIENT-6"]

@@ -2,7 +2,9 @@
 lite-pull consumers (rocketmq-client 4.9.8 from Maven Central) and the Go client's push consumer
 (rocketmq-client-go v2.1.2 from the Go module proxy, built with go build), against the reference broker, every
 scenario, with their reviewed expectations (the C++ client's gate is in tests/interop, where its package is). The
-verdicts asserted are the ones observed and reviewed; a change in any of them (a new failure, or an expectation
+scenarios include the broker-side faults (a moved offset, a rebalance, flow control, the client killed and started
+again, the broker restarted, retention passing the slow client). The verdicts asserted are the ones observed and
+reviewed; a change in any of them (a new failure, or an expectation
 that went stale) fails here."""
 
 from __future__ import annotations
@@ -21,15 +23,17 @@ from conformance.client_check.scenarios import OFFSET_ABOVE_MAX
 #: offset in the 10 s flow-control scenario, so CCLIENT-5 (about push consumers) has no evidence.
 VERDICTS = {
     "java-client-4.9.8": {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "pass",
-                          "CCLIENT-5": "pass", "CCLIENT-6": "expected-fail"},
+                          "CCLIENT-5": "pass", "CCLIENT-6": "expected-fail", "CCLIENT-7": "pass", "CCLIENT-8": "pass"},
     "java-lite-pull-4.9.8": {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "pass",
-                             "CCLIENT-5": "not-applicable", "CCLIENT-6": "pass"},
+                             "CCLIENT-5": "not-applicable", "CCLIENT-6": "pass", "CCLIENT-7": "pass",
+                             "CCLIENT-8": "pass"},
     "go-client-2.1.2": {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "pass",
-                        "CCLIENT-5": "pass", "CCLIENT-6": "expected-fail"},
+                        "CCLIENT-5": "pass", "CCLIENT-6": "expected-fail", "CCLIENT-7": "pass", "CCLIENT-8": "pass"},
 }
 
 
-@pytest.mark.req("CCLIENT-1", "CCLIENT-2", "CCLIENT-3", "CCLIENT-4", "CCLIENT-5", "CCLIENT-6")
+@pytest.mark.req("CCLIENT-1", "CCLIENT-2", "CCLIENT-3", "CCLIENT-4", "CCLIENT-5", "CCLIENT-6", "CCLIENT-7",
+                 "CCLIENT-8")
 @pytest.mark.parametrize("peer", sorted(VERDICTS))
 def test_the_consumers_verdicts(peer: str, tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "conformance.cli", "gate", peer, "--report-dir", str(tmp_path),
@@ -44,5 +48,10 @@ def test_the_consumers_verdicts(peer: str, tmp_path: Path) -> None:
         failed = [t["summary"] for t in moved["tests"] if t["outcome"] == "failed"]
         assert len(failed) == 1 and f"committed {OFFSET_ABOVE_MAX} after PULL_OFFSET_MOVED to 0" in failed[0]
     run = tmp_path / "latest"
-    assert {"summary.json", "junit.xml", "report.html", "trace.jsonl", "offset-moved.log"} <= {
-        p.name for p in run.iterdir()}
+    assert {"summary.json", "junit.xml", "report.html", "trace.jsonl", "offset-moved.log", "consumer-killed.log",
+            "retention.log", "broker-restarted.log"} <= {p.name for p in run.iterdir()}
+    # Each fault happened: the client was killed and started again, the broker restarted, retention moved the queue.
+    observed = doc["observations"]
+    assert observed["client.consumer-killed.client_killed_at_s"]
+    assert observed["client.broker-restarted.broker_restarted_at_s"]
+    assert min(observed["client.retention.segments_expired"]) > 0
