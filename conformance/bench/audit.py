@@ -11,6 +11,7 @@ peak heap (JMX memory pools) and its peak resident set (``VmHWM``), next to this
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.audit.options import DRIVER_MEMORY
+from conformance.cli import UsageError
 
 HELP = "synthesize --events rows with faults, audit them on Spark: events/s, phase times, peak driver memory"
 #: Faults injected by default: a few of every kind the workload has room for.
@@ -41,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", default=None,
                         help="audit this existing synthetic trace directory (with manifest.json) instead")
     parser.add_argument("--keep", default=None, help="write the trace and reports here and keep them")
+    parser.add_argument("--baseline", default=None, choices=("duckdb",),
+                        help="after the audit, run the same core checks as portable SQL on Spark SQL and on this "
+                             "engine over the same Parquet, and print both times and their ratio "
+                             "(conformance/bench/baseline.py; needs the bench extra)")
 
 
 def _jvm_memory(spark: Any) -> dict[str, float]:
@@ -76,6 +82,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from conformance.audit.session import SparkSettings, spark_session
     from conformance.audit.synth import parse_inject, synthesize
 
+    if args.baseline is not None and importlib.util.find_spec(args.baseline) is None:
+        raise UsageError(f"--baseline {args.baseline}: the {args.baseline} package is not installed "
+                         "(pip install 'mqtck[bench]')")
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="mqtck-bench-audit-"))
     root.mkdir(parents=True, exist_ok=True)
     try:
@@ -102,6 +111,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         found = {run: {n: c["count"] for n, c in data["categories"].items() if c["count"]}
                  for run, data in result.summary["runs"].items()}
         expected = {run: {k: v for k, v in data["expected"].items() if v} for run, data in manifest["runs"].items()}
+        baseline = None
+        if args.baseline is not None:
+            from conformance.bench.baseline import compare
+
+            baseline = compare(spark, trace, args.baseline)
+            # The whole audit (every derivation, the report) against the baseline engine's time for the core checks.
+            baseline["audit_over_" + args.baseline] = round(audit_s / max(baseline[f"{args.baseline}_s"], 1e-3), 1)
         return {
             "parameters": {"events_requested": args.events, "seed": args.seed, "inject": args.inject,
                            "driver_memory": args.driver_memory, "master": args.master or "local[*]",
@@ -121,6 +137,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                        "python_rss_peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
             "found_exactly": found == expected,
             "findings": found,
+            **({"baseline": baseline} if baseline is not None else {}),
         }
     finally:
         if not args.keep:
