@@ -1,11 +1,16 @@
 """``mqtck bench e2e``: a real deployment recorded off the wire and audited (issue 18's end to end).
 
 A broker (``--peer``, default Apache RocketMQ 4.9.7 from Maven Central) runs behind ``mqtck record``. Every client
-goes through the recorder: a Java producer (rocketmq-client 4.9.8, ``conformance/peers/java_client/EndToEnd.java``)
-sends ``--messages`` messages at ``--rate`` per second, and three Java push consumers of one clustering group
-consume them. Mid-stream one consumer is killed with SIGKILL (the harness writes its CRASH row), and later a fourth
-joins. Once every acknowledged message has been consumed (or ``--drain-s`` passed), the consumers are stopped with
-SIGTERM and the recorder ends its trace.
+goes through the recorder: a producer sends ``--messages`` messages at ``--rate`` per second, and three push
+consumers of one clustering group consume them. Mid-stream one consumer is killed with SIGKILL (the harness writes
+its CRASH row), and later a fourth joins. Once every acknowledged message has been consumed (or ``--drain-s``
+passed), the consumers are stopped with SIGTERM and the recorder ends its trace.
+
+``--client`` picks the official client the producer and the consumers run on: ``java`` (rocketmq-client 4.9.8,
+``conformance/peers/java_client/EndToEnd.java``, run by ``java`` on its Maven Central classpath) or ``go``
+(rocketmq-client-go as ``conformance/peers/go_client/go.mod`` pins it, ``go_client/e2e/main.go`` built with ``go
+build`` into the peer cache). Both programs take the same command line and write the same rows, so the flow
+below is one: only how a process is started (:class:`Clients`) differs.
 
 The consumers write what only a client sees (ASSIGN and REVOKE for each rebalance round, a CONSUME row per
 message, written before the listener returns), the recorder the broker's view (SEND, PULL_REQ and PULL_RESP, COMMIT,
@@ -26,13 +31,14 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from conformance.bench.record import CLIENT_VERSION, check_peer, start_broker, start_recorder
 from conformance.cli import UsageError
 
-HELP = "a recorded deployment audited: Java producer and consumers through mqtck record, one killed, one added"
+HELP = "a recorded deployment audited: producer and consumers (Java or Go) through mqtck record, one killed, one added"
 CLIENTS = Path(__file__).resolve().parent.parent / "peers" / "java_client" / "EndToEnd.java"
 RUN = "e2e"
 TOPIC, GROUP = "E2ETopic", "e2e_group"
@@ -53,11 +59,42 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drain-s", type=float, default=180.0,
                    help="after the producer ends, wait at most this long for every message to be consumed")
     p.add_argument("--keep", default=None, metavar="DIR", help="keep the trace and the audit report here")
+    p.add_argument("--client", choices=("java", "go"), default="java",
+                   help="the official client the producer and consumers run on (default java)")
 
 
-def _java(classpath: str, home: Path, *args: str, **popen: Any) -> subprocess.Popen[str]:
-    return subprocess.Popen(["java", "-Xmx256m", f"-Duser.home={home}", "-cp", classpath, str(CLIENTS), *args],
-                            text=True, **popen)
+@dataclass(frozen=True)
+class Clients:
+    """How the producer and the consumers are started: ``command`` followed by EndToEnd.java's arguments
+    (``produce NAMESRV TOPIC MESSAGES PER_SECOND`` or ``consume NAMESRV TOPIC GROUP TRACE_FILE RUN``), which the
+    Java and the Go programs both take; ``name`` is what the result reports as the client."""
+
+    name: str
+    command: tuple[str, ...]
+
+    def start(self, *args: str, **popen: Any) -> subprocess.Popen[str]:
+        """The program with ``args`` (one role's command line), as a child of the harness (which kills it)."""
+        return subprocess.Popen([*self.command, *args], text=True, **popen)
+
+
+def clients(kind: str, workdir: Path) -> Clients:
+    """The ``--client`` programs, resolved (the Java client's classpath from Maven Central) or built (the Go
+    program, once per source hash) before the broker starts, so that a missing tool fails the run at once."""
+    if kind == "go":
+        from conformance.peers.clients import go_client_version, go_e2e
+
+        return Clients(f"rocketmq-client-go {go_client_version()}", (str(go_e2e()),))
+    from conformance.peers.maven import client_classpath
+
+    classpath = os.pathsep.join(client_classpath(CLIENT_VERSION))
+    # user.home: the Java client writes its logs under ~/logs/rocketmqlogs.
+    return Clients(f"rocketmq-client {CLIENT_VERSION}",
+                   ("java", "-Xmx256m", f"-Duser.home={workdir}", "-cp", classpath, str(CLIENTS)))
+
+
+def _log(path: Path) -> TextIO:
+    """``path`` opened for a process's stderr (a context manager: closed when the run's stack unwinds)."""
+    return path.open("w", encoding="utf-8")
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -74,13 +111,17 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 def _append(path: Path, event: str) -> None:
     """A row of ``event`` from the consumer whose trace is ``path`` (its source, its next seq), written by the
-    harness: CRASH when it killed it, END when the recording ends."""
+    harness: CRASH when it killed it, END when the recording ends. The time is taken before the trace is read:
+    reading tens of thousands of rows takes tens of milliseconds, in which the broker has already handed the
+    killed consumer's queues on, and a CRASH stamped after its successor's first consumptions would give their
+    duplicates the wrong cause."""
+    ts = int(time.time() * 1_000_000)
     rows = _rows(path)
     if not rows:
         return
     last = rows[-1]
-    row = {"schema_version": 1, "run": RUN, "ts": int(time.time() * 1_000_000), "source": last["source"],
-           "seq": last["seq"] + 1, "event": event}
+    row = {"schema_version": 1, "run": RUN, "ts": ts, "source": last["source"], "seq": last["seq"] + 1,
+           "event": event}
     with path.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(row) + "\n")
 
@@ -90,15 +131,18 @@ def _consumed(paths: list[Path]) -> set[str]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from conformance.peers.maven import client_classpath
-
     check_peer(args.peer)
     if args.messages < 1 or args.rate < 1 or args.drain_s <= 0:
         raise UsageError("--messages and --rate must be >= 1, --drain-s > 0")
     say = lambda text: print(f"mqtck bench e2e: {text}", file=sys.stderr, flush=True)  # noqa: E731
-    classpath = os.pathsep.join(client_classpath(CLIENT_VERSION))
     workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="mqtck-bench-e2e-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    from conformance.peers import PeerError
+
+    try:
+        programs = clients(args.client, workdir)
+    except PeerError as exc:  # no java, mvn or go; the registry or the build failed: one line, as mqtck gate says it
+        raise UsageError(str(exc)) from None
     recorded, traces = workdir / "recorded.jsonl", [workdir / f"consumer-{n}.jsonl" for n in range(FIRST_CONSUMERS + 1)]
     for path in (recorded, *traces):
         path.unlink(missing_ok=True)
@@ -107,17 +151,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with ExitStack() as stack:
         namesrv = start_broker(stack, args.peer, workdir / "broker")
         recorder, front = start_recorder(stack, namesrv, recorded, RUN)
-        say(f"broker {args.peer} at {namesrv}, recorder at {front}; producing {args.messages} at {args.rate}/s")
+        say(f"broker {args.peer} at {namesrv}, recorder at {front}; {programs.name} producing {args.messages} at "
+            f"{args.rate}/s")
         consumers: list[subprocess.Popen[str]] = []
         stack.callback(lambda: [c.kill() for c in consumers if c.poll() is None])
         started = time.monotonic()
-        producer = _java(classpath, workdir, "produce", front, TOPIC, str(args.messages), str(args.rate),
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        # Each process's stderr goes to a log beside the traces: the client's own warnings explain a finding.
+        producer = programs.start("produce", front, TOPIC, str(args.messages), str(args.rate),
+                                  stdout=subprocess.PIPE, stderr=stack.enter_context(_log(workdir / "producer.log")))
         stack.callback(lambda: producer.poll() is None and producer.kill())
 
         def start_consumer(n: int) -> None:
-            consumers.append(_java(classpath, workdir, "consume", front, TOPIC, GROUP, str(traces[n]), RUN,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            consumers.append(programs.start("consume", front, TOPIC, GROUP, str(traces[n]), RUN,
+                                            stdout=subprocess.DEVNULL,
+                                            stderr=stack.enter_context(_log(workdir / f"consumer-{n}.log"))))
             events[f"consumer {n} started_s"] = round(time.monotonic() - started, 1)
 
         time.sleep(CONSUMERS_AFTER_S)
@@ -147,7 +194,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         drained = len(_consumed(traces))
         events["drained_s"] = round(time.monotonic() - started, 1)
         for n, consumer in enumerate(consumers):
-            if n != KILLED:
+            if n != KILLED and consumer.poll() is not None:
+                # It stopped by itself (e.g. could not start): the trace lacks what it would have done.
+                events[f"consumer {n} exited_early"] = consumer.returncode
+                say(f"consumer {n} had exited by itself with code {consumer.returncode}")
+            elif n != KILLED:
                 consumer.send_signal(signal.SIGTERM)
         for consumer in consumers:
             consumer.wait(timeout=60)
@@ -156,26 +207,31 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         recorder.send_signal(signal.SIGTERM)
         summary_text, _ = recorder.communicate(timeout=60)
     trace = workdir / "trace.jsonl"
+    trace_rows = 0
     with trace.open("w", encoding="utf-8") as out_fh:
         for path in (recorded, *traces):
             if path.exists():
-                out_fh.write(path.read_text(encoding="utf-8"))
-    say(f"auditing {trace}")
+                text = path.read_text(encoding="utf-8")
+                trace_rows += text.count("\n")
+                out_fh.write(text)
+    say(f"auditing {trace} ({trace_rows} rows)")
     report = workdir / "audit"
     shutil.rmtree(report, ignore_errors=True)
+    audit_started = time.monotonic()
     audit = subprocess.run([sys.executable, "-m", "conformance.cli", "audit", str(trace), "--report-dir", str(report)],
                            capture_output=True, text=True, timeout=1_800)
+    audit_s = round(time.monotonic() - audit_started, 1)
     doc = json.loads((report / "summary.json").read_text()) if (report / "summary.json").exists() else {}
     totals = doc.get("totals", {})
     return {
         "params": {"messages": args.messages, "rate": args.rate, "peer": args.peer, "drain_s": args.drain_s,
-                   "client": f"rocketmq-client {CLIENT_VERSION}"},
+                   "client": programs.name},
         "producer": produced, "distinct_consumed": drained, "events": events,
         "recorder": json.loads(summary_text[summary_text.index("{"):]) if "{" in summary_text else {},
-        "audit": {"exit_code": audit.returncode, "must_violations": doc.get("must_violations"),
+        "audit": {"exit_code": audit.returncode, "seconds": audit_s, "must_violations": doc.get("must_violations"),
                   "findings": {k: v for k, v in totals.items() if v},
                   "duplicates_by_cause": {k.removeprefix("duplicate-"): v for k, v in totals.items()
                                           if k.startswith("duplicate-")},
                   "not_judged": sorted(doc.get("not_judged", {})), "stderr": audit.stderr.strip()[-500:]},
-        "trace": str(trace), "report": str(report),
+        "trace": str(trace), "trace_rows": trace_rows, "report": str(report),
     }

@@ -33,8 +33,11 @@ SUBJECTS = {
 }
 #: The JVM's heap for a subject: one consumer of a few thousand small messages.
 JAVA_HEAP = "-Xmx256m"
-#: The Go subject's module (go.mod, go.sum, main.go).
+#: The Go module of the Go client's programs: the subject (main.go, the root package) and ``mqtck bench e2e``'s
+#: producer and consumer (e2e/main.go); go.mod pins the client, go.sum its dependencies.
 GO_MODULE_DIR = Path(__file__).resolve().parent / "go_client"
+#: The module path of the official Go client, as go.mod requires it.
+GO_CLIENT_MODULE = "github.com/apache/rocketmq-client-go/v2"
 #: How long ``go build`` may take (a cold module cache downloads the client and its dependencies).
 GO_BUILD_TIMEOUT_S = 600
 
@@ -64,25 +67,53 @@ def client_command(info: PeerInfo, home: Path) -> str:
 
 
 def go_subject(version: str) -> Path:
-    """The Go subject's executable, built by ``go build`` from :data:`GO_MODULE_DIR` into the peer cache unless
+    """The Go subject's executable (the module's root package), built by ``go build`` into the peer cache unless
     a build of the same sources is there; PeerError with go's first error line when it cannot be built."""
+    return go_build(".", f"go-client-{version}", "mqtck-go-push-consumer", "the Go client's subject")
+
+
+def go_e2e() -> Path:
+    """``mqtck bench e2e --client go``'s producer and consumer (the module's package ``e2e``, the command-line
+    contract of ``EndToEnd.java``), built as :func:`go_subject` is."""
+    return go_build("./e2e", f"go-e2e-{go_client_version()}", "mqtck-go-e2e", "the Go client's e2e program")
+
+
+def go_client_version() -> str:
+    """The rocketmq-client-go version :data:`GO_MODULE_DIR`'s ``go.mod`` pins (e.g. ``v2.1.2``): what a result
+    that ran the Go client names, read from the pin itself so that the two cannot disagree."""
+    for line in (GO_MODULE_DIR / "go.mod").read_text(encoding="utf-8").splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[-2] == GO_CLIENT_MODULE:
+            return words[-1]
+    raise PeerError(f"{GO_MODULE_DIR / 'go.mod'} does not require {GO_CLIENT_MODULE}")
+
+
+def go_build(package: str, cache_name: str, binary_name: str, what: str) -> Path:
+    """``go build`` of ``package`` (a directory of :data:`GO_MODULE_DIR`, ``.`` or ``./e2e``) into the peer cache,
+    under a directory named after ``cache_name`` and the hash of its sources: go.mod, go.sum and the package's own
+    ``.go`` files (a package of this module imports no other of its packages, so these are all it is built
+    from). A binary already there is reused; PeerError (naming ``what``) with go's first error line when the
+    build fails. For the root package the hash is the one go_subject always used (go.mod, go.sum, main.go)."""
     import hashlib
     import subprocess
 
     from conformance.peers.maven import cache_dir, require_tool
 
-    go = require_tool("go", "the Go client's subject is built with go build")
-    sources = hashlib.sha256(b"".join((GO_MODULE_DIR / name).read_bytes() for name in ("go.mod", "go.sum", "main.go")))
-    binary = cache_dir() / f"go-client-{version}-{sources.hexdigest()[:12]}" / "mqtck-go-push-consumer"
+    go = require_tool("go", f"{what} is built with go build")
+    package_dir = GO_MODULE_DIR / package
+    files = [GO_MODULE_DIR / "go.mod", GO_MODULE_DIR / "go.sum",
+             *sorted(p for p in package_dir.glob("*.go") if not p.name.endswith("_test.go"))]
+    sources = hashlib.sha256(b"".join(path.read_bytes() for path in files))
+    binary = cache_dir() / f"{cache_name}-{sources.hexdigest()[:12]}" / binary_name
     if binary.exists():
         return binary
     binary.parent.mkdir(parents=True, exist_ok=True)
     try:
-        built = subprocess.run([go, "build", "-o", str(binary), "."], cwd=GO_MODULE_DIR, capture_output=True,
+        built = subprocess.run([go, "build", "-o", str(binary), package], cwd=GO_MODULE_DIR, capture_output=True,
                                text=True, timeout=GO_BUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise PeerError(f"go build of the Go client's subject took more than {GO_BUILD_TIMEOUT_S} s") from None
+        raise PeerError(f"go build of {what} took more than {GO_BUILD_TIMEOUT_S} s") from None
     if built.returncode != 0 or not binary.exists():
         lines = (built.stderr or built.stdout).strip().splitlines() or ["no output"]
-        raise PeerError(f"go build of the Go client's subject failed: {lines[0][:300]}")
+        raise PeerError(f"go build of {what} failed: {lines[0][:300]}")
     return binary

@@ -10,6 +10,13 @@ Bytes a client sends are forwarded as they came. Each frame is also decoded, on 
 whose framing breaks (a length no frame can have) is forwarded raw from then on: the proxy never closes a
 connection the server would keep, and one bad client never touches another's connection. Route answers are
 the only bytes changed, and only their broker addresses.
+
+When a client closes its connection, the broker may not have answered its last requests yet, and some rows are
+written from the answer (a COMMIT of a two-way UPDATE_CONSUMER_OFFSET is written when the broker answers SUCCESS).
+The Go client sends its offset commits as ordinary requests whose answers it ignores, and closes its connections
+right after its shutdown's persist: the broker applies those commits, and a proxy that closed the broker's side
+at once would lose their rows. So after a client's close the proxy keeps reading the broker's answers while
+requests other than pulls are unanswered (at most :data:`CLOSE_DRAIN_S`), then closes.
 """
 
 from __future__ import annotations
@@ -30,6 +37,15 @@ _U32 = struct.Struct(">I")
 #: A RocketMQ 4.x producer sends on the broker's port minus 2 (sendMessageWithVIPChannel, true by default).
 VIP_CHANNEL_OFFSET = -2
 READ_BYTES = 1 << 16
+#: After a client closes its connection, how long the proxy may wait for the broker's answers to its last
+#: requests (pulls excepted: a held pull may be answered 20 s later, and its answer changes nothing the client
+#: did) before it closes the broker's side. The broker answers in milliseconds; this only bounds a broker that
+#: does not answer.
+CLOSE_DRAIN_S = 2.0
+CLOSE_DRAIN_POLL_S = 0.005
+#: When the recording stops: how long the loop may first run on, so that a client's close that had already
+#: arrived is seen (and its connection's drain started) before the proxy looks for connections to wait for.
+CLOSE_SETTLE_S = 0.05
 
 
 class FrameSplitter:
@@ -99,6 +115,8 @@ class RecordingProxy:
         #: upstream broker address -> the front's address clients are given.
         self.fronts: dict[str, str] = {}
         self.address = ""
+        #: Connections whose client has closed while the proxy still reads the broker's last answers.
+        self._draining: set[asyncio.Task[None]] = set()
 
     async def start(self) -> str:
         server = await asyncio.start_server(lambda r, w: self._serve(r, w, self.upstream, None),
@@ -109,8 +127,14 @@ class RecordingProxy:
         return self.address
 
     async def close(self) -> None:
+        """Stop accepting connections, and let the connections whose client has already closed read the broker's
+        last answers (at most :data:`CLOSE_DRAIN_S`): a recording stopped right after a client's shutdown still
+        holds what the broker did for it."""
         for server in self._servers:
             server.close()
+        await asyncio.sleep(CLOSE_SETTLE_S)
+        if self._draining:
+            await asyncio.wait(set(self._draining), timeout=CLOSE_DRAIN_S + 1)
 
     # -- fronts ---------------------------------------------------------------------------------
     async def _front_for(self, address: str, broker_name: str) -> None:
@@ -138,14 +162,29 @@ class RecordingProxy:
         routes: set[int] = set()
         pumps = [asyncio.ensure_future(self._client_to_server(reader, up_writer, conn, routes)),
                  asyncio.ensure_future(self._server_to_client(up_reader, writer, conn, routes))]
+        task = asyncio.current_task()
         try:
-            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            if pumps[0] in done and not pumps[1].done():
+                if task is not None:
+                    self._draining.add(task)
+                await self._drain_answers(conn, pumps[1])
         finally:
             for pump in pumps:
                 pump.cancel()
             for w in (writer, up_writer):
                 with contextlib.suppress(Exception):
                     w.close()
+            self._draining.discard(task)  # type: ignore[arg-type]
+
+    @staticmethod
+    async def _drain_answers(conn: Connection, server_pump: asyncio.Future[None]) -> None:
+        """The client has closed: let ``server_pump`` read (and the recorder map) the broker's answers to the
+        client's unanswered requests other than pulls, for at most :data:`CLOSE_DRAIN_S`."""
+        deadline = asyncio.get_running_loop().time() + CLOSE_DRAIN_S
+        while (not server_pump.done() and asyncio.get_running_loop().time() < deadline
+               and any(cmd.code != RequestCode.PULL_MESSAGE for cmd, _ in conn.pending.values())):
+            await asyncio.sleep(CLOSE_DRAIN_POLL_S)
 
     async def _client_to_server(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: Connection,
                                 routes: set[int]) -> None:
@@ -168,10 +207,13 @@ class RecordingProxy:
             if conn.broker is not None:
                 # A broker sends no route answers: its bytes go on as they came, in one write, before anything is
                 # decoded (the recorder adds no latency to the answer, and one send per read, not per frame).
-                writer.write(data)
+                # Once the client has gone (the drain after its close) they are only recorded.
+                if not writer.is_closing():
+                    writer.write(data)
                 for _raw, cmd in splitter.feed(data):
                     self.recorder.from_server(conn, cmd)
-                await writer.drain()
+                with contextlib.suppress(ConnectionError):
+                    await writer.drain()
                 continue
             for raw, cmd in splitter.feed(data):
                 if cmd is not None and cmd.is_response and cmd.opaque in routes:

@@ -11,6 +11,8 @@ from typing import Any
 
 from conformance.record.process import RecorderProcess
 from conformance.targets.remoting import RemotingTarget
+from reference.net.remoting.client import RemotingClient
+from reference.net.remoting.command import RequestCode
 from reference.rules.trace_schema import missing_columns
 
 #: Fields of a row both recorders know (the recorder's timestamps and seqs are its own).
@@ -81,3 +83,29 @@ def test_a_broken_stream_is_passed_on_and_harms_no_other_client(remoting_broker,
     summary = recorder.stop()
     assert summary["malformed_frames"] == 2
     assert summary["rows"]["SEND"] == 3, "the other client's traffic was recorded as usual"
+
+
+def test_a_commit_sent_just_before_the_client_closes_is_recorded(remoting_broker, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The Go client sends its offset commits as ordinary two-way requests, ignores the answers, and closes its
+    connections right after its shutdown's persist: the broker applies the commit, and the recorder (which writes
+    such a COMMIT from the broker's SUCCESS answer) must still read that answer after the client has gone. Found
+    recording rocketmq-client-go v2.1.2 against RocketMQ 4.9.7: the shutdown commits were applied but missing."""
+    server = remoting_broker()
+    recorded = tmp_path / "recorded.jsonl"
+    recorder = RecorderProcess(server.namesrv, recorded, run="wire")
+    target = RemotingTarget(recorder.front)
+    try:
+        target.create_topic("T", 1)
+        target.heartbeat("c1", "client-1", "G", {"T": "*"})
+        broker_front, group, topic = target.broker_addr, target.namespaced("G"), target.namespaced("T")
+    finally:
+        target.close()
+    for offset in range(1, 6):  # a few times: the answer races the close
+        client = RemotingClient(broker_front)
+        client.invoke_async(RequestCode.UPDATE_CONSUMER_OFFSET,
+                            {"consumerGroup": group, "topic": topic, "queueId": 0, "commitOffset": str(offset)})
+        client.close()  # at once, as the Go client does at shutdown
+    recorder.stop()  # right away too: the recording still waits for the last answer
+    server.stop()
+    commits = [r["offset"] for r in _rows(recorded) if r["event"] == "COMMIT"]
+    assert commits == [1, 2, 3, 4, 5]

@@ -5,7 +5,8 @@
 // `mqtck gate go-client-2.1.2` builds it with `go build` from this module (go.mod pins the client's version)
 // and runs it through the client check. The listener sleeps MQTCK_CONSUME_DELAY_MS per message and returns
 // ConsumeSuccess; the consumer runs MQTCK_DURATION_S or until SIGTERM, then shuts down, which persists its
-// offsets and unregisters. Nothing is tuned: the point is to observe the library's own defaults.
+// offsets (v2.1.2 sends no UNREGISTER_CLIENT: the broker sees the connection close). Nothing is tuned: the point
+// is to observe the library's own defaults.
 package main
 
 import (
