@@ -101,9 +101,9 @@ class BrokerThread:
             time.sleep(SETTLE_POLL_S)
         return True
 
-    def rows(self) -> list[dict[str, Any]]:
-        """A snapshot of the trace rows so far."""
-        return self.call(lambda: list(self.sink.rows))
+    def rows(self, start: int = 0) -> list[dict[str, Any]]:
+        """A snapshot of the trace rows so far, from the ``start``-th on (the sink only ever appends)."""
+        return self.call(lambda: self.sink.rows[start:])
 
     def close(self) -> None:
         if self._servers is not None:

@@ -164,15 +164,21 @@ class _Faults:
     def __init__(self, scenario: Scenario, broker: BrokerThread, topic: str, group: str,
                  at_s: float | None = None) -> None:
         self.scenario, self.broker, self.topic, self.group = scenario, broker, topic, group
-        self.kill_at_s = at_s if at_s is not None and scenario.kill_at_s is not None else scenario.kill_at_s
-        self.restart_at_s = (at_s if at_s is not None and scenario.restart_broker_at_s is not None
-                             else scenario.restart_broker_at_s)
-        self.retention_at_s = (at_s if at_s is not None and scenario.retention_at_s is not None
-                               else scenario.retention_at_s)
+        def when(scheduled: float | None) -> float | None:
+            """A fault the scenario has, at ``at_s`` when the caller moves every fault there."""
+            return scheduled if scheduled is None or at_s is None else at_s
+
+        self.kill_at_s = when(scenario.kill_at_s)
+        self.restart_at_s = when(scenario.restart_broker_at_s)
+        self.retention_at_s = when(scenario.retention_at_s)
         self.client_restarted_ts_us: int | None = None
         self.broker_back_ts_us: int | None = None
         self._retention_done = False
         self._evidence_since: float | None = None
+        #: The pulls and answers of the scenario's topic and group so far, and how many broker rows were read for
+        #: them: each poll reads only the rows written since (the broker's trace holds every scenario's rows).
+        self._pulls: list[dict[str, Any]] = []
+        self._rows_read = 0
         self.observations: dict[str, Any] = {}
 
     def kill_due(self, elapsed: float) -> bool:
@@ -217,9 +223,12 @@ class _Faults:
         moves = scenario.retention_at_s is not None or bool(scenario.preset)
         if since is None and not moves or scenario.retention_at_s is not None and not self._retention_done:
             return False
+        new = self.broker.rows(self._rows_read)
+        self._rows_read += len(new)
         # The scenario's topic only: a push consumer also pulls its group's %RETRY% topic.
-        rows = [r for r in self.broker.rows() if r.get("group") == self.group and r.get("topic") == self.topic
-                and r["event"] in ("PULL_REQ", "PULL_RESP")]
+        self._pulls += [r for r in new if r.get("group") == self.group and r.get("topic") == self.topic
+                        and r["event"] in ("PULL_REQ", "PULL_RESP")]
+        rows = self._pulls
         if since is not None:
             return len({r["queue_id"] for r in rows if r["event"] == "PULL_REQ" and r["ts"] >= since}) == \
                 scenario.queues
