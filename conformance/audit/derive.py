@@ -27,6 +27,7 @@ from conformance.audit import (
     pop,
 )
 from conformance.audit.frames import TraceFrames
+from conformance.audit.lineage import cut
 from conformance.audit.queues import QueuePass, consumed_table
 
 
@@ -60,7 +61,7 @@ def derive(frames: TraceFrames) -> Derivation:
 def _independent(frames: TraceFrames, outcome_rows: DataFrame,
                  consumed: DataFrame) -> tuple[DataFrame, list[DataFrame]]:
     """The ownership intervals and the derivations that do not read the queue pass."""
-    owned = ownership.intervals(frames)
+    owned = cut(ownership.intervals(frames))
     return owned, [
         badrows.find(frames.rows, frames.params, frames.catalog.duplicate_seq),
         offsets.find(frames),

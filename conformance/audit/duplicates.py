@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 
 from conformance.audit.consumption import RETRY_STATUSES
 from conformance.audit.frames import RUN, TraceFrames
+from conformance.audit.lineage import cut
 from conformance.audit.schema import findings
 
 KEY = (RUN, "group", "owner", "msg_id", "n")
@@ -52,7 +53,7 @@ def _hits(cands: DataFrame, evidence: DataFrame, condition, name: str) -> DataFr
 
 def find(frames: TraceFrames, outcome_rows: DataFrame, consumed: DataFrame) -> DataFrame:
     p = frames.params
-    cands = _candidates(outcome_rows, consumed).cache()
+    cands = cut(_candidates(outcome_rows, consumed))
     between = lambda col: (col("e.ts") > col("c.prev.ts")) & (col("e.ts") <= col("c.ts"))  # noqa: E731
     revoke = frames.view("REVOKE", "client").select(RUN, "group", "topic", "broker", "queue_id", "ts")
     crash = frames.events("CRASH", "RESTART").select(RUN, "source", "ts")

@@ -47,13 +47,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from conformance.audit import consumption
 from conformance.audit.frames import RUN, TraceFrames, key_of
+from conformance.audit.lineage import cut
 from conformance.audit.schema import NEVER
 
 QUEUE = ("topic", "broker", "queue_id")
@@ -165,7 +165,7 @@ class QueuePass:
     def __init__(self, frames: TraceFrames, consumed: DataFrame, candidates: list[Column],
                  metric_items: Callable[[QueuePass], Column]) -> None:
         self.frames = frames
-        self.lanes = _lanes(frames).cache()
+        self.lanes = cut(_lanes(frames))
         parts = [_messages(frames, self.lanes, consumed), _retention(frames, self.lanes),
                  _requests_and_commits(frames), _responses(frames), _ownership(frames)]
         union = parts[0]
@@ -204,7 +204,8 @@ class QueuePass:
         reduced = rows.select("lane_key", F.explode(entries).alias("e")).groupBy(
             "lane_key", "e.kind", "e.src", "e.seq", "e.name", "e.b", "e.payload"
         ).agg(F.count("*").alias("n"), F.sum("e.v").alias("total"),
-              F.max("e.v").alias("top")).persist(StorageLevel.MEMORY_AND_DISK)
+              F.max("e.v").alias("top"))
+        reduced = cut(reduced)
         self.candidates = reduced.filter(F.col("kind").isNotNull()).select("payload.*")
         self._msg_ids = _message_ids(frames, self.candidates)
         self.metrics = reduced.filter(F.col("name").isNotNull()).select("lane_key", "name", "b", "n", "total", "top")
@@ -329,4 +330,4 @@ def consumed_table(frames: TraceFrames) -> tuple[DataFrame, DataFrame]:
     # a job of its own) and by the queue pass. Kept once instead of scanning, shuffling and aggregating
     # every outcome again (measured: one such pass took 5 s of the 10M audit).
     consumed = consumption.consumed(rows, frames.params.retry_settles_commit, frames.wide_partitions)
-    return rows, consumed.persist(StorageLevel.MEMORY_AND_DISK)
+    return rows, cut(consumed)

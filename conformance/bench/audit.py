@@ -78,7 +78,7 @@ def _spark_jobs(spark: Any) -> set[int]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from conformance.audit.job import run_audit
+    from conformance.audit.job import input_bytes, run_audit
     from conformance.audit.session import SparkSettings, spark_session
     from conformance.audit.synth import parse_inject, synthesize
 
@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             manifest = synthesize(trace, args.events, args.seed, parse_inject(args.inject))
             synth_s = round(time.perf_counter() - started, 3)
         events = manifest["events"]
-        spark = spark_session(SparkSettings(master=args.master, driver_memory=args.driver_memory))
+        spark = spark_session(SparkSettings(master=args.master, driver_memory=args.driver_memory,
+                                            input_bytes=input_bytes(trace)))
         cpu_started, load_before = _jvm_cpu_seconds(spark), os.getloadavg()[0]
         jobs_before = _spark_jobs(spark)
         audit_started = time.perf_counter()

@@ -17,5 +17,7 @@ def spark():
     # (DRIVER_MEMORY): with 1 GiB a GC log showed up to 628 MiB live during the larger audits, a CI run once
     # lost the driver in the middle of one, and another spent 30 min in full GCs at the CLI's 1280 MiB when
     # the worker happened to run more of the audit tests.
-    session = spark_session(SparkSettings(master="local[2]", driver_memory=TEST_DRIVER_MEMORY, shuffle_partitions=2))
+    # The tests' traces are small: the short-lived audit's JIT (input_bytes=0).
+    session = spark_session(SparkSettings(master="local[2]", driver_memory=TEST_DRIVER_MEMORY, shuffle_partitions=2,
+                                          input_bytes=0))
     yield session
