@@ -68,7 +68,8 @@ def archive_key(jvm_flags: tuple[str, ...]) -> str | None:
         return None
     jars = Path(pyspark.__file__).parent / "jars"
     digest = hashlib.sha256()
-    for part in (str(home), str((home / "bin" / "java").stat().st_mtime_ns), pyspark.__version__,
+    # The jars' directory too: the JVM checks the class path's paths, and each virtual environment has its own.
+    for part in (str(home), str((home / "bin" / "java").stat().st_mtime_ns), pyspark.__version__, str(jars),
                  *sorted(p.name for p in jars.glob("*.jar")), *jvm_flags):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()[:16]
