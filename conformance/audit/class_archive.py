@@ -36,6 +36,9 @@ from typing import Any
 #: The JVM's own unified-logging tags for CDS off: a dump names every class it skips (signed jars, classes
 #: generated at run time) as a warning on the JVM's standard output, which is the CLI's.
 QUIET = "-Xlog:cds=off,cds+dynamic=off"
+#: Archives kept in the cache directory (one per pyspark, JDK and flag set, about 190 MB each): writing a new
+#: one removes the oldest beyond this.
+KEEP_ARCHIVES = 3
 #: How long the process's exit waits for the JVM to write the archive (measured: about 8 s for 188 MB).
 DUMP_TIMEOUT_S = 120
 
@@ -105,6 +108,14 @@ def _remove_stale(directory: Path) -> None:
                 stale.unlink()
 
 
+def _keep_newest(directory: Path) -> None:
+    """Remove all but the :data:`KEEP_ARCHIVES` newest archives: those of installations since replaced."""
+    archives = sorted(directory.glob("spark-driver-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in archives[KEEP_ARCHIVES:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+
+
 def _finish(partial: Path, archive: Path) -> None:
     """At exit: stop the driver, let its JVM go and wait while it writes the archive, then move it into place."""
     try:
@@ -122,6 +133,7 @@ def _finish(partial: Path, archive: Path) -> None:
         gateway.proc.wait(timeout=DUMP_TIMEOUT_S)
         if partial.is_file() and partial.stat().st_size > 0:
             os.replace(partial, archive)
+            _keep_newest(archive.parent)
     except (OSError, subprocess.TimeoutExpired, ImportError):
         pass
     finally:

@@ -110,3 +110,15 @@ def test_a_driver_writes_the_archive_at_exit_and_the_next_driver_maps_it(tmp_pat
     mapped = re.search(r"size (\d+)", second.stdout)
     assert mapped is not None, second.stdout
     assert int(mapped.group(1)) >= size  # the JDK's base archive and ours, mapped
+
+
+def test_writing_an_archive_keeps_only_the_newest(tmp_path):
+    for i in range(class_archive.KEEP_ARCHIVES + 2):
+        archive = tmp_path / f"spark-driver-{i}.jsa"
+        archive.write_bytes(b"x")
+        os.utime(archive, (1_000_000 + i, 1_000_000 + i))
+    (tmp_path / "other.txt").write_text("not ours")
+    class_archive._keep_newest(tmp_path)
+    kept = sorted(p.name for p in tmp_path.glob("*.jsa"))
+    assert kept == [f"spark-driver-{i}.jsa" for i in range(2, class_archive.KEEP_ARCHIVES + 2)]
+    assert (tmp_path / "other.txt").exists()
