@@ -31,6 +31,7 @@ from conformance.audit.categories import not_judged
 from conformance.audit.derive import derive
 from conformance.audit.frames import RUN, Catalog, TraceFrames, build_catalog
 from conformance.audit.inputs import AuditFailed, UnreadableTrace, detect, one_line
+from conformance.audit.lineage import release
 from conformance.audit.load import LoadedTrace, load_trace
 from conformance.audit.metrics import PREFIX as METRIC_PREFIX
 from conformance.audit.metrics import metric_queries, metric_rows, read_metrics
@@ -128,6 +129,7 @@ def run_audit(
                 raise AuditFailed(f"the Spark job failed: {one_line(exc)}") from exc
         finally:
             spark.catalog.clearCache()
+            release(spark)
             shutil.rmtree(report_dir / DERIVED_DIR, ignore_errors=True)
             loaded.cleanup()
     return AuditResult(summary["exit_code"], summary, report_dir, timings)

@@ -19,7 +19,7 @@ so there the intermediate is persisted instead: same reuse, the plan stays large
 from __future__ import annotations
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 
 def cut(frame: DataFrame) -> DataFrame:
@@ -27,3 +27,11 @@ def cut(frame: DataFrame) -> DataFrame:
     if frame.sparkSession.sparkContext.master.startswith("local"):
         return frame.localCheckpoint(eager=False)
     return frame.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def release(spark: SparkSession) -> None:
+    """Drop the blocks of every intermediate kept for the audit just done. ``clearCache`` uncaches persisted
+    DataFrames only; a local checkpoint's blocks would stay until the JVM collects its RDD, and a session that
+    audits many traces (a test worker's) would pile them up in memory and on local disk."""
+    for rdd in list(spark.sparkContext._jsc.getPersistentRDDs().values()):
+        rdd.unpersist(False)

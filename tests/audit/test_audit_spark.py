@@ -75,6 +75,8 @@ def test_synthetic_faults_are_found_exactly(spark, tmp_path, capsys) -> None:
     html = (reports / "report.html").read_text()
     assert html.count("<svg") >= 8 and "http" not in html.split("<body>")[1].split("xmlns")[0]
     assert not (reports / "_derived").exists()
+    # The intermediates kept for the audit (local checkpoints, persisted frames) are released with it.
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == 0
 
 
 def test_hand_written_fixtures(spark, tmp_path) -> None:
