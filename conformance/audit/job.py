@@ -139,13 +139,17 @@ def _derive_and_summarise(spark: SparkSession, trace: str | Path, report_dir: Pa
                           loaded: LoadedTrace, catalog: Catalog, wide_partitions: int, progress: SparkProgress,
                           lap: Callable[[str], None]) -> dict[str, Any]:
     """Every finding in one Spark action, then the summary, findings/ and report.html."""
+    # Building the plan is seconds of driver work (and runs the broadcasts that the shared intermediates'
+    # plans need): a phase of its own, timed apart from running it (docs/audit.md, Performance).
+    progress.phase("planning the derivations")
     frames = TraceFrames(spark, loaded.rows, params, catalog, wide_partitions)
     derivation = derive(frames)
-    progress.phase("deriving findings")
     # One action computes findings and plot metrics together (they share the shuffles); they are
     # separated when read back.
-    derived_dir = report_dir / DERIVED_DIR
     everything = derivation.findings.unionByName(metric_rows(derivation.queue, derivation.intervals))
+    lap("plan")
+    progress.phase("deriving findings")
+    derived_dir = report_dir / DERIVED_DIR
     # The union's last stage has one task per partition of every part (about 300 at 10M events), and each
     # task deserialises the whole plan (9 s of that stage's 28 s at 10M): a few tasks, each running
     # several parents' partitions in turn, keep both cores busy without it.

@@ -71,6 +71,34 @@ def _jvm_cpu_seconds(spark: Any) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+#: The driver JVM's threads by what they do (thread names, as the JVM and Spark give them): the split of an
+#: audit's CPU that says whether rows, planning, compilation or collection is the cost (docs/audit.md).
+THREAD_ROLES = (("tasks", "Executor task"), ("jit", "CompilerThre"), ("gc", "GC Thread"),
+                ("planning", "Thread-"))
+
+
+def _jvm_cpu_by_thread(spark: Any) -> dict[int, tuple[str, float]]:
+    """Per JVM thread id: (role, CPU seconds so far), from /proc (Linux); empty elsewhere."""
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    out: dict[int, tuple[str, float]] = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        role = next((r for r, prefix in THREAD_ROLES if name.startswith(prefix)), "other")
+        out[int(task.name)] = (role, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+    return out
+
+
+def _cpu_split(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
+    split: dict[str, float] = {}
+    for tid, (role, cpu) in after.items():
+        split[role] = split.get(role, 0.0) + cpu - before.get(tid, (role, 0.0))[1]
+    return {role: round(cpu, 1) for role, cpu in sorted(split.items(), key=lambda kv: -kv[1])}
+
+
 def _spark_jobs(spark: Any) -> set[int]:
     """Ids of the Spark jobs (actions) the driver has run so far: each one is a scheduling round trip and
     a plan to build, so their number is most of an audit's fixed cost."""
@@ -102,11 +130,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         spark = spark_session(SparkSettings(master=args.master, driver_memory=args.driver_memory,
                                             input_bytes=input_bytes(trace)))
         cpu_started, load_before = _jvm_cpu_seconds(spark), os.getloadavg()[0]
+        threads_before = _jvm_cpu_by_thread(spark)
         jobs_before = _spark_jobs(spark)
         audit_started = time.perf_counter()
         result = run_audit(trace, root / "report", settings=None)
         audit_s = time.perf_counter() - audit_started
         cpu_s = _jvm_cpu_seconds(spark) - cpu_started
+        cpu_split = _cpu_split(threads_before, _jvm_cpu_by_thread(spark))
         jobs = len(_spark_jobs(spark) - jobs_before)
         memory = _jvm_memory(spark)
         found = {run: {n: c["count"] for n, c in data["categories"].items() if c["count"]}
@@ -131,6 +161,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "audit_events_per_s": round(events / audit_s),
             "audit_phases_s": result.timings,
             "audit_jvm_cpu_seconds": round(cpu_s, 1),
+            # The same CPU by what the threads do: tasks (the rows), planning (the py4j threads building the
+            # plan), jit, gc, other.
+            "audit_jvm_cpu_by_role_s": cpu_split,
             "audit_spark_jobs": jobs,
             # Load average (1 min) when the audit started and ended: other work on the machine.
             "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
