@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from conformance.audit.class_archive import cache_dir
 from conformance.targets.launch import launch_broker
 from reference.net.remoting.command import RemotingCommand
 from reference.net.remoting.frame import FrameDecoder, encode_frame
@@ -83,5 +84,7 @@ class BrokerProcess:
 
 
 def home_for_client(path: Path) -> None:
-    """The C++ client writes logs and broadcasting offsets under $HOME: keep them in the test's tmp dir."""
+    """The C++ client writes logs and broadcasting offsets under $HOME: keep them in the test's tmp dir. The
+    audit's class archive stays in the user's cache (else every run would write a new one into the tmp dir)."""
+    os.environ.setdefault("MQTCK_CACHE_DIR", str(cache_dir()))
     os.environ["HOME"] = str(path)
