@@ -112,6 +112,7 @@ def test_messages_topics_and_offsets_survive_a_restart(target, kill: bool) -> No
     _check_kept(target, sent, 2)
     r = target.send(T, 1, b"after", None)
     assert r.queue_offset == len(RESTART_SIZES), "appending goes on after the recovered end of the queue"
+    visible(target, T, 1, r.queue_offset + 1)  # Apache RocketMQ dispatches to the queue after acknowledging
     (m,) = target.start_pull("G", T, 1, r.queue_offset).result().messages
     assert m.body == b"after"
     # STORE-8: the topic keeps its three queues; a fourth must not exist (auto-creation would change the count).
