@@ -38,7 +38,7 @@ from conformance.audit.metrics import metric_queries, metric_rows, read_metrics
 from conformance.audit.params import AuditParams
 from conformance.audit.progress import SparkProgress
 from conformance.audit.report import build_summary, findings_queries, overlap_queues, write_outputs
-from conformance.audit.session import SMALL_INPUT_BYTES, SparkSettings, SparkUnavailable, spark_session
+from conformance.audit.session import SparkSettings, SparkUnavailable, spark_session
 
 FINDINGS_DIR = "findings"
 #: Findings and metric rows as computed, before they are separated (removed at the end).
@@ -92,7 +92,8 @@ def run_audit(
 
     detect(Path(trace))  # a missing or foreign input fails before a JVM starts
     size = input_bytes(Path(trace))
-    spark = spark_session(replace(settings or SparkSettings(), input_bytes=size))
+    settings = replace(settings or SparkSettings(), input_bytes=size)
+    spark = spark_session(settings)
     lap("session")
     # The few shuffles of trace-sized data (the queue pass, the consumption table, POP) are sized from the
     # input; every other shuffle moves a few thousand rows (catalog, lanes, ownership, candidates, the
@@ -104,7 +105,7 @@ def run_audit(
     # more than it saves, whole stages and single expressions alike (Spark then interprets them; the
     # factory mode is Spark's own switch between generated and interpreted expressions). Measured on a
     # 20K-event trace: derive 14.6 s -> 11.9 s, the same findings.
-    small = size <= SMALL_INPUT_BYTES
+    small = settings.short_lived
     spark.conf.set("spark.sql.codegen.wholeStage", "false" if small else "true")
     spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN" if small else "FALLBACK")
     with SparkProgress(spark, show_progress) as progress:

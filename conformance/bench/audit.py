@@ -67,7 +67,12 @@ def _jvm_cpu_seconds(spark: Any) -> float:
     """CPU time (user + system) the driver JVM has used: on a machine shared with other work, wall time
     varies with the load while this does much less, so the two together say what an audit costs."""
     pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return _cpu_seconds(Path(f"/proc/{pid}/stat"))
+
+
+def _cpu_seconds(stat: Path) -> float:
+    """User + system CPU seconds from a /proc ``stat`` file (a process's or one thread's)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -84,11 +89,11 @@ def _jvm_cpu_by_thread(spark: Any) -> dict[int, tuple[str, float]]:
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
             name = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            cpu = _cpu_seconds(task / "stat")
         except OSError:  # the thread ended meanwhile
             continue
         role = next((r for r, prefix in THREAD_ROLES if name.startswith(prefix)), "other")
-        out[int(task.name)] = (role, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+        out[int(task.name)] = (role, cpu)
     return out
 
 

@@ -91,8 +91,7 @@ print("MAPPED", mapped[0] if mapped else "none")
 
 @pytest.mark.skipif(shutil.which("jcmd") is None, reason="jcmd (the JDK's) is needed to see what the JVM mapped")
 def test_a_driver_writes_the_archive_at_exit_and_the_next_driver_maps_it(tmp_path):
-    if class_archive.archive_key(FLAGS) is None:
-        pytest.skip("no JDK with a base CDS archive, or no pyspark")
+    _needs_jdk()
     env = {**os.environ, "MQTCK_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env.pop("MQTCK_SPARK_CDS", None)
     env.pop("PYSPARK_GATEWAY_PORT", None)
