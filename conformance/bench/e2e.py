@@ -2,9 +2,9 @@
 
 A broker (``--peer``, default Apache RocketMQ 4.9.7 from Maven Central) runs behind ``mqtck record``. Every client
 goes through the recorder: a producer sends ``--messages`` messages at ``--rate`` per second, and three push
-consumers of one clustering group consume them. Mid-stream one consumer is killed with SIGKILL (the harness writes
-its CRASH row), and later a fourth joins. Once every acknowledged message has been consumed (or ``--drain-s``
-passed), the consumers are stopped with SIGTERM and the recorder ends its trace.
+consumers of one clustering group consume them. Mid-stream, once it has consumed, one consumer is killed with
+SIGKILL (the harness writes its CRASH row), and later a fourth joins. Once every acknowledged message has been
+consumed (or ``--drain-s`` passed), the consumers are stopped with SIGTERM and the recorder ends its trace.
 
 ``--client`` picks the official client the producer and the consumers run on: ``java`` (rocketmq-client 4.9.8,
 ``conformance/peers/java_client/EndToEnd.java``, run by ``java`` on its Maven Central classpath) or ``go``
@@ -47,6 +47,10 @@ TOPIC, GROUP = "E2ETopic", "e2e_group"
 FIRST_CONSUMERS = 3
 KILLED = 1
 KILL_AT, JOIN_AT = 0.35, 0.6
+#: The kill waits until the killed consumer has consumed something (a consumer killed before its first message
+#: tests nothing, and has no trace row to take its CRASH row's source from: a slow JVM start under load did that
+#: once); after this long past the planned kill it is killed anyway, and the run reports it never consumed.
+KILL_WAIT_S = 120.0
 #: How long the producer runs before the consumers start (the topic exists by then).
 CONSUMERS_AFTER_S = 2.0
 POLL_S = 0.5
@@ -126,6 +130,12 @@ def _append(path: Path, event: str) -> None:
         fh.write(json.dumps(row) + "\n")
 
 
+def _has_consumed(path: Path) -> bool:
+    """Whether the consumer whose trace is ``path`` has written a CONSUME row yet (bytes searched, not parsed: this
+    is asked every poll)."""
+    return path.exists() and b'"event":"CONSUME"' in path.read_bytes()
+
+
 def _consumed(paths: list[Path]) -> set[str]:
     return {r["msg_id"] for p in paths for r in _rows(p) if r.get("event") == "CONSUME"}
 
@@ -173,7 +183,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         killed = joined = False
         while producer.poll() is None or not (killed and joined):
             elapsed = time.monotonic() - started
-            if not killed and elapsed >= KILL_AT * planned_s:
+            kill_due = KILL_AT * planned_s
+            consuming = not killed and elapsed >= kill_due and _has_consumed(traces[KILLED])
+            if not killed and (consuming or elapsed >= kill_due + KILL_WAIT_S):
+                if not consuming:
+                    events[f"consumer {KILLED} never_consumed"] = True
                 consumers[KILLED].send_signal(signal.SIGKILL)
                 consumers[KILLED].wait()
                 _append(traces[KILLED], "CRASH")
