@@ -128,9 +128,13 @@ def run_audit(
                 raise
             except Exception as exc:  # the JVM's failures (disk full, out of memory, ...): one line, exit 2
                 raise AuditFailed(f"the Spark job failed: {one_line(exc)}") from exc
+        except BaseException:
+            release(spark, failed=True)
+            raise
+        else:
+            release(spark)
         finally:
             spark.catalog.clearCache()
-            release(spark)
             shutil.rmtree(report_dir / DERIVED_DIR, ignore_errors=True)
             loaded.cleanup()
     return AuditResult(summary["exit_code"], summary, report_dir, timings)
