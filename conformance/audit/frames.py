@@ -261,8 +261,11 @@ class TraceFrames:
         schema = T.StructType([T.StructField(RUN, T.StringType()), T.StructField("group", T.StringType()),
                                T.StructField("topic", T.StringType()),
                                T.StructField("tags", T.ArrayType(T.StringType()))])
-        data = [(r, g, t, None if tags is None else sorted(tags)) for (r, g, t), tags in sorted(merged.items())]
-        return self.spark.createDataFrame(data, schema)
+        rows = [F.struct(F.lit(r), F.lit(g), F.lit(t), F.array(*map(F.lit, sorted(tags))) if tags is not None
+                         else F.lit(None)) for (r, g, t), tags in sorted(merged.items())]
+        # A plan the JVM evaluates itself: createDataFrame of a Python list has a Python worker unpickle the rows,
+        # about a second of the small audit's critical path the first time (its broadcast waits for it).
+        return self.spark.range(1).select(F.inline(F.array(*rows).cast(T.ArrayType(schema))))
 
     def sends(self) -> DataFrame:
         """SEND rows, one recorder per run: the broker's when it recorded any, else the producers'."""
