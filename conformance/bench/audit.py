@@ -77,9 +77,12 @@ def _cpu_seconds(stat: Path) -> float:
 
 
 #: The driver JVM's threads by what they do (thread names, as the JVM and Spark give them): the split of an
-#: audit's CPU that says whether rows, planning, compilation or collection is the cost (docs/audit.md).
-THREAD_ROLES = (("tasks", "Executor task"), ("jit", "CompilerThre"), ("gc", "GC Thread"),
-                ("planning", "Thread-"))
+#: audit's CPU that says whether rows, planning, compilation or collection is the cost (docs/audit.md). Each
+#: role is the names' prefixes (HotSpot's compiler threads are "C1 CompilerThre" and "C2 CompilerThre": the
+#: kernel keeps 15 characters).
+THREAD_ROLES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("tasks", ("Executor task",)), ("jit", ("C1 CompilerThre", "C2 CompilerThre")), ("gc", ("GC Thread",)),
+    ("planning", ("Thread-",)))
 
 
 def _jvm_cpu_by_thread(spark: Any) -> dict[int, tuple[str, float]]:
@@ -92,7 +95,7 @@ def _jvm_cpu_by_thread(spark: Any) -> dict[int, tuple[str, float]]:
             cpu = _cpu_seconds(task / "stat")
         except OSError:  # the thread ended meanwhile
             continue
-        role = next((r for r, prefix in THREAD_ROLES if name.startswith(prefix)), "other")
+        role = next((r for r, prefixes in THREAD_ROLES if name.startswith(prefixes)), "other")
         out[int(task.name)] = (role, cpu)
     return out
 

@@ -19,5 +19,6 @@ def test_bench_audit_finds_exactly_and_splits_the_time(spark, tmp_path, capsys) 
     assert {"load", "plan", "derive", "summary"} <= set(phases)
     assert sum(phases.values()) <= result["audit_seconds"] + 0.1
     roles = result["audit_jvm_cpu_by_role_s"]
-    assert roles["tasks"] > 0 and roles["planning"] > 0
+    # Every audit compiles (C1 at least): a role missing here is a thread name the split does not know.
+    assert roles["tasks"] > 0 and roles["planning"] > 0 and roles["jit"] > 0
     assert sum(roles.values()) <= result["audit_jvm_cpu_seconds"] + 1.0
