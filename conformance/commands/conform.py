@@ -177,16 +177,19 @@ def _print_table(console: Console, doc: dict, run_dir: Path) -> None:
         table.add_row(fam, *(str(c.get(k, 0)) for k in statuses))
     out = Console()
     out.print(table)
+    # Failures come last, just above the verdict: a CI log is read from its tail, and a long list of
+    # reviewed expected fails must not push the one line that decides the run out of view.
+    for r in doc["requirements"]:
+        if r["status"] == "expected-fail":
+            out.print(f"[yellow]EXPECTED FAIL[/yellow] {r['id']} ({r['level']}): {r['expectation']['reason']}")
+        elif r["status"] == "unexpected-pass":
+            out.print(f"[blue]UNEXPECTED PASS[/blue] {r['id']}: listed in {doc.get('expectations')}, remove the entry")
     for r in doc["requirements"]:
         if r["status"] == "fail":
             out.print(f"[red]FAIL[/red] {r['id']} ({r['level']}): {r['sentence']}")
             for t in r["tests"]:
                 if t["outcome"] == "failed":
                     out.print(f"    {t['nodeid'].split('::')[-1]}: {t['summary']}", markup=False, highlight=False)
-        elif r["status"] == "expected-fail":
-            out.print(f"[yellow]EXPECTED FAIL[/yellow] {r['id']} ({r['level']}): {r['expectation']['reason']}")
-        elif r["status"] == "unexpected-pass":
-            out.print(f"[blue]UNEXPECTED PASS[/blue] {r['id']}: listed in {doc.get('expectations')}, remove the entry")
     if "mutants" in doc:
         m = doc["mutants"]
         out.print(f"seeded faults killed: {m['killed']} of {m['total']} ({m['kill_rate']:.0%})")
