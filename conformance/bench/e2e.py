@@ -181,11 +181,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for n in range(FIRST_CONSUMERS):
             start_consumer(n)
         killed = joined = False
+        kill_due = KILL_AT * planned_s
         while producer.poll() is None or not (killed and joined):
             elapsed = time.monotonic() - started
-            kill_due = KILL_AT * planned_s
             consuming = not killed and elapsed >= kill_due and _has_consumed(traces[KILLED])
-            if not killed and (consuming or elapsed >= kill_due + KILL_WAIT_S):
+            if consuming or (not killed and elapsed >= kill_due + KILL_WAIT_S):
                 if not consuming:
                     events[f"consumer {KILLED} never_consumed"] = True
                 consumers[KILLED].send_signal(signal.SIGKILL)

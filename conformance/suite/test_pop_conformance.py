@@ -84,6 +84,17 @@ def answered(target, pending) -> bool:  # type: ignore[no-untyped-def]
     return True
 
 
+def late_answer(pending, since: float) -> str:  # type: ignore[no-untyped-def]
+    """Why a held request missed :data:`WIRE_WAKE_S`: when its answer came after all (waiting up to its hold time),
+    and which; a late wake-up and a lost one (answered only at the deadline) are different faults."""
+    try:
+        reply = pending.result()
+    except AssertionError as never:
+        return str(never)
+    late = time.monotonic() - since
+    return f"it was answered {late:.1f} s after the arrival: {reply.code}, {len(reply.messages)} messages"
+
+
 def pop_time_of(handle: str) -> int | None:
     """The pop time a receipt handle carries (its second field, as extraInfo), or None if it has none."""
     fields = handle.split(" ")
@@ -227,8 +238,9 @@ def test_held_pop_answered_by_a_matching_arrival(target) -> None:  # type: ignor
     target.advance(1_000)
     target.send(T, 1, b"other", "B")
     assert not answered(target, held), "a message the filter does not match must not answer the pop"
+    arrived = time.monotonic()
     target.send(T, 1, b"mine", "A")
-    assert answered(target, held), "a matching arrival must answer the held pop"
+    assert answered(target, held), f"a matching arrival must answer the held pop; {late_answer(held, arrived)}"
     reply = held.result()
     assert reply.code == "SUCCESS" and bodies(reply) == [b"mine"]
     timed = target.pop(G, T, 0, 32, 30_000, 3_000)

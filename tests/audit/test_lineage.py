@@ -24,8 +24,8 @@ def test_a_cut_intermediate_is_computed_in_the_background_and_read_from_its_bloc
     # No action of ours has run: the background job alone computed and kept every partition.
     MATERIALIZER.wait(spark, cancel=False)
     assert _cached_partitions(spark) == 3
-    jobs_before = len(spark.sparkContext.statusTracker().getJobIdsForGroup(MATERIALIZER.JOB_GROUP))
-    assert jobs_before >= 1
+    background_jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(MATERIALIZER.JOB_GROUP))
+    assert background_jobs >= 1
     assert kept.agg(F.sum("square")).first()[0] == sum(i * i for i in range(1_000))
     release(spark)
     assert _cached_partitions(spark) == 0
