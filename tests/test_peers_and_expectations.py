@@ -151,7 +151,8 @@ def test_maven_errors_are_one_clean_line() -> None:
 
 
 def test_failures_are_printed_last_above_the_verdict(tmp_path: Path, capsys) -> None:
-    """A CI log is read from its tail: the FAIL lines follow every reviewed expected fail, just above the verdict."""
+    """A CI log is read from its tail: the FAIL lines follow every reviewed expected fail and every deviation a
+    passing test noticed (report.NOTICED), just above the verdict."""
     from rich.console import Console
 
     from conformance.commands.conform import _print_table
@@ -162,11 +163,13 @@ def test_failures_are_printed_last_above_the_verdict(tmp_path: Path, capsys) -> 
                 "tests": [{"nodeid": f"t.py::test_{rid}", "outcome": "failed", "summary": "boom"}]}
 
     doc = {"target": "x", "verdict": "fail", "duration_s": 1.0, "expectations": "x",
-           "requirements": [row("A-1", "fail"), row("B-1", "expected-fail"), row("C-1", "unexpected-pass")]}
-    _print_table(Console(), doc, tmp_path)
+           "requirements": [row("A-1", "fail"), row("B-1", "expected-fail"), row("C-1", "unexpected-pass")],
+           "observations": {"pop.lost_wakeups": ["answered [late]"]}}
+    _print_table(Console(width=200), doc, tmp_path)
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]
-    expected = ["EXPECTED FAIL B-1", "UNEXPECTED PASS C-1", "FAIL A-1"]
+    expected = ["EXPECTED FAIL B-1", "UNEXPECTED PASS C-1", "NOTICED POP-6", "FAIL A-1"]
     marks = [next((m for m in expected if m in ln), None) for ln in lines]
     assert [m for m in marks if m] == expected
+    assert any(ln.endswith("wake-up: answered [late]") for ln in lines), "a recorded deviation is printed as it is"
     verdict = next(i for i, ln in enumerate(lines) if ln.startswith("verdict: FAIL"))
     assert "test_A-1: boom" in lines[verdict - 1]
