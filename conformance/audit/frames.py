@@ -45,7 +45,6 @@ from conformance.audit.inputs import UnreadableTrace
 from conformance.audit.params import AuditParams
 from conformance.audit.schema import NEVER, own_client_source, source_kind
 from conformance.audit.sequences import checked_keys, duplicate_keys, repeated, row_key
-from conformance.audit.sqltext import literal_map, name, one_of, text
 from conformance.audit.validate import valid
 from reference.rules.errors import InvalidRequest
 from reference.rules.filter import SubscriptionData
@@ -127,8 +126,7 @@ def build_catalog(rows: DataFrame) -> Catalog:
                 r["seq_n"], r["seq_min"], r["seq_max"], r["seq_hash"])
     uncertified = sorted(k for k, summary in recorders.items() if not summary.certified())
     if uncertified:  # the exact check, on those recorders' rows only
-        key = f"concat_ws({text(_SEP)}, {name(RUN)}, `source`)"
-        suspects = rows.filter(one_of(key, [f"{r}{_SEP}{s}" for r, s in uncertified]))
+        suspects = rows.filter(F.concat_ws(_SEP, RUN, "source").isin(*[f"{r}{_SEP}{s}" for r, s in uncertified]))
         cat.duplicate_seq = checked_keys([r["key"] for r in duplicate_keys(suspects).collect()])
     dup = set(cat.duplicate_seq)
     cat.subscriptions = sorted({(r[RUN], r["group"], r["topic"], r["expression"], r["model"])
@@ -221,15 +219,15 @@ class TraceFrames:
         names = self.catalog.names[kind]
         if not names:
             return F.lit(None).cast("string")
-        return literal_map(dict(sorted(names.items())))[key]
+        return F.create_map(*[x for k, v in sorted(names.items()) for x in (F.lit(k), F.lit(v))])[key]
 
     def in_view(self, event: str, prefer: str) -> Column:
         """True for a row of ``event`` in the ``prefer`` (``client`` or ``broker``) view: recorded by the
         preferred recorder, or by another when the preferred one recorded nothing for that client."""
         preferred = own_client_source() if prefer == "client" else source_kind() == "broker"
         having = self.catalog.preferred.get((event, prefer), [])
-        key = f"concat_ws({text(_SEP)}, {name(RUN)}, `client_id`)"
-        return (preferred | ~F.expr(one_of(key, having))) if having else F.lit(True)
+        key = F.concat_ws(_SEP, F.col(RUN), F.col("client_id"))
+        return (preferred | ~key.isin(*having)) if having else F.lit(True)
 
     def view(self, event: str, prefer: str) -> DataFrame:
         """Good rows of ``event`` with one recorder per (run, client): ``prefer`` is ``client`` or ``broker``."""
@@ -303,7 +301,8 @@ class TraceFrames:
         known = {r: fact(f) for r, f in self.catalog.runs.items() if fact(f) is not None}
         if not known:
             return F.lit(default)
-        return F.coalesce(literal_map(known)[F.col(RUN)], F.lit(default))
+        pairs = [x for r, v in known.items() for x in (F.lit(r), F.lit(v))]
+        return F.coalesce(F.create_map(*pairs)[F.col(RUN)], F.lit(default))
 
     def with_horizon(self, df: DataFrame) -> DataFrame:
         return df.withColumn("horizon", self.horizon())

@@ -29,7 +29,6 @@ from pyspark.sql import functions as F
 
 from conformance.audit.frames import TraceFrames
 from conformance.audit.schema import findings, witness
-from conformance.audit.sqltext import name, text
 from reference.rules.status import CORRECTION_TABLE, CorrectionRow, GetMessageStatus, check_offset, overflow_to_max
 
 #: The spec statement of each table row, by the row's condition (tests check every row is named).
@@ -60,25 +59,28 @@ def representatives() -> list[tuple[int, int, int]]:
     return reps
 
 
-def _symbols(offset: str, lo: str, hi: str) -> dict[str, str]:
-    return {"zero": "CAST(0 AS BIGINT)", "min": name(lo), "max": name(hi), "offset": name(offset)}
+def _symbols(offset: Column, lo: Column, hi: Column) -> dict[str, Column]:
+    return {"zero": F.lit(0).cast("long"), "min": lo, "max": hi, "offset": offset}
 
 
-def _class_condition(rep: tuple[int, int, int], cols: dict[str, str]) -> str:
+def _class_condition(rep: tuple[int, int, int], cols: dict[str, Column]) -> Column:
     values = dict(zip(("offset", "min", "max"), rep, strict=True), zero=0)
-    terms = []
+    cond = F.lit(True)
     for a, b in combinations(_SYMBOLS, 2):
-        op = "<" if values[a] < values[b] else "=" if values[a] == values[b] else ">"
-        terms.append(f"{cols[a]} {op} {cols[b]}")
-    return " AND ".join(terms)
+        if values[a] < values[b]:
+            cond = cond & (cols[a] < cols[b])
+        elif values[a] == values[b]:
+            cond = cond & (cols[a] == cols[b])
+        else:
+            cond = cond & (cols[a] > cols[b])
+    return cond
 
 
-def expected_correction(offset: str, lo: str, hi: str, table: tuple[CorrectionRow, ...] = CORRECTION_TABLE) -> Column:
-    """A struct (status, next_offset, requirement) from the correction table, or null in the legal range, for the
-    columns named ``offset``, ``lo`` and ``hi``: one CASE expression, written as SQL text (one py4j call instead of
-    some 400; :mod:`conformance.audit.sqltext`)."""
+def expected_correction(offset: Column, lo: Column, hi: Column,
+                        table: tuple[CorrectionRow, ...] = CORRECTION_TABLE) -> Column:
+    """A struct (status, next_offset, requirement) from the correction table, or null in the legal range."""
     cols = _symbols(offset, lo, hi)
-    cases = []
+    expr = None
     for rep in representatives():
         status, next_offset = check_offset(*rep, table=table)
         if status is None:
@@ -86,10 +88,11 @@ def expected_correction(offset: str, lo: str, hi: str, table: tuple[CorrectionRo
         values = dict(zip(("offset", "min", "max"), rep, strict=True), zero=0)
         symbol = next(s for s in _SYMBOLS if values[s] == next_offset)
         row = next(r for r in table if r.applies(*rep))
-        value = (f"named_struct('status', {text(status.name)}, 'next_offset', {cols[symbol]}, "
-                 f"'requirement', {text(ROW_REQUIREMENT[row.condition])})")
-        cases.append(f"WHEN {_class_condition(rep, cols)} THEN {value}")
-    return F.expr(f"CASE {' '.join(cases)} END")  # no ELSE: null in the legal range
+        value = F.struct(F.lit(status.name).alias("status"), cols[symbol].alias("next_offset"),
+                         F.lit(ROW_REQUIREMENT[row.condition]).alias("requirement"))
+        cond = _class_condition(rep, cols)
+        expr = F.when(cond, value) if expr is None else expr.when(cond, value)
+    return expr  # no otherwise: null in the legal range
 
 
 def find(frames: TraceFrames) -> DataFrame:
@@ -97,10 +100,11 @@ def find(frames: TraceFrames) -> DataFrame:
     rows = frames.view("PULL_RESP", "broker")
     judged = [s.name for s in GetMessageStatus if s is not GetMessageStatus.NO_MATCHED_LOGIC_QUEUE]
     rows = rows.filter(F.col("status").isin(*judged))
-    want = expected_correction("offset", "min_offset", "max_offset")
+    want = expected_correction(F.col("offset"), F.col("min_offset"), F.col("max_offset"))
     # OFFSET-4 allows either answer past the max of a queue whose min is 0: the seed's 0, or Apache
     # RocketMQ's max (4.9.4 and later); the other rows have one answer, the same in both tables.
-    upstream = expected_correction("offset", "min_offset", "max_offset", overflow_to_max(CORRECTION_TABLE))
+    upstream = expected_correction(F.col("offset"), F.col("min_offset"), F.col("max_offset"),
+                                   overflow_to_max(CORRECTION_TABLE))
     rows = rows.withColumns({"want": want, "upstream_next": upstream.getField("next_offset")})
     status, nxt, off, hi, count = (F.col(c) for c in ("status", "next_offset", "offset", "max_offset", "count"))
     table_wrong = F.col("want").isNotNull() & (

@@ -13,7 +13,6 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from conformance.audit import sqltext
 from reference.rules.filter import SUB_ALL, TAG_SEPARATOR
 from reference.rules.trace_schema import COLUMNS, EVENT_REQUIRED
 
@@ -90,30 +89,21 @@ def witness(*columns: str, event: str | None = None) -> Column:
 def findings(df, category: str | Column, requirement: str | Column, max_witnesses: int, **columns: Column):
     """Project ``df`` onto the findings schema. ``columns`` maps finding columns to expressions;
     ``witnesses`` is an array column, cut to ``max_witnesses``; missing columns are null."""
-    out: list[Column] = []
-    present = set(df.columns)
+    out = []
     for field in FINDING_SCHEMA.fields:
         name = field.name
-        typ = field.dataType.simpleString()
-        if name == "category" and not isinstance(category, Column):
-            out.append(_cast(sqltext.text(category), typ, name))
-        elif name == "requirement" and not isinstance(requirement, Column):
-            out.append(_cast(sqltext.text(requirement), typ, name))
-        elif name in ("category", "requirement"):
-            out.append((category if name == "category" else requirement).cast(field.dataType).alias(name))
+        if name == "category":
+            expr = category if isinstance(category, Column) else F.lit(category)
+        elif name == "requirement":
+            expr = requirement if isinstance(requirement, Column) else F.lit(requirement)
         elif name in columns:
             expr = columns[name]
             if name == "witnesses":
                 expr = F.slice(F.filter(expr, lambda w: w.isNotNull()), 1, max_witnesses)
-            out.append(expr.cast(field.dataType).alias(name))
         elif name in ("run", "group", "client_id", "topic", "broker", "queue_id", "offset", "msg_id", "ts") \
-                and name in present:
-            out.append(_cast(sqltext.name(name), typ, name))
+                and name in df.columns:
+            expr = F.col(name)
         else:
-            out.append(_cast("NULL", typ, name))
+            expr = F.lit(None)
+        out.append(expr.cast(field.dataType).alias(name))
     return df.select(*out)
-
-
-def _cast(value_sql: str, typ: str, alias: str) -> Column:
-    """``value.cast(typ).alias(alias)`` as one parsed expression (:mod:`conformance.audit.sqltext`)."""
-    return F.expr(f"CAST({value_sql} AS {typ}) AS {sqltext.name(alias)}")

@@ -14,11 +14,12 @@ with, so a row is either audited or counted as bad, never both.
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from conformance.audit.schema import EVENTS
-from conformance.audit.sqltext import coalesce, name, one_of, text, when
 from reference.rules.trace_schema import BASE_COLUMNS, COLUMN_NAMES, EVENT_REQUIRED, SCHEMA_VERSION
 
 #: SUBSCRIBE's ``model`` values (trace-schema.md, Columns).
@@ -29,29 +30,29 @@ BAD_REASON = "_bad_reason"
 RAW = "_raw"
 
 
-# The expressions below are SQL text (conformance.audit.sqltext): built from Column objects they cost a py4j round
-# trip per node (problem() alone some 1,700), and every derivation filters with valid().
+def _base_problem() -> Column:
+    checks = [F.when(F.col(c).isNull(), F.lit(f"missing column: {c}")) for c in BASE_COLUMNS]
+    checks.append(
+        F.when(
+            F.col("schema_version") != SCHEMA_VERSION,
+            F.concat(F.lit(f"schema_version must be {SCHEMA_VERSION}, got "), F.col("schema_version").cast("string")),
+        )
+    )
+    checks.append(F.when(~F.col("event").isin(*EVENTS), F.concat(F.lit("unknown event: "), F.col("event"))))
+    return F.coalesce(*checks)
 
 
-def _base_problem() -> str:
-    checks = [when(f"{name(c)} IS NULL", text(f"missing column: {c}")) for c in BASE_COLUMNS]
-    checks.append(when(f"`schema_version` != {SCHEMA_VERSION}",
-                        f"concat({text(f'schema_version must be {SCHEMA_VERSION}, got ')}, "
-                        "CAST(`schema_version` AS STRING))"))
-    checks.append(when(f"NOT {one_of('`event`', EVENTS)}", f"concat({text('unknown event: ')}, `event`)"))
-    return coalesce(*checks)
-
-
-def _event_problem(event: str) -> str | None:
-    checks = [when(f"{name(c)} IS NULL", text(f"{event} requires {c}")) for c in EVENT_REQUIRED[event]]
+def _event_problem(event: str) -> Column | None:
+    checks = [F.when(F.col(c).isNull(), F.lit(f"{event} requires {c}")) for c in EVENT_REQUIRED[event]]
     if event == "SUBSCRIBE":
-        checks.append(when(f"NOT {one_of('`model`', MODELS)}", text("model must be CLUSTERING or BROADCASTING")))
-    return coalesce(*checks) if checks else None
+        checks.append(F.when(~F.col("model").isin(*MODELS), F.lit("model must be CLUSTERING or BROADCASTING")))
+    return F.coalesce(*checks) if checks else None
 
 
-def _present_mask() -> str:
+def _present_mask() -> Column:
     """One bit per schema column (in COLUMN_NAMES order) set when the row has a value there."""
-    return " + ".join(f"shiftleft(CAST({name(c)} IS NOT NULL AS BIGINT), {i})" for i, c in enumerate(COLUMN_NAMES))
+    bits = [F.shiftleft(F.col(c).isNotNull().cast("long"), i) for i, c in enumerate(COLUMN_NAMES)]
+    return reduce(lambda a, b: a + b, bits)
 
 
 def _required_masks() -> dict[str, int]:
@@ -64,25 +65,30 @@ def is_bad() -> Column:
     per row (required columns as a bit mask per event) so that the full explanation, a long expression,
     is only computed for the rows that need one."""
     masks = _required_masks()
-    required = f"map({', '.join(f'{text(e)}, {m}' for e, m in sorted(masks.items()))})[`event`]"
-    missing = f"(({_present_mask()}) & {required}) != {required}"
-    bad_model = f"(`event` = 'SUBSCRIBE' AND NOT coalesce({one_of('`model`', MODELS)}, false))"
-    either = " OR ".join((f"{name(BAD_REASON)} IS NOT NULL", f"{required} IS NULL", f"({missing})",
-                          f"`schema_version` != {SCHEMA_VERSION}", bad_model))
-    return F.expr(f"coalesce({either}, true)")
+    required = F.create_map(*[x for e, m in sorted(masks.items()) for x in (F.lit(e), F.lit(m))])[F.col("event")]
+    missing = (_present_mask().bitwiseAND(required) != required)
+    bad_model = (F.col("event") == "SUBSCRIBE") & ~F.coalesce(F.col("model").isin(*MODELS), F.lit(False))
+    return F.coalesce(
+        F.col(BAD_REASON).isNotNull() | required.isNull() | missing
+        | (F.col("schema_version") != SCHEMA_VERSION) | bad_model,
+        F.lit(True),
+    )
 
 
 def problem() -> Column:
     """Why a loaded row is bad (a short sentence naming the column and the rule), or null."""
-    per_event = [(e, check) for e in EVENTS if (check := _event_problem(e)) is not None]
-    by_event = "CASE " + " ".join(f"WHEN `event` = {text(e)} THEN {check}" for e, check in per_event) + " END"
-    return F.expr(coalesce(name(BAD_REASON), _base_problem(), by_event))
+    per_event = F.lit(None).cast("string")
+    for event in EVENTS:
+        check = _event_problem(event)
+        if check is not None:
+            per_event = F.when(F.col("event") == event, check).otherwise(per_event)
+    return F.coalesce(F.col(BAD_REASON), _base_problem(), per_event)
 
 
 def valid(event: str) -> Column:
     """True for a good row of ``event``: the filter every derivation reads its input with."""
-    conditions = [f"`event` = {text(event)}", f"{name(BAD_REASON)} IS NULL", f"`schema_version` = {SCHEMA_VERSION}"]
-    conditions += [f"{name(c)} IS NOT NULL" for c in (*BASE_COLUMNS, *EVENT_REQUIRED[event])]
+    conditions = [F.col("event") == event, F.col(BAD_REASON).isNull(), F.col("schema_version") == SCHEMA_VERSION]
+    conditions += [F.col(c).isNotNull() for c in (*BASE_COLUMNS, *EVENT_REQUIRED[event])]
     if event == "SUBSCRIBE":
-        conditions.append(one_of("`model`", MODELS))
-    return F.expr(" AND ".join(conditions))
+        conditions.append(F.col("model").isin(*MODELS))
+    return reduce(lambda a, b: a & b, conditions)
