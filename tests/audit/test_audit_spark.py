@@ -30,20 +30,22 @@ def _counts(summary: dict, run: str) -> dict[str, int]:
 
 @pytest.mark.req("OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5")
 def test_offset_expression_is_the_correction_table(spark) -> None:
+    """The CASE expression equals check_offset on a grid, for the seed's table and for Apache's (OFFSET-4)."""
     from pyspark.sql import functions as F
 
     from conformance.audit.offsets import expected_correction
-    from reference.rules.status import check_offset
+    from reference.rules.status import CORRECTION_TABLE, check_offset, overflow_to_max
 
     grid = [(o, lo, hi) for hi in range(0, 7) for lo in range(0, hi + 1) for o in range(0, 9)]
     df = spark.createDataFrame(grid, "offset long, lo long, hi long")
-    got = df.select("offset", "lo", "hi", expected_correction(F.col("offset"), F.col("lo"), F.col("hi")).alias("w"))
-    for r in got.collect():
-        status, nxt = check_offset(r["offset"], r["lo"], r["hi"])
-        if status is None:
-            assert r["w"] is None, r
-        else:
-            assert (r["w"]["status"], r["w"]["next_offset"]) == (status.name, nxt), r
+    for table in (CORRECTION_TABLE, overflow_to_max(CORRECTION_TABLE)):
+        want = expected_correction(F.col("offset"), F.col("lo"), F.col("hi"), table)
+        for r in df.select("offset", "lo", "hi", want.alias("w")).collect():
+            status, nxt = check_offset(r["offset"], r["lo"], r["hi"], table=table)
+            if status is None:
+                assert r["w"] is None, r
+            else:
+                assert (r["w"]["status"], r["w"]["next_offset"]) == (status.name, nxt), r
 
 
 @pytest.mark.req("TRACE-1")
