@@ -75,7 +75,15 @@ SMALL_INPUT_BYTES = 2 * 1024 * 1024
 #: at most, and C2's compilations cost more than they save (20K events, with the class archive: audit
 #: 17.2 s -> 15.2 s, compiler threads' CPU 9.9 s -> 3.4 s). Not for large traces: C1 alone made the 10M audit
 #: 124.5 s instead of 79 s (its hot loops need C2).
-SHORT_JIT_OPTIONS: tuple[str, ...] = ("-XX:TieredStopAtLevel=1",)
+#:
+#: With C1 alone HotSpot reserves a 48 MiB code cache instead of 240 MiB. A driver's first 20K-event audit leaves
+#: 34 MiB in it and each further one 2-7 MiB more, so a driver that audits many small traces (a test worker's, or
+#: any process auditing one trace after another) filled it at its fourth audit; HotSpot then disabled its compiler
+#: for good ("CodeCache is full. Compiler has been disabled") and each later audit ran interpreted: 10.4 s instead
+#: of 6.4-6.7 s (docs/audit.md). So the cache is reserved at the tiered size (address space: only the pages
+#: compiled code uses are committed).
+SHORT_CODE_CACHE_MIB = 240
+SHORT_JIT_OPTIONS: tuple[str, ...] = ("-XX:TieredStopAtLevel=1", f"-XX:ReservedCodeCacheSize={SHORT_CODE_CACHE_MIB}m")
 #: The memory page a short-lived audit's sorts and aggregations allocate at a time (Spark's
 #: ``spark.buffer.pageSize``). Spark sizes it from the heap and the cores (32 MiB here), and every sort, window
 #: and hash aggregation of a task takes one whole page to start with: at 20K events the driver's live heap
