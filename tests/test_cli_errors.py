@@ -170,3 +170,18 @@ def test_strategy_check_names_each_property_as_it_starts_without_a_terminal() ->
     started = [line.split(" (")[0] for line in result.stderr.splitlines() if line.startswith("mqtck strategy check: ")]
     assert started[:5] == [f"mqtck strategy check: {p}" for p in
                            ("validity", "partition", "balance", "stickiness", "determinism")], result.stderr
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    """``mqtck audit`` (or any command) parses with its own module only: importing every command's module pulls in
+    the conformance suite, the mutants, Hypothesis and pytest, about 0.7 s before an audit could start its JVM.
+    ``mqtck --help`` still lists every command, and an unknown one is refused with the full list."""
+    probe = ("import sys; from conformance.cli import main; code = main(['audit', 'no-such-trace', '--report-dir', 'r']);"
+             " print(code, sorted(m for m in ('hypothesis', 'pytest', 'conformance.suite', 'conformance.mutants',"
+             " 'conformance.commands.conform') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split("\n")[0] == "2 []", (out.stdout, out.stderr[-2000:])
+    listed = mqtck("--help")
+    assert listed.returncode == 0 and all(f"    {name} " in listed.stdout for name in ("conform", "audit", "matrix"))
+    refused = mqtck("no-such-command")
+    one_line(refused, "invalid choice", "'conform'", "'matrix'")

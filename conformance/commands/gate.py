@@ -104,7 +104,7 @@ def _gate_client(info: PeerInfo, args: argparse.Namespace, started: float) -> in
         conform += ["--junit", args.junit]
     if args.json:
         conform.append("--json")
-    parsed = build_parser().parse_args(conform)
+    parsed = build_parser("conform").parse_args(conform)
     code = int(parsed.func(parsed))
     _say(f"{info.name}: exit {code}, {time.monotonic() - started:.1f} s wall time")
     return code
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         conform.append("--json")
     with stack:
-        parsed = build_parser().parse_args(conform)
+        parsed = build_parser("conform").parse_args(conform)
         code = int(parsed.func(parsed))
     _say(f"{info.name}: exit {code}, {time.monotonic() - started:.1f} s wall time, start and stop included")
     return code
