@@ -123,7 +123,7 @@ def build_catalog(rows: DataFrame) -> Catalog:
     for r in collected["stats"]:
         if r[RUN] is not None and r["source"] is not None:
             recorders.setdefault((r[RUN], r["source"]), seqcert.SeqSummary()).add(
-                r["seq_n"], r["seq_min"], r["seq_max"], r["seq_hash"])
+                r["seq_n"], r["seq_min"], r["seq_max"], seqcert.hash_sum(*(r[c] for c in seqcert.HALF_SUMS)))
     uncertified = sorted(k for k, summary in recorders.items() if not summary.certified())
     if uncertified:  # the exact check, on those recorders' rows only
         suspects = rows.filter(F.concat_ws(_SEP, RUN, "source").isin(*[f"{r}{_SEP}{s}" for r, s in uncertified]))

@@ -3,8 +3,9 @@ TRACE-1's seq rule (:func:`conformance.audit.sequences.duplicate_keys`, an aggre
 row: at 10M rows the catalog's most expensive part) runs only for the recorders without one.
 
 Per (run, source) the catalog's aggregation already groups by the recorder; it adds the count of seqs,
-their min and max, and the exact sum of their 64-bit hashes (Spark's ``xxhash64``, summed as a decimal so
-nothing overflows). A recorder whose seqs are exactly the integers min..max (the usual case: a counter
+their min and max, and the exact sum of their 64-bit hashes (Spark's ``xxhash64``), as two sums of 64-bit
+integers, one of the hashes' signed high halves and one of their unsigned low halves, which the driver
+adds up exactly (:data:`HALF_SUMS`). A recorder whose seqs are exactly the integers min..max (the usual case: a counter
 from 0 or 1 with nothing filtered out) has count = max - min + 1 and a hash sum equal to that of the
 range, computed here on the driver with the same hash. Conversely, equal counts and sums with some seq
 repeated (so, count being the range's size, some other seq missing) need the hashes of the repeated
@@ -62,11 +63,27 @@ def range_hash_sum(lo: int, hi: int) -> int:
     return total
 
 
+#: Why the hash sum is two sums of halves and not one sum of decimals: a ``decimal(38,0)`` sum is Java
+#: BigDecimal arithmetic for every row, which made the catalog's aggregation (every row of the trace, the load
+#: phase's one job) half again as long: 3.05 s against 2.0 s at 10M events, warm, the same groups
+#: (docs/audit.md). Each half is below 2^32 in magnitude, so its sum is exact in a 64-bit integer up to 2^31 rows
+#: per group of the catalog; beyond that Spark's ANSI arithmetic fails the audit (exit 2) rather than wrap.
+HALF_SUMS = ("seq_hash_high", "seq_hash_low")
+_LOW_HALF = 0xFFFFFFFF
+
+
 def aggregates() -> list[Column]:
-    """What the catalog's per-recorder aggregation adds (columns seq_n, seq_min, seq_max, seq_hash)."""
+    """What the catalog's per-recorder aggregation adds (columns seq_n, seq_min, seq_max and :data:`HALF_SUMS`)."""
     seq = F.col("seq")
+    hashed = F.xxhash64(seq)
+    high, low = HALF_SUMS
     return [F.count(seq).alias("seq_n"), F.min(seq).alias("seq_min"), F.max(seq).alias("seq_max"),
-            F.sum(F.xxhash64(seq).cast("decimal(38,0)")).alias("seq_hash")]
+            F.sum(F.shiftright(hashed, 32)).alias(high), F.sum(hashed.bitwiseAND(F.lit(_LOW_HALF))).alias(low)]
+
+
+def hash_sum(high: int | None, low: int | None) -> int:
+    """The exact sum of a group's seq hashes from its two half sums (:func:`aggregates`)."""
+    return (high or 0) * 2**32 + (low or 0)
 
 
 @dataclass

@@ -23,6 +23,17 @@ def test_driver_hash_is_sparks_xxhash64(spark) -> None:
     assert seqcert.xxhash64_longs(np.array(values, dtype=np.int64)).tolist() == expected
 
 
+def test_sparks_half_sums_add_up_to_the_exact_hash_sum(spark) -> None:
+    """The catalog sums the hashes as two 64-bit half sums (no decimal arithmetic per row); put together on the
+    driver they are the exact sum, hashes of either sign and sums far beyond 64 bits alike."""
+    values = [*range(-50, 2000), 2**62 + 12345, -(2**63), 2**63 - 1]
+    df = spark.createDataFrame([(v,) for v in values], "seq long")
+    row = df.agg(*seqcert.aggregates()).collect()[0]
+    exact = sum(int(h) for h in seqcert.xxhash64_longs(np.array(values, dtype=np.int64)))
+    assert abs(exact) > 2**64, "the sum must need more than 64 bits, as a large recorder's does"
+    assert seqcert.hash_sum(*(row[c] for c in seqcert.HALF_SUMS)) == exact
+
+
 def test_range_sum_is_exact_across_chunks(monkeypatch) -> None:
     direct = sum(int(h) for h in seqcert.xxhash64_longs(np.arange(-5, 40, dtype=np.int64)))
     monkeypatch.setattr(seqcert, "CHUNK", 7)
