@@ -106,14 +106,18 @@ def build_catalog(rows: DataFrame) -> Catalog:
     small trace): the per-recorder statistics, with the certificates that their seqs do not repeat
     (:mod:`conformance.audit.seqcert`), and the subscriptions. Only recorders without a certificate cost a
     second job, the exact check of :mod:`conformance.audit.sequences`."""
-    ts_known = F.col("ts").isNotNull()
-    own = F.when(ts_known, own_client_source().cast("int"))
-    broker = F.when(ts_known, (source_kind() == "broker").cast("int"))
+    # Whether the group's recorder is the client it names, or a broker, depends on the group's keys only, so it
+    # is computed once per group (of rows with a time) and not for each of the trace's rows: those string
+    # operations were a fifth of this job at 10M events.
+    timed = F.col("n") > 0
+    own = F.when(timed, own_client_source().cast("int"))
+    broker = F.when(timed, (source_kind() == "broker").cast("int"))
     # Rows with a null run, event or source are bad rows; they still count towards "the trace has rows".
     stats = rows.groupBy(RUN, "event", "client_id", "group", "source").agg(
         F.count("*").alias("all"), F.count("ts").alias("n"), F.min("ts").alias("first"),
-        F.max("ts").alias("last"), F.max(own).alias("own"), F.max(broker).alias("broker"), *seqcert.aggregates(),
-    ).select("*", key_of(RUN, "source").alias("source_key"), key_of(RUN, "client_id").alias("client_key"))
+        F.max("ts").alias("last"), *seqcert.aggregates(),
+    ).select("*", own.alias("own"), broker.alias("broker"), key_of(RUN, "source").alias("source_key"),
+             key_of(RUN, "client_id").alias("client_key"))
     # Subscriptions with their row keys: those of repeated rows are dropped on the driver.
     subs = rows.filter(valid("SUBSCRIBE")).select(RUN, "group", "topic", "expression", "model",
                                                   row_key().alias("key")).distinct()
