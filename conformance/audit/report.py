@@ -163,7 +163,9 @@ def _plots(summary: dict[str, Any], metrics: dict[str, Any]) -> dict[str, list[t
 
 def write_outputs(report_dir: Path, summary: dict[str, Any], metrics: dict[str, Any]) -> None:
     (report_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    env = Environment(loader=PackageLoader("conformance.audit", "templates"), autoescape=select_autoescape())
+    # The template's name ends in .j2: escaping must be asked for by that extension (a trace's text is untrusted).
+    env = Environment(loader=PackageLoader("conformance.audit", "templates"),
+                      autoescape=select_autoescape(("html", "j2")))
     template = env.get_template("audit.html.j2")
     html = template.render(summary=summary, plots=_plots(summary, metrics), categories=CATEGORIES, no_run=UNKNOWN_RUN,
                            json=lambda v: json.dumps(v, sort_keys=True))

@@ -267,3 +267,17 @@ def test_what_a_conforming_apache_broker_answers_is_not_a_finding(spark, tmp_pat
     assert [w["next_offset"] for w in cats["bad-offset-correction"]["examples"][0]["witnesses"]] == [2]
     assert cats["early-poll-return"]["count"] == 1
     assert cats["early-poll-return"]["examples"][0]["offset"] == 5
+
+
+@pytest.mark.req("TRACE-1")
+def test_trace_text_in_the_report_is_escaped_not_markup(spark, tmp_path) -> None:
+    """A trace is another system's output: a bad row whose text holds markup is shown in report.html as text (the
+    template escapes what it inserts), never run by the browser that opens the report."""
+    row = {"schema_version": 1, "run": "r", "ts": 1000, "source": "producer:p", "seq": 1,
+           "event": "<script>alert(1)</script>", "topic": "T"}
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps(row) + "\n")
+    assert main(["audit", str(trace), "--report-dir", str(tmp_path / "r")]) == 1
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page or "&#34;&lt;script&gt;" in page
