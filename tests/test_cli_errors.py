@@ -176,7 +176,8 @@ def test_a_command_imports_only_its_own_module() -> None:
     """``mqtck audit`` (or any command) parses with its own module only: importing every command's module pulls in
     the conformance suite, the mutants, Hypothesis and pytest, about 0.7 s before an audit could start its JVM.
     ``mqtck --help`` still lists every command, and an unknown one is refused with the full list."""
-    probe = ("import sys; from conformance.cli import main; code = main(['audit', 'no-such-trace', '--report-dir', 'r']);"
+    probe = ("import sys; from conformance.cli import main;"
+             " code = main(['audit', 'no-such-trace', '--report-dir', 'r']);"
              " print(code, sorted(m for m in ('hypothesis', 'pytest', 'conformance.suite', 'conformance.mutants',"
              " 'conformance.commands.conform') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)

@@ -173,3 +173,16 @@ def test_failures_are_printed_last_above_the_verdict(tmp_path: Path, capsys) -> 
     assert any(ln.endswith("wake-up: answered [late]") for ln in lines), "a recorded deviation is printed as it is"
     verdict = next(i for i, ln in enumerate(lines) if ln.startswith("verdict: FAIL"))
     assert "test_A-1: boom" in lines[verdict - 1]
+
+
+def test_the_html_report_shows_what_passing_tests_noticed() -> None:
+    """A deviation a passing test tolerated (report.NOTICED) is in the HTML report too, not only on the console and
+    in summary.json: a reader of the report must not take the pass for the whole story."""
+    from conformance import report
+
+    doc = {"target": "x", "verdict": "pass", "counts": {"pass": 1}, "tests": {"total": 1, "failed": 0},
+           "capabilities": [], "requirements": [], "observations": {"pop.lost_wakeups": ["answered <late>"]}}
+    page = report.html(doc)
+    assert '<h2 id="noticed">' in page
+    assert "POP-6: a held pop missed a matching arrival" in page and "answered &lt;late&gt;" in page
+    assert '<h2 id="noticed">' not in report.html({**doc, "observations": {}})

@@ -185,9 +185,8 @@ def _print_table(console: Console, doc: dict, run_dir: Path) -> None:
             out.print(f"[yellow]EXPECTED FAIL[/yellow] {r['id']} ({r['level']}): {r['expectation']['reason']}")
         elif r["status"] == "unexpected-pass":
             out.print(f"[blue]UNEXPECTED PASS[/blue] {r['id']}: listed in {doc.get('expectations')}, remove the entry")
-    for name, what in report.NOTICED.items():
-        for value in doc.get("observations", {}).get(name, []):
-            out.print(f"[yellow]NOTICED[/yellow] {what}: {escape(str(value))}", highlight=False)
+    for what, value in report.noticed(doc):
+        out.print(f"[yellow]NOTICED[/yellow] {what}: {escape(value)}", highlight=False)
     for r in doc["requirements"]:
         if r["status"] == "fail":
             out.print(f"[red]FAIL[/red] {r['id']} ({r['level']}): {r['sentence']}")

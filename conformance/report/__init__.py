@@ -187,6 +187,14 @@ CALLS = "calls"
 NOTICED: dict[str, str] = {
     "pop.lost_wakeups": "POP-6: a held pop missed a matching arrival's wake-up",
 }
+
+
+def noticed(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """The run's :data:`NOTICED` observations as (what, value) lines, for the console and the HTML report alike."""
+    observed = doc.get("observations", {})
+    return [(what, str(value)) for name, what in NOTICED.items() for value in observed.get(name, [])]
+
+
 #: ``assert LEFT == RIGHT`` as pytest reports it: the suite's tests put what the target answered on the left.
 _COMPARISON = re.compile(r"^(?:E\s+)?assert (?P<left>.+?) == (?P<right>.+)$", re.MULTILINE)
 
@@ -238,11 +246,12 @@ def family_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def html(doc: dict[str, Any]) -> str:
-    env = Environment(loader=PackageLoader("conformance.report"), autoescape=select_autoescape())
+    # The template's name ends in .j2: escaping must be asked for by that extension (test messages hold '<').
+    env = Environment(loader=PackageLoader("conformance.report"), autoescape=select_autoescape(("html", "j2")))
     obs = doc.get("observations", {})
     latencies = [float(v) for v in obs.get("lpoll.wake_latency_ms", [])]
     return env.get_template("report.html.j2").render(
-        doc=doc, families=family_rows(doc), causes=failure_causes(doc), latencies=latencies,
+        doc=doc, families=family_rows(doc), causes=failure_causes(doc), latencies=latencies, noticed=noticed(doc),
         statuses=STATUSES,
         latency_svg=plots.histogram_svg(latencies, "ms") if latencies else "",
         balance=plots.balance_rows(obs.get("alloc.balance", [])),
