@@ -259,7 +259,7 @@ def _pairs(base: DataFrame) -> DataFrame:
     pair = Window.partitionBy("lane_key", "src", "client", "offset").orderBy("ts", "seq").rowsBetween(
         Window.unboundedPreceding, -1
     )
-    rows = _spread(rows, "req", F.last(F.when(kind == REQ, F.struct("ts", "seq", "suspend_ms", "max_nums")), True)
+    rows = _spread(rows, req=F.last(F.when(kind == REQ, F.struct("ts", "seq", "suspend_ms", "max_nums")), True)
                    .over(pair))
     paired = (kind == RESP) & F.col("req_ts").isNotNull() & (F.col("req_suspend_ms") > 0)
     return rows.filter(paired).drop("max_nums", "suspend_ms", "in_broker_view", "in_client_view")
@@ -275,7 +275,7 @@ def _drops(base: DataFrame) -> DataFrame:
     before = Window.partitionBy("lane_key", "client").orderBy("ts", rank, "seq").rowsBetween(
         Window.unboundedPreceding, -1
     )
-    rows = _spread(rows, "owned", F.when(~change, F.last(F.when(change, F.struct("kind", "ts", "seq", "src", "epoch")),
+    rows = _spread(rows, owned=F.when(~change, F.last(F.when(change, F.struct("kind", "ts", "seq", "src", "epoch")),
                                                           True).over(before)))
     return rows.filter(~change & (F.col("owned_kind") == REVOKE)).drop("epoch")
 
@@ -291,8 +291,8 @@ def _downwards(base: DataFrame, paired: DataFrame) -> DataFrame:
     is_msg, is_ret, is_resp = kind == MSG, kind == RET, kind == RESP
     expire = F.min_by(F.when(is_ret, F.struct("ts", "min_offset", "src", "seq")), F.when(is_ret, F.col("ts")))
     wake = F.min_by(F.when(is_msg, F.struct("offset", "ts", "src", "seq")), F.when(is_msg, F.col("offset")))
-    rows = _spread(rows, "expire", F.when(is_msg, expire.over(down)))
-    rows = _spread(rows, "wake", F.when(is_resp, wake.over(down)))
+    # Both in one window operator: two in a row (one column each) would each pass over the sorted rows again.
+    rows = _spread(rows, expire=F.when(is_msg, expire.over(down)), wake=F.when(is_resp, wake.over(down)))
     # Retention rows and messages no consumer expects have done their part.
     return rows.filter(is_resp | (is_msg & F.col("expected")))
 
@@ -310,17 +310,18 @@ def _upwards(base: DataFrame, down: DataFrame) -> DataFrame:
     settle = F.least(F.coalesce("settled_ts", F.lit(NEVER)), F.coalesce("expire_ts", F.lit(NEVER)))
     rows = rows.withColumn("settle_ts", F.when(kind == MSG, settle))
     blocking = F.max_by(F.struct("settle_ts", "offset", "ts", "src", "seq"), F.col("settle_ts"))
-    return _spread(rows, "blocking", F.when(kind == COMMIT, blocking.over(up)))
+    return _spread(rows, blocking=F.when(kind == COMMIT, blocking.over(up)))
 
 
-def _spread(rows: DataFrame, prefix: str, row: Column) -> DataFrame:
-    """``rows`` with ``prefix_<field>`` for each field of ``row``, a struct that one window function picks
-    (the fields of one row, in one aggregation instead of one per field: window scans cost per function
-    as well as per row)."""
-    tmp = f"_{prefix}"
-    rows = rows.withColumn(tmp, row)
-    names = rows.schema[tmp].dataType.fieldNames()
-    return rows.withColumns({f"{prefix}_{n}": F.col(f"{tmp}.{n}") for n in names}).drop(tmp)
+def _spread(rows: DataFrame, **picked: Column) -> DataFrame:
+    """``rows`` with ``<prefix>_<field>`` for each field of each ``prefix=row``: a struct that one window function
+    picks (the fields of one row, in one aggregation instead of one per field: window scans cost per function as
+    well as per row). Window functions given together, over one window, run in one window operator."""
+    tmp = {f"_{prefix}": row for prefix, row in picked.items()}
+    rows = rows.withColumns(tmp)
+    fields = {f"{prefix}_{n}": F.col(f"_{prefix}.{n}")
+              for prefix in picked for n in rows.schema[f"_{prefix}"].dataType.fieldNames()}
+    return rows.withColumns(fields).drop(*tmp)
 
 
 def consumed_table(frames: TraceFrames) -> tuple[DataFrame, DataFrame]:
