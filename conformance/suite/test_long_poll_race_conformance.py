@@ -11,14 +11,24 @@ import pytest
 
 pytestmark = pytest.mark.needs("pull", "long_poll", "race_control")
 
+#: Races a broker must win in real time. One that does not look again still answers "at once" when its periodic
+#: check (every 5 s, at any phase) falls in the moment the client waits for an answer (a quarter of a second):
+#: about one race in twenty by that arithmetic, and a CI run once saw the fault hold-no-recheck-7358 survive this
+#: way. A broker that looks again wins every race; one that does not wins three with odds of about 1 in 8,000.
+#: On simulated time one race decides (the answer's held time is exact).
+RACE_TRIES = 3
+
 
 @pytest.mark.req("LPOLL-4")
 def test_arrival_between_not_found_and_suspend_is_not_lost(target) -> None:  # type: ignore[no-untyped-def]
     """RocketMQ #7358: the hold service must look again after holding the request."""
-    target.create_topic("LP", 1)
-    pending = target.start_pull_racing("G", "LP", 0, 0, [(b"raced", "A")], expression="A")
-    assert pending.done(), "the message that arrived before the suspend must wake the pull at once"
-    r = pending.result()
-    assert r.code == "SUCCESS" and [m.body for m in r.messages] == [b"raced"]
-    if "clock_control" in target.capabilities:  # in real time, done() above already said "at once"
-        assert r.held_ms == 0, f"held {r.held_ms} ms of simulated time"
+    clocked = "clock_control" in target.capabilities
+    for n in range(1 if clocked else RACE_TRIES):
+        topic = f"LP{n}"
+        target.create_topic(topic, 1)
+        pending = target.start_pull_racing("G", topic, 0, 0, [(b"raced", "A")], expression="A")
+        assert pending.done(), f"race {n + 1}: the message that arrived before the suspend must wake the pull at once"
+        r = pending.result()
+        assert r.code == "SUCCESS" and [m.body for m in r.messages] == [b"raced"]
+        if clocked:  # in real time, done() above already said "at once"
+            assert r.held_ms == 0, f"held {r.held_ms} ms of simulated time"
