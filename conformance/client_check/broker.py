@@ -66,6 +66,11 @@ class BrokerThread:
         assert self._servers is not None, "start() first"
         return self._servers.broker
 
+    @property
+    def address(self) -> tuple[str, int]:
+        """The broker's own (host, port); clients learn it from the name server at :attr:`namesrv`."""
+        return self._running().broker_addr
+
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(*args, **kwargs)`` on the broker's loop and return its result."""
         async def run() -> T:
@@ -87,15 +92,25 @@ class BrokerThread:
         assert self._servers is not None, "start() first"
         return self._servers
 
-    def settle(self, timeout_s: float = SETTLE_TIMEOUT_S) -> bool:
-        """Wait until no connection to the broker is open; False if one still is after ``timeout_s``.
+    def connections(self) -> frozenset[object]:
+        """The connections to the broker open now (to wait, with :meth:`settle`, for just these to close)."""
+        return self.call(lambda: frozenset(self._servers.broker_service.connections) if self._servers else frozenset())
+
+    def settle(self, timeout_s: float = SETTLE_TIMEOUT_S, among: frozenset[object] | None = None) -> bool:
+        """Wait until no connection to the broker is open (or none of ``among``); False if one still is after
+        ``timeout_s``.
 
         A client's last requests may still be unread when its process has exited: the Java client persists its
-        offsets at shutdown with oneway UPDATE_CONSUMER_OFFSET frames and exits without waiting. The broker reads
-        every frame of a connection before its end, so once all are closed, everything sent is in the trace, and
-        a check judges what the client did, not how fast the broker read it."""
+        offsets at shutdown with oneway UPDATE_CONSUMER_OFFSET frames and exits without waiting, and a killed
+        client's last pull may be in the socket. The broker reads every frame of a connection before its end, so
+        once all are closed, everything sent is in the trace, and a check judges what the client did, not how fast
+        the broker read it."""
+        def waited_for() -> frozenset[object]:
+            now = self.connections()
+            return now if among is None else now & among
+
         deadline = time.monotonic() + timeout_s
-        while self.call(lambda: len(self._servers.broker_service.connections) if self._servers else 0):
+        while waited_for():
             if time.monotonic() >= deadline:
                 return False
             time.sleep(SETTLE_POLL_S)

@@ -4,14 +4,20 @@ fault on purpose fails the requirement it breaks. The real C++ client is checked
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from conformance.client_check.broker import BrokerThread
 from conformance.client_check.checks import PULL_BATCH_SIZE, Context, flow_control_threshold
 from conformance.client_check.harness import Options, run_client_check
+from reference.net.remoting.command import RemotingCommand, RequestCode
+from reference.net.remoting.frame import encode_frame
 
 MINI = f"{sys.executable} {Path(__file__).with_name('mini_client.py')}"
 
@@ -82,6 +88,39 @@ def test_a_killed_clients_successor_starts_at_the_committed_offsets(tmp_path: Pa
     assert statuses == {"CCLIENT-7": {"passed"}, "CCLIENT-3": {"passed"}}
     log = (tmp_path / "consumer-killed.log").read_text()
     assert "client killed with SIGKILL at 8.0 s, started again" in log
+
+
+@pytest.mark.req("CCLIENT-7")
+def test_the_frames_a_killed_client_left_in_its_socket_are_read_before_its_restart_is_marked(tmp_path: Path) -> None:
+    """The harness marks a killed client's restart after :meth:`BrokerThread.settle` for the connections open at the
+    kill: before that mark, the broker may not yet have read what the dead process sent (a pull at the end of the
+    queue, just before SIGKILL, was once judged as the successor's first pull and failed the Java push consumer's
+    CCLIENT-7). The broker's loop is held busy while a frame is sent and the socket closed: only the wait for
+    that connection puts the frame's row in the trace, and a connection opened later is not waited for."""
+    broker = BrokerThread(tmp_path).start()
+    try:
+        broker.call(lambda: broker.broker.create_topic("T", 1))
+        dead = socket.create_connection(broker.address)
+        while not broker.connections():
+            time.sleep(0.01)
+        open_at_kill = broker.connections()
+        busy = threading.Thread(target=broker.call, args=(time.sleep, 0.5))
+        busy.start()
+        time.sleep(0.05)
+        dead.sendall(encode_frame(RemotingCommand(code=RequestCode.SEND_MESSAGE, opaque=1, ext_fields={
+            "producerGroup": "P", "topic": "T", "queueId": "0", "sysFlag": "0", "bornTimestamp": "0", "flag": "0",
+            "properties": "", "reconsumeTimes": "0", "unitMode": "0", "batch": "0"}, body=b"last words")))
+        dead.close()
+        later = socket.create_connection(broker.address)
+        assert [r["event"] for r in broker.rows()] == []
+        assert broker.settle(among=open_at_kill)
+        assert [r["event"] for r in broker.rows()] == ["SEND"]
+        assert broker.connections(), "the connection opened after the kill is still open"
+        assert not broker.settle(timeout_s=0.2), "a wait for every connection waits for it too"
+        later.close()
+        busy.join()
+    finally:
+        broker.close()
 
 
 @pytest.mark.req("CCLIENT-7")
