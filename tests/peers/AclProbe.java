@@ -3,7 +3,8 @@
  * fixtures/acl/plain_acl.yml: tests/peers/test_acl_java_client.py runs it against the reference and against
  * Apache RocketMQ 4.9.7. One JSON line per case: {"case": ..., "outcome": ...}, the outcome being the send status,
  * what a lite-pull consumer received, or the exception's class and response code.
- * Usage: java -cp CLASSPATH AclProbe.java NAMESRV ACCESS_KEY SECRET_KEY
+ * Usage: java -cp CLASSPATH AclProbe.java NAMESRV ACCESS_KEY SECRET_KEY [LITE_PULL_WAIT_MS]
+ * LITE_PULL_WAIT_MS (default 30000): how long the lite-pull consumer looks for the message before it says "nothing".
  */
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -62,7 +63,7 @@ public class AclProbe {
             consumer.subscribe("AclTopic", "*");
             consumer.start();
             List<String> bodies = new ArrayList<>();
-            long deadline = System.currentTimeMillis() + 30000;
+            long deadline = System.currentTimeMillis() + (args.length > 3 ? Long.parseLong(args[3]) : 30000);
             try {
                 while (!bodies.contains("java-acl") && System.currentTimeMillis() < deadline) {
                     for (MessageExt ext : consumer.poll(1000)) {

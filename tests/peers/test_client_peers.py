@@ -32,10 +32,20 @@ VERDICTS = {
 }
 
 
+#: The consumer gated in a file of its own (tests/peers/test_client_lite_pull.py), so that tox's two workers, a file
+#: at a time, share the three gates (about 145, 125 and 95 s): in one file they were the run's length (364 s).
+OWN_FILE = "java-lite-pull-4.9.8"
+
+
 @pytest.mark.req("CCLIENT-1", "CCLIENT-2", "CCLIENT-3", "CCLIENT-4", "CCLIENT-5", "CCLIENT-6", "CCLIENT-7",
                  "CCLIENT-8")
-@pytest.mark.parametrize("peer", sorted(VERDICTS))
+@pytest.mark.parametrize("peer", sorted(set(VERDICTS) - {OWN_FILE}))
 def test_the_consumers_verdicts(peer: str, tmp_path: Path) -> None:
+    assert_gate_verdicts(peer, tmp_path)
+
+
+def assert_gate_verdicts(peer: str, tmp_path: Path) -> None:
+    """``mqtck gate PEER`` exits 0 with the reviewed verdicts, its reports written and each scenario's fault caused."""
     result = subprocess.run([sys.executable, "-m", "conformance.cli", "gate", peer, "--report-dir", str(tmp_path),
                              "--json"], capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
