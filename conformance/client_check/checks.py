@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.client_check.scenarios import RESUME_WITHIN_S
+from conformance.client_check.scenarios import REBALANCE_INTERVAL_S, REBALANCE_SLACK_S, RESUME_WITHIN_S
 
 #: Seed 001 (DefaultMQPushConsumer): pullThresholdForQueue. A push consumer pulls no more for a queue
 #: whose ProcessQueue caches more than this many messages.
@@ -22,11 +22,6 @@ PULL_THRESHOLD_FOR_QUEUE = 1000
 #: Seed 001: pullBatchSize. The flow-control tolerance is one batch above the threshold: the client checks
 #: the cached count *before* a pull, so a pull sent at exactly the threshold may add one more batch.
 PULL_BATCH_SIZE = 32
-#: Seed 001 / REBAL-1: rebalanceInterval (20 s). A client that missed the membership notification
-#: still rebalances within one interval, so pulls of a revoked queue are tolerated that long after the join.
-REBALANCE_INTERVAL_S = 20.0
-#: Slack added to the rebalance interval: process scheduling and the in-flight pull's answer.
-REBALANCE_SLACK_S = 2.0
 #: How soon after PULL_NOT_FOUND the next pull of the queue must come. Seeds (CLIENT-3): "pull again at
 #: once"; the tolerance covers process scheduling of a client under test on a loaded machine.
 REPULL_WITHIN_S = 5.0

@@ -27,12 +27,12 @@ PREFILL_BODY = b"mqtck-client-check-" * 5
 OFFSET_ABOVE_MAX = 1_000_000
 #: How long the offset-moved scenario runs. The seeds' client (CLIENT-4, the Java push consumer's OFFSET_ILLEGAL
 #: branch) does not pull a moved queue again at once: it drops it, commits nextBeginOffset 10 s later and takes
-#: it up again at its next rebalance (every 20 s). 35 s leaves room for that and for a JVM's start (about 2 s),
-#: so CCLIENT-1 can judge such a client instead of calling it not applicable.
+#: it up again at its next rebalance (every 20 s). 35 s leaves room for that, so CCLIENT-1 can judge such a
+#: client instead of calling it not applicable. (Every scenario's clock starts at the client's first heartbeat.)
 OFFSET_MOVED_DURATION_S = 35.0
 #: When the consumer-killed scenario kills the client. The Java lite-pull consumer commits only by its periodic
-#: persist (every 5 s, from 10 s after it starts) and a JVM takes about 2 s to start: at 15 s every client has
-#: committed at least once, so its successor has a committed offset to start from.
+#: persist (every 5 s, from 10 s after it starts): at 15 s after its first heartbeat every client has committed
+#: at least once, so its successor has a committed offset to start from.
 KILL_AT_S = 15.0
 #: When the broker-restarted scenario restarts the broker (the client pulls every queue by then).
 RESTART_BROKER_AT_S = 6.0
@@ -43,6 +43,18 @@ RETENTION_AT_S = 6.0
 #: pulled again after 3 s (CLIENT-3); the restarted broker knows the group again only after the client's next
 #: heartbeat, every 30 s in RocketMQ's clients (ClientConfig.heartbeatBrokerInterval); + 7 s of slack.
 RESUME_WITHIN_S = 40.0
+#: Seed 001 / REBAL-1: rebalanceInterval (20 s). A client that missed the membership notification
+#: still rebalances within one interval, so pulls of a revoked queue are tolerated that long after the join.
+REBALANCE_INTERVAL_S = 20.0
+#: Slack added to the rebalance interval: process scheduling and the in-flight pull's answer.
+REBALANCE_SLACK_S = 2.0
+#: How long the rebalance scenario waits for the client to pull every queue before it adds the member.
+OWN_ALL_QUEUES_WITHIN_S = 15.0
+#: After the rebalance grace has passed, how long the harness still watches the revoked queues (CCLIENT-4):
+#: the rebalance scenario ends this long after join + grace, whenever the join came.
+REVOKED_WATCH_S = 6.0
+#: The rebalance scenario's longest run: room for the latest join, its grace and the watch after it.
+REBALANCE_DURATION_S = OWN_ALL_QUEUES_WITHIN_S + REBALANCE_INTERVAL_S + REBALANCE_SLACK_S + REVOKED_WATCH_S
 #: Once a scenario has all the evidence its fault can give (the killed client's successor, or the client after
 #: the broker's return, pulled every queue), it ends this much later instead of running its full duration.
 EVIDENCE_GRACE_S = 2.0
@@ -87,7 +99,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "rebalance",
             "a second member joins the group once the client pulls every queue and takes half of them",
-            queues=4, prefill=10, rebalance=True, duration_s=30.0, judges=("CCLIENT-4", "CCLIENT-3"),
+            queues=4, prefill=10, rebalance=True, duration_s=REBALANCE_DURATION_S, judges=("CCLIENT-4", "CCLIENT-3"),
         ),
         Scenario(
             "flow-control",

@@ -53,6 +53,22 @@ def test_well_behaved_client_gives_revoked_queues_up(tmp_path: Path) -> None:
     assert statuses == {"CCLIENT-4": {"passed"}, "CCLIENT-3": {"passed"}}
 
 
+@pytest.mark.req("CCLIENT-4")
+def test_a_slow_starting_client_is_judged_from_its_registration_and_the_rebalance_from_the_join(
+        tmp_path: Path) -> None:
+    """CI once judged the real Java push consumer CCLIENT-4 not applicable: compiling its source under load, it
+    registered 8 s after its launch, and a scenario clock started at the launch ended the run before the rebalance
+    grace had passed. Here the client starts 4 s late with a 6 s duration: the run still covers the join, the
+    grace and the watch after it, and with a long duration it ends at the watch's end, not the duration's."""
+    slow = f"sleep 4; exec {MINI}"
+    results = run_client_check(Options(slow, ("rebalance",), duration_s=6.0, rebalance_grace_s=2.0), tmp_path)
+    assert {r.reqs[0]: r.outcome for r in results} == {"CCLIENT-4": "passed", "CCLIENT-3": "passed"}
+    results = run_client_check(Options(f"sleep 4; exec {MINI} --fault keep-revoked", ("rebalance",),
+                                       duration_s=120.0, rebalance_grace_s=2.0), tmp_path / "keep")
+    assert {r.reqs[0]: r.outcome for r in results}["CCLIENT-4"] == "failed"
+    assert max(r.duration for r in results) < 60.0, "the run ends REVOKED_WATCH_S after join + grace"
+
+
 @pytest.mark.req("CCLIENT-1")
 def test_client_ignoring_next_begin_offset_fails(tmp_path: Path) -> None:
     statuses = _statuses(Options(f"{MINI} --fault ignore-next-begin-offset", ("offset-moved",), duration_s=3.0),
