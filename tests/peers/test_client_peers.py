@@ -19,8 +19,8 @@ import pytest
 from conformance.client_check.scenarios import OFFSET_ABOVE_MAX
 
 #: What each Java consumer gets, requirement by requirement. The lite-pull consumer piggybacks no commit on its
-#: pulls and persists its offsets only every 5 s, 10 s after it starts: the broker never sees its consume
-#: offset in the 10 s flow-control scenario, so CCLIENT-5 (about push consumers) has no evidence.
+#: pulls (it persists its offsets every 5 s), so no pull states its consume offset: CCLIENT-5 (about push
+#: consumers) has no evidence.
 VERDICTS = {
     "java-client-4.9.8": {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "pass",
                           "CCLIENT-5": "pass", "CCLIENT-6": "expected-fail", "CCLIENT-7": "pass", "CCLIENT-8": "pass"},

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conformance.client_check.broker import BrokerThread
-from conformance.client_check.checks import PULL_BATCH_SIZE, Context, flow_control_threshold
+from conformance.client_check.checks import PULL_BATCH_SIZE, Context, consume_spread, flow_control_threshold
 from conformance.client_check.harness import Options, run_client_check
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.frame import encode_frame
@@ -206,6 +206,42 @@ def _rows(backlogs: list[int]) -> list[dict]:
     ([0, 32, 64], "not-applicable"),
 ])
 def test_flow_control_checker(backlogs: list[int], status: str) -> None:
-    """Each pull's backlog is its offset minus the commit piggybacked on it (the row right after it)."""
-    ctx = Context("G", "T", frozenset({"c"}), end_ts_us=10**9)
+    """Each pull's backlog is its offset minus the commit piggybacked on it (the row right after it); with no
+    allowance for concurrent consumption the limit is the threshold plus one batch."""
+    ctx = Context("G", "T", frozenset({"c"}), end_ts_us=10**9, consume_spread=0)
     assert flow_control_threshold(_rows(backlogs), ctx).status == status
+
+
+@pytest.mark.req("CCLIENT-5")
+def test_flow_control_allows_what_concurrent_consume_threads_took_above_the_consume_offset() -> None:
+    """The C++ client consumes each pulled batch on one of as many threads as there are cores: its consume offset
+    waits for the slowest, so on two cores a correct pull shows 1 000 cached plus the other thread's batch. The
+    allowance is a batch per core beyond the first, never below one batch (the 20 one-message threads of the Java
+    and Go consumers); a queue smaller than the limit cannot show a violation and is not judged."""
+    assert [consume_spread(cores) for cores in (1, 2, 4)] == [32, 32, 96]
+    on_two_cores = Context("G", "T", frozenset({"c"}), end_ts_us=10**9, consume_spread=consume_spread(2))
+    assert flow_control_threshold(_rows([600, 1056]), on_two_cores).status == "pass"
+    assert flow_control_threshold(_rows([600, 1065]), on_two_cores).status == "fail"
+    small = [{"seq": 0, "ts": 0, "event": "SEND", "topic": "T", "queue_id": 0, "offset": 1000}]
+    finding = flow_control_threshold(small + _rows([600, 1065]), on_two_cores)
+    assert (finding.status, finding.message) == ("not-applicable", "the scenario's queues hold fewer messages "
+                                                 "(1001) than the tolerance on this machine (1064): no pull could "
+                                                 "exceed it")
+
+
+@pytest.mark.req("CCLIENT-5")
+def test_flow_control_judges_no_pull_by_a_commit_it_did_not_carry() -> None:
+    """The Java lite-pull consumer piggybacks nothing and persists its offsets every 5 s: CI once failed it with
+    pulls at 1460-1510 judged against its periodic commit of 210, made seconds earlier (its cache held at most 1000).
+    A commit made apart from the pull says nothing of the consume offset at the pull."""
+    ctx = Context("G", "T", frozenset({"c"}), end_ts_us=10**9, consume_spread=0)
+    periodic = {"seq": 1, "ts": 1, "event": "COMMIT", "group": "G", "client_id": "c", "topic": "T", "queue_id": 0,
+                "offset": 210}
+    pulls = [{"seq": 2 + i, "ts": 2 + i, "event": "PULL_REQ", "group": "G", "client_id": "c", "topic": "T",
+              "queue_id": 0, "offset": 1460 + 10 * i} for i in range(6)]
+    finding = flow_control_threshold([periodic, *pulls], ctx)
+    assert (finding.status, finding.message) == (
+        "not-applicable", "the client piggybacked no commit on its pulls: its consume offset at a pull is unknown")
+    # The same pulls, each carrying its consume offset: judged, and the last one is over the limit.
+    carried = _rows([1000, 1000 + PULL_BATCH_SIZE, 1100])
+    assert flow_control_threshold([periodic, *carried], ctx).status == "fail"
