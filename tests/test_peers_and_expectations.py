@@ -186,3 +186,33 @@ def test_the_html_report_shows_what_passing_tests_noticed() -> None:
     assert '<h2 id="noticed">' in page
     assert "POP-6: a held pop missed a matching arrival" in page and "answered &lt;late&gt;" in page
     assert '<h2 id="noticed">' not in report.html({**doc, "observations": {}})
+
+
+def test_a_single_file_java_program_is_compiled_once_into_the_peer_cache(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Java subjects, the strategy driver and the probes run compiled (conformance/peers/java.py): the first
+    call compiles, later calls reuse the classes, an edited source compiles anew, and a compile error is one line
+    naming the program and javac's first error."""
+    from conformance.peers import PeerError
+    from conformance.peers.java import java_program
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = tmp_path / "Hello.java"
+    source.write_text('public class Hello { public static void main(String[] a) { System.out.println("hi " + a[0]); }'
+                      "\n  static class Inner {} }\n")
+    program = java_program(source, [], "the greeting")
+    assert program[0] == "-cp" and program[2] == "Hello"
+    classes = Path(program[1])
+    assert {p.name for p in classes.iterdir()} == {"Hello.class", "Hello$Inner.class"}
+    run = subprocess.run(["java", *program, "there"], capture_output=True, text=True, timeout=60)
+    assert run.stdout == "hi there\n"
+    compiled_at = (classes / "Hello.class").stat().st_mtime_ns
+    assert java_program(source, [], "the greeting") == program
+    assert (classes / "Hello.class").stat().st_mtime_ns == compiled_at, "the second call compiles nothing"
+    assert [p.name for p in classes.parent.iterdir()] == [classes.name], "no staging directory is left behind"
+    source.write_text(source.read_text().replace("hi ", "hello "))
+    edited = java_program(source, [], "the greeting")
+    assert edited[1] != program[1]
+    source.write_text("public class Hello { void f() { int x = ; } }\n")
+    with pytest.raises(PeerError, match=r"^javac of the greeting \(Hello.java\) failed: .*Hello.java:1: error"):
+        java_program(source, [], "the greeting")

@@ -7,7 +7,7 @@ SIGKILL (the harness writes its CRASH row), and later a fourth joins. Once every
 consumed (or ``--drain-s`` passed), the consumers are stopped with SIGTERM and the recorder ends its trace.
 
 ``--client`` picks the official client the producer and the consumers run on: ``java`` (rocketmq-client 4.9.8,
-``conformance/peers/java_client/EndToEnd.java``, run by ``java`` on its Maven Central classpath) or ``go``
+``conformance/peers/java_client/EndToEnd.java``, compiled once against its Maven Central classpath) or ``go``
 (rocketmq-client-go as ``conformance/peers/go_client/go.mod`` pins it, ``go_client/e2e/main.go`` built with ``go
 build`` into the peer cache). Both programs take the same command line and write the same rows, so the flow
 below is one: only how a process is started (:class:`Clients`) differs.
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -88,12 +87,13 @@ def clients(kind: str, workdir: Path) -> Clients:
         from conformance.peers.clients import go_client_version, go_e2e
 
         return Clients(f"rocketmq-client-go {go_client_version()}", (str(go_e2e()),))
+    from conformance.peers.java import java_program
     from conformance.peers.maven import client_classpath
 
-    classpath = os.pathsep.join(client_classpath(CLIENT_VERSION))
+    program = java_program(CLIENTS, client_classpath(CLIENT_VERSION), "the end-to-end clients")
     # user.home: the Java client writes its logs under ~/logs/rocketmqlogs.
     return Clients(f"rocketmq-client {CLIENT_VERSION}",
-                   ("java", "-Xmx256m", f"-Duser.home={workdir}", "-cp", classpath, str(CLIENTS)))
+                   ("java", "-Xmx256m", f"-Duser.home={workdir}", *program))
 
 
 def _log(path: Path) -> TextIO:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -51,9 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the broker: a broker peer of `mqtck peer list`, or 'reference' (default rocketmq-4.9.7)")
 
 
-def _probe(classpath: str, namesrv: str, topic: str, messages: int, args: argparse.Namespace,
+def _probe(program: list[str], namesrv: str, topic: str, messages: int, args: argparse.Namespace,
            home: Path) -> dict[str, Any]:
-    run = subprocess.run(["java", "-Xmx512m", f"-Duser.home={home}", "-cp", classpath, str(PROBE), namesrv, topic,
+    run = subprocess.run(["java", "-Xmx512m", f"-Duser.home={home}", *program, namesrv, topic,
                           str(messages), str(args.threads), str(args.body_bytes)],
                          capture_output=True, text=True, timeout=1_800)
     lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
@@ -115,12 +114,13 @@ def check_peer(peer: str) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from conformance.peers.java import java_program
     from conformance.peers.maven import client_classpath
 
     check_peer(args.peer)
     if min(args.messages, args.threads, args.body_bytes, args.rounds) < 1:
         raise UsageError("--messages, --threads, --body-bytes and --rounds must be >= 1")
-    classpath = os.pathsep.join(client_classpath(CLIENT_VERSION))
+    program = java_program(PROBE, client_classpath(CLIENT_VERSION), "the throughput probe")
     workdir = Path(tempfile.mkdtemp(prefix="mqtck-bench-record-"))
     with ExitStack() as stack:
         namesrv = start_broker(stack, args.peer, workdir)
@@ -129,15 +129,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         say(f"broker {args.peer} at {namesrv}, recorder at {front}; warming the broker up")
         # Only the broker is warmed (JIT, topic creation): the recorder then writes the measured run's rows alone,
         # so its rows/s counts them all.
-        _probe(classpath, namesrv, "BenchWarmDirect", WARMUP_MESSAGES, args, workdir)
+        _probe(program, namesrv, "BenchWarmDirect", WARMUP_MESSAGES, args, workdir)
         direct, recorded, recorded_s = [], [], 0.0
         # Alternating rounds: a slow spell of the shared machine falls on both paths, not on one.
         for n in range(1, args.rounds + 1):
             say(f"round {n}/{args.rounds}: {args.messages} messages direct")
-            direct.append(_probe(classpath, namesrv, f"BenchDirect{n}", args.messages, args, workdir))
+            direct.append(_probe(program, namesrv, f"BenchDirect{n}", args.messages, args, workdir))
             say(f"round {n}/{args.rounds}: {args.messages} messages through the recorder")
             started = time.monotonic()
-            recorded.append(_probe(classpath, front, f"BenchRecorded{n}", args.messages, args, workdir))
+            recorded.append(_probe(program, front, f"BenchRecorded{n}", args.messages, args, workdir))
             recorded_s += time.monotonic() - started
         recorder.send_signal(signal.SIGTERM)
         out, err = recorder.communicate(timeout=RECORDER_STOP_S)

@@ -2,9 +2,9 @@
 
 A client peer is a program that speaks the client-check protocol (docs/client-conformance.md: it reads
 ``MQTCK_NAMESRV``, ``MQTCK_TOPIC``, ``MQTCK_GROUP`` ... and consumes until told to stop). The Java subjects are
-single-file programs of the project (``conformance/client_check/subjects/*.java``) run with ``java`` (JEP 330:
-nothing is built) on the runtime classpath of ``rocketmq-client`` resolved by name and version from Maven
-Central; the Go subject is the module ``conformance/peers/go_client`` (its ``go.mod`` pins
+single-file programs of the project (``conformance/client_check/subjects/*.java``), compiled once into the peer
+cache (:mod:`conformance.peers.java`) and run on the runtime classpath of ``rocketmq-client`` resolved by name and
+version from Maven Central; the Go subject is the module ``conformance/peers/go_client`` (its ``go.mod`` pins
 ``github.com/apache/rocketmq-client-go/v2``, fetched from the Go module proxy), built once with ``go build``
 into the peer cache; the C++ subject is the PyPI package ``rocketmq`` 0.4.4 (rocketmq-client-cpp 1.2.3), which only the
 ``interop-remoting`` tox environment installs (it conflicts with the other ``rocketmq`` on PyPI).
@@ -16,7 +16,6 @@ client writes (the Java client's logs, the C++ client's offsets) kept in a direc
 from __future__ import annotations
 
 import importlib.util
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -50,12 +49,13 @@ def client_command(info: PeerInfo, home: Path) -> str:
         raise PeerError(f"{info.name} is not a client peer")
     home.mkdir(parents=True, exist_ok=True)
     if subject.endswith(".java"):
+        from conformance.peers.java import java_program
         from conformance.peers.maven import client_classpath, require_tool
 
         java = require_tool("java", "the Java client's subjects run on it")
-        classpath = os.pathsep.join(client_classpath(info.version))
+        program = java_program(SUBJECTS_DIR / subject, client_classpath(info.version), f"{info.name}'s subject")
         # user.home: the Java client writes its logs under ~/logs/rocketmqlogs.
-        return shlex.join([java, JAVA_HEAP, f"-Duser.home={home}", "-cp", classpath, str(SUBJECTS_DIR / subject)])
+        return shlex.join([java, JAVA_HEAP, f"-Duser.home={home}", *program])
     if subject == GO_MODULE_DIR.name:
         return shlex.quote(str(go_subject(info.version)))
     if importlib.util.find_spec("rocketmq") is None or importlib.util.find_spec("rocketmq.client") is None:

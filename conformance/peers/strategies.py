@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.peers import PeerError
+from conformance.peers.java import java_program
 from conformance.strategy.declaration import BUILTIN_DECLARATIONS
 from conformance.strategy.engine import CheckSettings, run_check
 from conformance.strategy.execproc import ExecStrategyUnderTest
@@ -71,7 +72,8 @@ def driver(classpath: list[str], java_class: str, log_dir: Path) -> ExecStrategy
     if java is None:
         raise PeerError("java not found on PATH (the Java client's strategies run on it)")
     # The client logs to ~/logs by default; keep its files with this run.
-    argv = [java, f"-Drocketmq.client.logRoot={log_dir}", "-cp", os.pathsep.join(classpath), str(DRIVER), java_class]
+    program = java_program(DRIVER, classpath, "the strategy driver")
+    argv = [java, f"-Drocketmq.client.logRoot={log_dir}", *program, java_class]
     return ExecStrategyUnderTest(argv, timeout=ANSWER_TIMEOUT_S, label=f"{java_class} (rocketmq-client)")
 
 

@@ -6,7 +6,6 @@ the reviewed deviation of 4.9.7 (ACL-4: it checks no batch). With a wrong secret
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from conformance.expectations import load
 from conformance.peers import peer_info
+from conformance.peers.java import java_program
 from conformance.peers.maven import app_client_classpath
 from conformance.peers.rocketmq import RocketMQPeer
 from conformance.targets.launch import launch_broker
@@ -35,10 +35,10 @@ REFUSED_WAIT_MS = 10_000
 
 
 def probe(namesrv: str, access_key: str, secret_key: str, home: Path, wait_ms: int | None = None) -> dict[str, str]:
-    classpath = os.pathsep.join(app_client_classpath(CLIENT_VERSION))
+    program = java_program(PROBE, app_client_classpath(CLIENT_VERSION), "the ACL probe")
     wait = [] if wait_ms is None else [str(wait_ms)]
-    run = subprocess.run(["java", f"-Duser.home={home}", "-cp", classpath, str(PROBE), namesrv, access_key,
-                          secret_key, *wait], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(["java", f"-Duser.home={home}", *program, namesrv, access_key, secret_key, *wait],
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     return {row["case"]: row["outcome"] for row in map(json.loads, run.stdout.splitlines())}
 

@@ -4,7 +4,7 @@
  * application writes it (docs/client-conformance.md).
  *
  * Run with `java -cp <rocketmq-client classpath> JavaLitePullConsumer.java` (JEP 330); `mqtck gate
- * java-lite-pull-4.9.8` resolves the classpath and runs it through the client check. Each polled message takes
+ * java-lite-pull-4.9.8` resolves the classpath, compiles it once and runs it through the client check. Each polled message takes
  * MQTCK_CONSUME_DELAY_MS; the loop runs MQTCK_DURATION_S or until SIGTERM (a shutdown hook), then the consumer
  * shuts down, which commits and persists its offsets and unregisters. Nothing is tuned.
  */

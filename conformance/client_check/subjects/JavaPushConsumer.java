@@ -2,8 +2,8 @@
  * Client-conformance subject: Apache RocketMQ's Java DefaultMQPushConsumer (rocketmq-client from Maven Central),
  * clustering, subscribed to MQTCK_TOPIC with "*", as an application writes it (docs/client-conformance.md).
  *
- * Run with `java -cp <rocketmq-client classpath> JavaPushConsumer.java` (JEP 330: nothing is built); `mqtck gate
- * java-client-4.9.8` resolves the classpath and runs it through the client check. The listener sleeps
+ * Run with `java -cp <rocketmq-client classpath> JavaPushConsumer.java` (JEP 330); `mqtck gate
+ * java-client-4.9.8` resolves the classpath, compiles it once and runs it through the client check. The listener sleeps
  * MQTCK_CONSUME_DELAY_MS per message and returns CONSUME_SUCCESS; the consumer runs MQTCK_DURATION_S or until
  * SIGTERM (a shutdown hook), then shuts down, which persists its offsets and unregisters. Nothing is tuned: the
  * point is to observe the library's own defaults.
