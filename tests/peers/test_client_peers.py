@@ -32,6 +32,11 @@ VERDICTS = {
 }
 
 
+#: Verdicts a correct gate may show either way, with why. The Go client commits again the offset the broker declared
+#: invalid only when its periodic persist (every 5 s, from 10 s after its start) runs before its own fix commits
+#: nextBeginOffset, 10 s after the move, which is the same millisecond: a CI run once saw the fix first (commits of 0
+#: at 10.028 s and 10.029 s), so CCLIENT-6 passed and its reviewed expectation was reported unexpected-pass.
+RACY = {"go-client-2.1.2": {"CCLIENT-6": {"expected-fail", "unexpected-pass"}}}
 #: The consumer gated in a file of its own (tests/peers/test_client_lite_pull.py), so that tox's two workers, a file
 #: at a time, share the three gates (about 145, 125 and 95 s): in one file they were the run's length (364 s).
 OWN_FILE = "java-lite-pull-4.9.8"
@@ -52,7 +57,11 @@ def assert_gate_verdicts(peer: str, tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     assert doc["implementation"] == peer
     status = {r["id"]: r["status"] for r in doc["requirements"]}
-    assert status == VERDICTS[peer], status
+    racy = RACY.get(peer, {})
+    assert {k: v for k, v in status.items() if k not in racy} == {
+        k: v for k, v in VERDICTS[peer].items() if k not in racy}, status
+    for rid, either in racy.items():
+        assert VERDICTS[peer][rid] in either and status[rid] in either, (rid, status[rid])
     if status["CCLIENT-6"] == "expected-fail":
         moved = next(r for r in doc["requirements"] if r["id"] == "CCLIENT-6")
         failed = [t["summary"] for t in moved["tests"] if t["outcome"] == "failed"]
