@@ -230,10 +230,6 @@ def flow_control_threshold(rows: list[dict[str, Any]], ctx: Context) -> Finding:
     """
     ordered = sorted(rows, key=lambda r: r["seq"])
     limit = ctx.pull_threshold + PULL_BATCH_SIZE + ctx.consume_spread
-    stored = [r["offset"] for r in ordered if r["event"] == "SEND" and r.get("topic") == ctx.topic]
-    if stored and max(stored) < limit:
-        return Finding("not-applicable", f"the scenario's queues hold fewer messages ({max(stored) + 1}) than the "
-                       f"tolerance on this machine ({limit}): no pull could exceed it", {"limit": limit})
     violations, evidence, worst = [], 0, 0
     for row, after in itertools.pairwise(ordered):
         if row["event"] != "PULL_REQ" or row.get("group") != ctx.group or row.get("client_id") not in ctx.subject_ids:
@@ -247,6 +243,10 @@ def flow_control_threshold(rows: list[dict[str, Any]], ctx: Context) -> Finding:
             violations.append(f"{row['topic']}:{row['queue_id']} pulled at {row['offset']} with consume offset "
                               f"{after['offset']} ({backlog} > {limit})")
     obs = {"max_backlog": worst, "limit": limit}
+    stored = [r["offset"] for r in ordered if r["event"] == "SEND" and r.get("topic") == ctx.topic]
+    if stored and max(stored) < limit:
+        return Finding("not-applicable", f"the scenario's queues hold fewer messages ({max(stored) + 1}) than the "
+                       f"tolerance on this machine ({limit}): no pull could exceed it", obs)
     if evidence == 0:
         return Finding("not-applicable", "the client piggybacked no commit on its pulls: its consume offset at a "
                        "pull is unknown", obs)

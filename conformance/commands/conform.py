@@ -185,6 +185,9 @@ def _print_table(console: Console, doc: dict, run_dir: Path) -> None:
             out.print(f"[yellow]EXPECTED FAIL[/yellow] {r['id']} ({r['level']}): {r['expectation']['reason']}")
         elif r["status"] == "unexpected-pass":
             out.print(f"[blue]UNEXPECTED PASS[/blue] {r['id']}: listed in {doc.get('expectations')}, remove the entry")
+        elif r["status"] == "pass" and r.get("expectation"):
+            out.print(f"[blue]NOT SHOWN[/blue] {r['id']}: an intermittent deviation listed in {doc.get('expectations')}"
+                      " passed this run")
     for what, value in report.noticed(doc):
         out.print(f"[yellow]NOTICED[/yellow] {what}: {escape(value)}", highlight=False)
     for r in doc["requirements"]:

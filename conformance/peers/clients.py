@@ -95,8 +95,8 @@ def go_build(package: str, cache_name: str, binary_name: str, what: str) -> Path
     from). A binary already there is reused; PeerError (naming ``what``) with go's first error line when the
     build fails. For the root package the hash is the one go_subject always used (go.mod, go.sum, main.go)."""
     import hashlib
-    import subprocess
 
+    from conformance.peers.build import run_build
     from conformance.peers.maven import cache_dir, require_tool
 
     go = require_tool("go", f"{what} is built with go build")
@@ -108,12 +108,8 @@ def go_build(package: str, cache_name: str, binary_name: str, what: str) -> Path
     if binary.exists():
         return binary
     binary.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        built = subprocess.run([go, "build", "-o", str(binary), package], cwd=GO_MODULE_DIR, capture_output=True,
-                               text=True, timeout=GO_BUILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise PeerError(f"go build of {what} took more than {GO_BUILD_TIMEOUT_S} s") from None
-    if built.returncode != 0 or not binary.exists():
-        lines = (built.stderr or built.stdout).strip().splitlines() or ["no output"]
-        raise PeerError(f"go build of {what} failed: {lines[0][:300]}")
+    run_build([go, "build", "-o", str(binary), package], step=f"go build of {what}", timeout_s=GO_BUILD_TIMEOUT_S,
+              cwd=GO_MODULE_DIR)
+    if not binary.exists():
+        raise PeerError(f"go build of {what} failed: it wrote no {binary_name}")
     return binary

@@ -12,11 +12,10 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
-from conformance.peers import PeerError
+from conformance.peers.build import run_build
 from conformance.peers.maven import cache_dir, require_tool
 
 #: How long ``javac`` may take for one of the project's programs (a few hundred lines).
@@ -53,17 +52,9 @@ def _compile(javac: str, source: Path, classpath: list[str], classes: Path, what
     classes.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{classes.name}-", dir=classes.parent))
     try:
-        try:
-            built = subprocess.run(
-                # No annotation processing: javac would otherwise look for processors in every jar of the classpath.
-                [javac, "-proc:none", "-nowarn", "-encoding", "UTF-8", "-cp", os.pathsep.join(classpath),
-                 "-d", str(staging), str(source)],
-                capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise PeerError(f"javac of {what} took more than {JAVAC_TIMEOUT_S} s") from None
-        if built.returncode != 0:
-            lines = (built.stderr or built.stdout).strip().splitlines() or ["no output"]
-            raise PeerError(f"javac of {what} ({source.name}) failed: {lines[0][:300]}")
+        # No annotation processing: javac would otherwise look for processors in every jar of the classpath.
+        run_build([javac, "-proc:none", "-nowarn", "-encoding", "UTF-8", "-cp", os.pathsep.join(classpath),
+                   "-d", str(staging), str(source)], step=f"javac of {what} ({source.name})", timeout_s=JAVAC_TIMEOUT_S)
         try:
             staging.rename(classes)
         except OSError:  # another process renamed its compilation there first

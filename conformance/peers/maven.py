@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from conformance.peers import PeerError
+from conformance.peers.build import run_build
 
 POM_DIR = Path(__file__).resolve().parent / "rocketmq"
 CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_strategies"
@@ -68,12 +68,9 @@ def _classpath(pom_dir: Path, label: str, version: str, refresh: bool) -> list[s
     out = cached.with_suffix(".tmp")
     cmd = [mvn, "-q", "-B", "-f", str(pom_dir / "pom.xml"), f"-Drocketmq.version={version}",
            "dependency:build-classpath", f"-Dmdep.outputFile={out}"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise PeerError(f"Maven did not resolve {label} within {RESOLVE_TIMEOUT_S} s") from None
-    if proc.returncode != 0 or not out.exists():
-        raise PeerError(f"Maven could not resolve {label}: {_first_error(proc.stdout + proc.stderr)}")
+    run_build(cmd, step=f"Maven's resolution of {label}", timeout_s=RESOLVE_TIMEOUT_S, first_error=_first_error)
+    if not out.exists():
+        raise PeerError(f"Maven's resolution of {label} failed: it wrote no classpath")
     out.replace(cached)
     return cached.read_text(encoding="utf-8").strip().split(os.pathsep)
 

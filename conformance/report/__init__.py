@@ -9,7 +9,8 @@ A requirement's status for a run:
   tests and property suites against the reference, not through a target);
 * ``expected-fail``: it failed, and the implementation's expectations (``conformance.expectations``) list it
   as a reviewed deviation: reported, not gating;
-* ``unexpected-pass``: the expectations list it, but it passed (the entry is stale).
+* ``unexpected-pass``: the expectations list it, but it passed (the entry is stale). An entry marked
+  ``intermittent`` (a deviation that shows in some runs only) makes a pass ``pass``, the entry still attached.
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ class Verdict:
     capability: str
     status: str
     tests: list[dict[str, Any]] = field(default_factory=list)
-    #: The expectation entry (reason, source, repro) when the implementation's expectations list this ID.
-    expectation: dict[str, str] | None = None
+    #: The expectation entry (reason, source, repro, intermittent) when the implementation's expectations list this ID.
+    expectation: dict[str, Any] | None = None
     profile: str = ""
 
 
@@ -100,8 +101,10 @@ def verdicts(results: list[TestResult], expected: Expectations | None = None) ->
         else:
             status = "not-covered"
         entry = entries.get(req.id)
-        if entry is not None and status in ("fail", "pass"):
-            status = "expected-fail" if status == "fail" else "unexpected-pass"
+        if entry is not None and status == "fail":
+            status = "expected-fail"
+        elif entry is not None and status == "pass" and not entry.intermittent:
+            status = "unexpected-pass"
         out.append(
             Verdict(
                 req.id, req.level, req.family, req.sentence, req.source, req.capability, status,

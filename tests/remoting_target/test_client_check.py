@@ -227,6 +227,7 @@ def test_flow_control_allows_what_concurrent_consume_threads_took_above_the_cons
     assert (finding.status, finding.message) == ("not-applicable", "the scenario's queues hold fewer messages "
                                                  "(1001) than the tolerance on this machine (1064): no pull could "
                                                  "exceed it")
+    assert finding.observations == {"max_backlog": 1065, "limit": 1064}, "the N/A still says what the pulls showed"
 
 
 @pytest.mark.req("CCLIENT-5")
