@@ -1,4 +1,4 @@
-"""Tests against real Apache peers started here (JVMs from Maven Central): run by ``tox -e gate-rocketmq``, which
+"""Tests against real Apache peers started here (JVMs from Maven Central): run by ``tox -e peers``, which
 sets ``MQTCK_PEERS=1``; elsewhere they say where they run instead of starting JVMs inside the unit-test budget."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if os.environ.get(PEERS_ENV) == "1":
         items.sort(key=lambda item: FIRST.index(item.path.name) if item.path.name in FIRST else len(FIRST))
         return
-    skip = pytest.mark.skip(reason=f"starts real Apache peers: runs in tox -e gate-rocketmq ({PEERS_ENV}=1)")
+    skip = pytest.mark.skip(reason=f"starts real Apache peers: runs in tox -e peers ({PEERS_ENV}=1)")
     for item in items:
         if item.path.parent.name == "peers":
             item.add_marker(skip)
