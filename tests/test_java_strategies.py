@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from conformance.peers import PeerError
-from conformance.peers.strategies import JAVA_STRATEGIES, command_line, gate_strategies
+from conformance.peers.strategies import JAVA_STRATEGIES, command_line, gate_strategies, junit_xml
 
 pytestmark = pytest.mark.skipif(not (shutil.which("java") and shutil.which("mvn")), reason="needs java and mvn")
 
@@ -30,6 +30,7 @@ def test_the_java_strategies_reproduce_the_golden_vectors_and_keep_their_promise
         assert v.golden_lines > 500 and not v.golden_mismatches, (v.java_class, v.golden_mismatches[:2])
         assert v.passed, (v.java_class, v.properties)
     assert not control.passed and control.properties["partition"] == "fail", control.properties
+    assert junit_xml(classpath, verdicts, control).count(b"<failure") == 0
     averagely = command_line(classpath, verdicts[0])
     assert averagely.startswith("mqtck strategy check --exec ") and averagely.endswith("--balance-bound 1")
 
@@ -51,3 +52,26 @@ def test_the_gates_requirement_entries_join_the_matrix(tmp_path) -> None:  # typ
         {"implementation": "java-strategies", "verdict": "fail", "requirements": requirement_entries(verdicts)}))
     matrix = build([load_run(tmp_path)])
     assert matrix["columns"][0]["counts"]["fail"] == 1 and matrix["columns"][0]["must_fail"] == 1
+
+
+def test_the_gates_junit_file_fails_each_broken_check_and_an_uncaught_control() -> None:
+    """``--junit`` of the strategies gate: one testcase per strategy's golden replay and property, and one for the
+    control; a mismatch, a failed property and a control that passes are each a gating failure naming the command
+    that reproduces it."""
+    import xml.etree.ElementTree as ET
+
+    from conformance.peers.strategies import StrategyVerdict
+
+    verdicts = [StrategyVerdict(c, b, 10, properties={"partition": "pass", "balance": "pass"})
+                for c, b in JAVA_STRATEGIES.items()]
+    verdicts[0].golden_mismatches.append("case-3 currentCID='c1': expected [q0] got [q1]")
+    verdicts[1].properties["balance"] = "fail"
+    control = StrategyVerdict("BrokenAveragely", "averagely", properties={"partition": "pass"})
+    suite = ET.fromstring(junit_xml(["/x.jar"], verdicts, control))
+    assert int(suite.get("tests")) == 3 * len(verdicts) + 1 and suite.get("failures") == "3"
+    failed = {(c.get("classname"), c.get("name")): c.find("failure") for c in suite if c.find("failure") is not None}
+    assert set(failed) == {(verdicts[0].java_class, "golden"), (verdicts[1].java_class, "balance"),
+                           ("BrokenAveragely", "control is caught")}
+    assert "1 of 10 golden vectors differ: case-3" in failed[(verdicts[0].java_class, "golden")].get("message")
+    assert all(f.text.startswith("reproduce: mqtck strategy check --exec ") for f in failed.values())
+    assert {p.get("value") for p in suite.iter("property") if p.get("name") == "gates"} == {"true"}

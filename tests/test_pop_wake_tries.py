@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from conformance.suite import support
 from conformance.suite import test_pop_conformance as pop_suite
 from conformance.targets import PoppedRecord, PopReply
 
@@ -76,7 +77,7 @@ class Properties(list):
 
 @pytest.fixture(autouse=True)
 def _short_wake_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pop_suite, "WIRE_WAKE_S", 0.01)
+    monkeypatch.setattr(support, "WIRE_WAKE_S", 0.01)
 
 
 @pytest.mark.req("POP-6")

@@ -22,6 +22,7 @@ import time
 import pytest
 
 from conformance.suite import support
+from conformance.suite.support import WIRE_WAKE_S, answered
 from conformance.targets import TargetError
 
 pytestmark = pytest.mark.needs("pop")
@@ -36,8 +37,6 @@ WIRE_QUIET_SLACK_MS = 6_000
 #: Over the wire: how much earlier than its invisibility a redelivery may be seen (the pop's answer took that
 #: long to arrive, and the invisibility counted from the broker's pop time).
 WIRE_TOLERANCE_MS = 250
-#: Over the wire: how long a broker may take to answer a held pop after a waking event.
-WIRE_WAKE_S = 3.0
 #: Over the wire: how many held pops a matching arrival gets to wake (test_held_pop_answered_by_a_matching_arrival).
 #: RocketMQ 5.5.0 now and then misses an arrival's notification and answers the held pop only at its deadline
 #: (with the message): a lost wake-up, seen in one CI run and in 2 of 5 full gate runs beside a busy core here (its pop
@@ -74,24 +73,14 @@ def tolerance(target) -> int:  # type: ignore[no-untyped-def]
 
 def pop_now(target, queue_id=-1, max_nums=32, invisible_ms=60_000, group=G, topic=T):  # type: ignore[no-untyped-def]
     pending = target.pop(group, topic, queue_id, max_nums, invisible_ms, 0)
-    assert pending.done(), "a pop with poll time 0 must be answered at once"
+    assert answered(target, pending), "a pop with poll time 0 must be answered at once"
     return pending.result()
 
 
-def answered(target, pending) -> bool:  # type: ignore[no-untyped-def]
-    """Whether a held request is answered: at once on simulated time, within :data:`WIRE_WAKE_S` on the wire."""
-    if clocked(target):
-        return bool(pending.done())
-    deadline = time.monotonic() + WIRE_WAKE_S
-    while not pending.done():
-        if time.monotonic() > deadline:
-            return False
-    return True
-
-
 def late_answer(pending, since: float) -> str:  # type: ignore[no-untyped-def]
-    """Why a held request missed :data:`WIRE_WAKE_S`: when its answer came after all (waiting up to its hold time),
-    and which; a late wake-up and a lost one (answered only at the deadline) are different faults."""
+    """Why a held request missed :data:`~conformance.suite.support.WIRE_WAKE_S`: when its answer came after all
+    (waiting up to its hold time), and which; a late wake-up and a lost one (answered only at the deadline) are
+    different faults."""
     try:
         reply = pending.result()
     except AssertionError as never:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.suite.support import allowed_corrections, fill
+from conformance.suite.support import allowed_corrections, answered, fill
 from conformance.targets import TargetError
 
 pytestmark = pytest.mark.needs("pull")
@@ -84,7 +84,7 @@ def test_registered_subscription_is_used_without_flag(target) -> None:  # type: 
 def test_no_suspend_flag_answers_at_once(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("CT", 1)
     pending = target.start_pull("G", "CT", 0, 0, suspend_ms=0)
-    assert pending.done(), "a pull without SUSPEND must be answered at once"
+    assert answered(target, pending), "a pull without SUSPEND must be answered at once"
     assert pending.result().code == "PULL_NOT_FOUND"
 
 

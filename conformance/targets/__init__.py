@@ -67,6 +67,19 @@ class SendReceipt:
 
 
 @dataclass(frozen=True)
+class CommitLogRecord:
+    """The record a commit-log offset holds (``record_at``): whose it is and when it was stored. A broker writes
+    records of its own (RocketMQ 5's revive log, retry topics), so the record after a test's last one need not be
+    the test's next."""
+
+    commit_log_offset: int
+    #: As the broker stores it: a target that keeps each run's names apart shows its prefix.
+    topic: str
+    msg_id: str
+    store_timestamp_ms: int
+
+
+@dataclass(frozen=True)
 class PulledMessage:
     queue_offset: int
     body: bytes
@@ -229,6 +242,10 @@ class Target(Protocol):
     def restart_torn(self, commit_log_offset: int) -> None:
         """Capability ``torn_restart``: kill the broker, tear the record at ``commit_log_offset`` (as a write cut
         short leaves it) and restart it on that data."""
+        ...
+    def record_at(self, commit_log_offset: int) -> CommitLogRecord | None:
+        """With ``torn_restart``: the intact record that starts at ``commit_log_offset``, whoever wrote it, or None
+        (RocketMQ's VIEW_MESSAGE_BY_ID, what ``mqadmin queryMsgById`` reads)."""
         ...
     # -- race control (capability "race_control") --------------------------------------------------
     def start_pull_racing(self, group: str, topic: str, queue_id: int, offset: int, sends: list[tuple[bytes, str]],

@@ -63,6 +63,7 @@ from reference.rules.filter import tags_hash_code
 
 from . import (
     HOLD_SLACK_MS,
+    CommitLogRecord,
     MalformedAnswer,
     PoppedRecord,
     PopReply,
@@ -556,6 +557,18 @@ class RemotingTarget:
         """The runner kills the broker, tears the record at ``commit_log_offset`` and starts it again."""
         control = self._controlled("torn_restart")
         self._reconnect_after(lambda: control.tear_and_restart(commit_log_offset))
+
+    def record_at(self, commit_log_offset: int) -> CommitLogRecord | None:
+        """VIEW_MESSAGE_BY_ID: SUCCESS carries the stored record, SYSTEM_ERROR says none starts there."""
+        response = self._call(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": commit_log_offset},
+                              ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR))
+        if response.code != ResponseCode.SUCCESS:
+            return None
+        try:
+            [record] = decode_records(response.body)
+        except (CodecError, ValueError) as exc:
+            raise MalformedAnswer(f"VIEW_MESSAGE_BY_ID body is not one record: {exc}") from None
+        return CommitLogRecord(record.commit_log_offset, record.topic, record.msg_id, record.store_timestamp)
 
     def _reconnect_after(self, restart: Callable[[], None]) -> None:
         for client in [self._main, *self._conns.values()]:

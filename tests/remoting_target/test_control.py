@@ -3,6 +3,7 @@ target option, and the reference runner's restart / kill / expire behind ``mqtck
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -282,6 +283,59 @@ def test_runner_changes_settings_at_run_time_and_serves_its_trace(runner) -> Non
         assert target.configure({"fileReservedTime": 72}) == {"fileReservedTime": 5}, "settings outlive a restart"
     finally:
         target.close()
+
+
+class AppendsFirstAfterRecovery:
+    """The runner's target, but the first append after a torn restart is "the broker's own" record in another
+    topic, as RocketMQ 5.5.0's revive log was once under CI's load; ``stale_record`` makes ``record_at`` answer
+    what a broker that kept the torn record would (its store time before the restart)."""
+
+    def __init__(self, target: Any, stale_record: bool = False) -> None:
+        self._target, self._stale = target, stale_record
+        self.own: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+    def restart_torn(self, commit_log_offset: int) -> None:
+        self._target.restart_torn(commit_log_offset)
+        self._target.create_topic("OWN", 1)
+
+    def send(self, topic: str, queue_id: int, body: bytes, tags: str) -> Any:
+        if body == b"after the tear" and self.own is None:
+            self.own = self._target.send("OWN", 0, b"the broker's own", "A")
+        return self._target.send(topic, queue_id, body, tags)
+
+    def record_at(self, commit_log_offset: int) -> Any:
+        record = self._target.record_at(commit_log_offset)
+        return dataclasses.replace(record, store_timestamp_ms=0) if self._stale and record else record
+
+
+@pytest.mark.req("STORE-6")
+def test_the_brokers_own_first_append_after_a_tear_passes_and_a_record_from_before_fails(  # type: ignore[no-untyped-def]
+        runner, tmp_path: Path) -> None:
+    """STORE-6 over the wire follows the commit log with ``record_at`` (VIEW_MESSAGE_BY_ID) when the test's next
+    send is not the first append after recovery; the record there must be a new one."""
+    from conformance.suite.test_store_wire_conformance import test_recovery_cuts_the_log_at_a_torn_record as store_6
+
+    target = open_target(runner.url, "")
+    try:
+        own_first = AppendsFirstAfterRecovery(target)
+        store_6(own_first)
+        assert own_first.own is not None, "the broker's own record went first"
+        mine = target.record_at(own_first.own.commit_log_offset)
+        assert mine.topic.endswith("OWN") and mine.msg_id == own_first.own.msg_id, mine
+        assert target.record_at(own_first.own.commit_log_offset + 1) is None, "no record starts there"
+    finally:
+        target.close()
+    second = launch_broker("remoting", tmp_path / "second", "--control", "--segment-bytes", "65536")
+    target = open_target(second.url, "")
+    try:
+        with pytest.raises(AssertionError, match="was not appended after the restart"):
+            store_6(AppendsFirstAfterRecovery(target, stale_record=True))
+    finally:
+        target.close()
+        assert "Traceback" not in second.stop()
 
 
 @pytest.mark.req("LPOLL-3", "LPOLL-4")

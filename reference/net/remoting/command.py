@@ -39,6 +39,8 @@ class RequestCode(enum.IntEnum):
     GET_MAX_OFFSET = 30
     GET_MIN_OFFSET = 31
     GET_EARLIEST_MSG_STORETIME = 32
+    #: The record at a commit-log offset (``mqadmin queryMsgById``: an offset msgId carries the store host and it).
+    VIEW_MESSAGE_BY_ID = 33
     HEART_BEAT = 34
     UNREGISTER_CLIENT = 35
     CONSUMER_SEND_MSG_BACK = 36
