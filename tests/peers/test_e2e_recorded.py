@@ -16,20 +16,26 @@ from typing import Any
 import pytest
 
 MESSAGES, RATE = 20_000, 1_000
+#: Sends that may fail (time out) on CI's loaded machine, each one's exception in the run's producer.log. What is
+#: judged is that every acknowledged message is consumed; an unacknowledged one promises nothing.
+MAX_FAILED_SENDS = MESSAGES // 1_000
 
 
 def run_e2e(tmp_path: Path, *client: str) -> dict[str, Any]:
     """``mqtck bench e2e`` with ``client`` (extra arguments, e.g. ``--client go``) at this module's size, asserted
-    clean the same way for every client: everything acknowledged and consumed, the kill and the join happened,
-    the audit exits 0 with no MUST violation, no loss and no duplicate without a cause, and the trace holds every
-    kind of row the run should produce (so that a clean verdict is not the silence of a missing recorder)."""
+    clean the same way for every client: (almost) every send acknowledged and every acknowledged one consumed, the
+    kill and the join happened, the audit exits 0 with no MUST violation, no loss and no duplicate without a cause,
+    and the trace holds every kind of row the run should produce (so that a clean verdict is not the silence of a
+    missing recorder)."""
     out = tmp_path / "e2e.json"
     run = subprocess.run([sys.executable, "-m", "conformance.cli", "bench", "e2e", *client, "--messages",
                           str(MESSAGES), "--rate", str(RATE), "--keep", str(tmp_path / "run"), "--out", str(out)],
                          capture_output=True, text=True, timeout=1_200)
     assert run.returncode == 0, run.stderr[-3000:]
     result: dict[str, Any] = json.loads(out.read_text())["result"]
-    assert result["producer"]["acked"] == MESSAGES and result["distinct_consumed"] == MESSAGES
+    produced = result["producer"]
+    assert produced["acked"] + produced["failed"] == MESSAGES and produced["failed"] <= MAX_FAILED_SENDS, produced
+    assert produced["acked"] <= result["distinct_consumed"] <= MESSAGES, (produced, result["distinct_consumed"])
     assert {"consumer 1 killed_s", "consumer 3 started_s"} <= set(result["events"])
     assert not [key for key in result["events"] if key.endswith(("exited_early", "never_consumed"))], result["events"]
     audit = result["audit"]
