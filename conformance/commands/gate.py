@@ -47,6 +47,7 @@ def _gate_strategies(info: PeerInfo, args: argparse.Namespace, started: float) -
 
     from conformance.peers.maven import client_classpath
     from conformance.peers.strategies import command_line, gate_strategies, junit_xml, requirement_entries
+    from conformance.report import write_junit
 
     _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
     classpath = client_classpath(info.version)
@@ -65,11 +66,7 @@ def _gate_strategies(info: PeerInfo, args: argparse.Namespace, started: float) -
     run_dir = Path(args.report_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{info.name}"
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    xml = junit_xml(classpath, verdicts, control)
-    (run_dir / "junit.xml").write_bytes(xml)
-    if args.junit:
-        Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.junit).write_bytes(xml)
+    write_junit(run_dir, junit_xml(classpath, verdicts, control), Path(args.junit) if args.junit else None)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

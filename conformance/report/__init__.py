@@ -273,12 +273,16 @@ def html(doc: dict[str, Any]) -> str:
 def write_all(run_dir: Path, doc: dict[str, Any], vs: list[Verdict], junit_path: Path | None = None) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "summary.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    xml = junit_xml(doc["target"], vs, doc.get("profiles") or ())
+    write_junit(run_dir, junit_xml(doc["target"], vs, doc.get("profiles") or ()), junit_path)
+    (run_dir / "report.html").write_text(html(doc), encoding="utf-8")
+
+
+def write_junit(run_dir: Path, xml: bytes, junit_path: Path | None = None) -> None:
+    """The run's ``junit.xml``, and a copy at ``junit_path`` (``--junit``), whose folder may not exist yet."""
     (run_dir / "junit.xml").write_bytes(xml)
     if junit_path is not None:
         junit_path.parent.mkdir(parents=True, exist_ok=True)
         junit_path.write_bytes(xml)
-    (run_dir / "report.html").write_text(html(doc), encoding="utf-8")
 
 
 def publish(
