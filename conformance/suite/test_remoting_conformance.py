@@ -45,6 +45,7 @@ from typing import Any
 
 import pytest
 
+from conformance.suite.support import PATIENCE_S
 from conformance.targets.remoting import subscription_data
 from reference.net.remoting.client import RemotingClient, split_address
 from reference.net.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand, RequestCode, loads_body
@@ -61,12 +62,8 @@ from reference.net.remoting.message_codec import (
 from reference.rules.codes import ResponseCode
 from reference.store.message import store_host_bytes
 
-#: Socket timeout of a raw connection: any answer (not a held pull) comes well within it on loopback.
-WAIT_S = 5.0
-#: How long a change that a broker makes asynchronously (a route registered with the name server, a closed
-#: connection's member dropped, a notification written) may take to show.
-SETTLE_S = 3.0
-#: Poll interval while waiting for such a change.
+#: Poll interval while waiting for a change that a broker makes asynchronously (a route registered with the name
+#: server, a closed connection's member dropped, a notification written); support.PATIENCE_S is how long.
 POLL_S = 0.05
 #: Apache's PullRequestHoldService checks held pulls every 5 s (long polling): a timed-out pull is answered
 #: at the first check at or after its deadline.
@@ -93,7 +90,7 @@ UNKNOWN_CODE = 9_999
 NO_SUCH_PHYSICAL_OFFSET = 1 << 40
 #: Delay level 1: 1 s in Apache's and the reference's default delay table.
 DELAY_LEVEL_1S = 1
-#: Wait for a retry copy of delay level 1 (1 s) to become pullable (simulated time, with clock control).
+#: With clock control: simulated time advanced for a retry copy of delay level 1 (1 s) to become pullable.
 RETRY_VISIBLE_S = 5.0
 #: With clock control, how long an answer written at the instant the clock stopped may take over loopback.
 ANSWER_IN_FLIGHT_S = 0.5
@@ -130,7 +127,7 @@ class RawConnection:
     server_requests: list[Frame] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.sock = socket.create_connection(split_address(self.address), timeout=WAIT_S)
+        self.sock = socket.create_connection(split_address(self.address), timeout=PATIENCE_S)
 
     def write(self, data: bytes) -> None:
         self.sock.sendall(data)
@@ -184,7 +181,7 @@ class RawConnection:
         opaque = self.send(code, ext, body)
         return self.responses({opaque})[opaque]
 
-    def closed_by_peer(self, timeout_s: float = WAIT_S) -> bool:
+    def closed_by_peer(self, timeout_s: float = PATIENCE_S) -> bool:
         """True once the peer closes (EOF or reset), False if it is still open after ``timeout_s``."""
         self.sock.settimeout(timeout_s)
         try:
@@ -264,12 +261,12 @@ def heartbeat_body(client_id: str, group: str, topics: list[str]) -> bytes:
 
 
 def heartbeat(conn: RemotingClient, client_id: str, group: str, topics: list[str]) -> None:
-    r = conn.invoke(RequestCode.HEART_BEAT, {}, heartbeat_body(client_id, group, topics), timeout_s=WAIT_S)
+    r = conn.invoke(RequestCode.HEART_BEAT, {}, heartbeat_body(client_id, group, topics), timeout_s=PATIENCE_S)
     assert r.code == ResponseCode.SUCCESS, f"HEART_BEAT of {client_id}: code {r.code} {r.remark}"
 
 
 def consumer_ids(conn: RemotingClient, group: str) -> list[str]:
-    r = conn.invoke(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}, timeout_s=WAIT_S)
+    r = conn.invoke(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}, timeout_s=PATIENCE_S)
     assert r.code == ResponseCode.SUCCESS, f"GET_CONSUMER_LIST_BY_GROUP {group}: code {r.code} {r.remark}"
     body = loads_body(r.body)
     assert isinstance(body, dict) and isinstance(body.get("consumerIdList"), list), (
@@ -278,7 +275,7 @@ def consumer_ids(conn: RemotingClient, group: str) -> list[str]:
 
 
 def pull(conn: RemotingClient, group: str, topic: str, queue_id: int, offset: int) -> RemotingCommand:
-    r = conn.invoke(RequestCode.PULL_MESSAGE, pull_fields(group, topic, queue_id, offset), timeout_s=WAIT_S)
+    r = conn.invoke(RequestCode.PULL_MESSAGE, pull_fields(group, topic, queue_id, offset), timeout_s=PATIENCE_S)
     assert r.code in PULL_CODES, f"PULL_MESSAGE {topic}:{queue_id}@{offset}: code {r.code} {r.remark}"
     return r
 
@@ -293,7 +290,7 @@ def visible_body(record: DecodedRecord) -> bytes:
     return zlib.decompress(record.body) if record.sys_flag & SYSFLAG_COMPRESSED else record.body
 
 
-def wait_until(check: Callable[[], Any], timeout_s: float = SETTLE_S) -> Any:
+def wait_until(check: Callable[[], Any], timeout_s: float = PATIENCE_S) -> Any:
     """``check()`` until it returns something truthy (that value), or its last value after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -307,11 +304,11 @@ def settle(target, topic: str, queue_id: int, count: int) -> None:  # type: igno
     """Wait until ``count`` messages of a queue are pullable: Apache acknowledges a send once it is in the
     commit log and builds the consume queue right after (ReputMessageService), so a pull at once may miss it."""
     assert wait_until(lambda: target.min_max(topic, queue_id)[1] >= count), (
-        f"{count} messages sent to {topic}:{queue_id} are not pullable within {SETTLE_S} s")
+        f"{count} messages sent to {topic}:{queue_id} are not pullable within {PATIENCE_S} s")
 
 
 def route(ns: RemotingClient, topic: str) -> RemotingCommand:
-    return ns.invoke(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout_s=WAIT_S)
+    return ns.invoke(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout_s=PATIENCE_S)
 
 
 def broker_name(target) -> str:  # type: ignore[no-untyped-def]
@@ -484,7 +481,7 @@ def test_a_route_names_the_brokers_reachable_address_and_an_invalid_name_has_non
     heartbeat(br, target.namespaced("c5"), group, [topic])
     for name, queues in ((topic, 4), (f"%RETRY%{group}", 1)):
         body = wait_until(lambda name=name: _route_body(ns, name))
-        assert body is not None, f"REMOTING-5: no route for {name} within {SETTLE_S} s"
+        assert body is not None, f"REMOTING-5: no route for {name} within {PATIENCE_S} s"
         assert body.get("orderTopicConf") is None, f"REMOTING-5: orderTopicConf {body.get('orderTopicConf')!r}"
         assert [(q["readQueueNums"], q["writeQueueNums"], q["perm"]) for q in body["queueDatas"]] == [
             (queues, queues, 6)], f"REMOTING-5: queueDatas of {name}: {body['queueDatas']}"
@@ -546,7 +543,7 @@ def test_a_held_pull_is_answered_when_a_message_arrives(target, client) -> None:
     br = client(target.broker_addr)
     started = time.monotonic()
     held = br.invoke_async(RequestCode.PULL_MESSAGE, pull_fields(group, topic, 0, 1, suspend_ms=WAKE_SUSPEND_MS))
-    other = br.invoke(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": 0}, timeout_s=WAIT_S)
+    other = br.invoke(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": 0}, timeout_s=PATIENCE_S)
     assert other.ext_fields.get("offset") == "1", "REMOTING-7: another request on the connection is answered"
     time.sleep(0.3)
     assert not held.done(), f"REMOTING-7: the pull was answered before anything arrived: {held.result().code}"
@@ -570,7 +567,7 @@ def test_a_held_pull_times_out_not_found_with_the_offset_unchanged(target, clien
     br = client(target.broker_addr)
     started = time.monotonic()
     held = br.invoke_async(RequestCode.PULL_MESSAGE, pull_fields(group, topic, 0, 1, suspend_ms=SUSPEND_MS))
-    other = br.invoke(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": 0}, timeout_s=WAIT_S)
+    other = br.invoke(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": 0}, timeout_s=PATIENCE_S)
     assert other.ext_fields.get("offset") == "1" and not held.done(), (
         "REMOTING-7: another request on the connection is answered while the pull is held")
     late_ms = SUSPEND_MS + HOLD_CHECK_MS + LATE_SLACK_MS
@@ -581,7 +578,7 @@ def test_a_held_pull_times_out_not_found_with_the_offset_unchanged(target, clien
             held.result(timeout=ANSWER_IN_FLIGHT_S)
         assert not held.done(), f"REMOTING-7: answered before its suspend time of {SUSPEND_MS} ms"
         target.advance(HOLD_CHECK_MS + 1)
-        r = held.result(timeout=WAIT_S)
+        r = held.result(timeout=PATIENCE_S)
     else:
         r = held.result(timeout=late_ms / 1000)
         held_ms = (time.monotonic() - started) * 1000
@@ -606,7 +603,7 @@ def test_a_batch_send_stores_each_record_at_consecutive_offsets(target, client) 
         entries = [BatchEntry(f"{batch}-{i}".encode(), {"UNIQ_KEY": uuid.uuid4().hex.upper(), "TAGS": f"T{i}",
                                                         "WAIT": "true"}) for i in range(3)]
         r = br.invoke(RequestCode.SEND_MESSAGE, send_fields(topic, 1, {"WAIT": "true"}, batch=batch),
-                      encode_batch_body(entries), timeout_s=WAIT_S)
+                      encode_batch_body(entries), timeout_s=PATIENCE_S)
         assert r.code == ResponseCode.SUCCESS, f"REMOTING-8: batch {batch!r}: code {r.code} {r.remark}"
         assert r.ext_fields.get("queueOffset") == str(first), f"REMOTING-8: the first offset? {r.ext_fields}"
         expected += [(first + i, e.body, e.properties["UNIQ_KEY"], e.properties["TAGS"]) for i, e in enumerate(entries)]
@@ -625,7 +622,7 @@ def test_a_zlib_body_reaches_the_consumer_as_sent(target, client) -> None:  # ty
     original = b"0123456789abcdef" * 400  # 6400 bytes: the C++ client deflates bodies of 4 KiB and more
     r = br.invoke(RequestCode.SEND_MESSAGE, send_fields(topic, 0, {"UNIQ_KEY": uuid.uuid4().hex.upper()},
                                                         sys_flag=SYSFLAG_COMPRESSED),
-                  zlib.compress(original, 5), timeout_s=WAIT_S)
+                  zlib.compress(original, 5), timeout_s=PATIENCE_S)
     assert r.code == ResponseCode.SUCCESS, f"REMOTING-8: compressed send: code {r.code} {r.remark}"
     settle(target, "W8", 0, 1)
     (record,) = records(pull(br, group, topic, 0, 0))
@@ -652,11 +649,11 @@ def test_group_changes_notify_the_other_members_oneway(target, client) -> None: 
         before = len(_notified(a, group))
         act()
         assert wait_until(lambda: len(_notified(a, group)) > before), (
-            f"REMOTING-9: no NOTIFY_CONSUMER_IDS_CHANGED for {change} within {SETTLE_S} s")
+            f"REMOTING-9: no NOTIFY_CONSUMER_IDS_CHANGED for {change} within {PATIENCE_S} s")
 
     after("a new member's heartbeat", lambda: heartbeat(b, target.namespaced("cb"), group, [topic]))
     after("an unregister", lambda: b.invoke(RequestCode.UNREGISTER_CLIENT, {
-        "clientID": target.namespaced("cb"), "producerGroup": "", "consumerGroup": group}, timeout_s=WAIT_S))
+        "clientID": target.namespaced("cb"), "producerGroup": "", "consumerGroup": group}, timeout_s=PATIENCE_S))
     c = client(target.broker_addr)
     after("a new member's heartbeat", lambda: heartbeat(c, target.namespaced("cc"), group, [topic]))
     after("a closed connection", c.close)
@@ -676,13 +673,13 @@ def test_send_back_stores_a_retry_copy_found_by_physical_offset(target, client) 
     target.send("W10", 0, b"filler")
     uniq = uuid.uuid4().hex.upper()
     r = br.invoke(RequestCode.SEND_MESSAGE, send_fields(topic, 0, {"UNIQ_KEY": uniq, "TAGS": "TagA", "k": "v"}),
-                  b"fail me", timeout_s=WAIT_S)
+                  b"fail me", timeout_s=PATIENCE_S)
     assert r.code == ResponseCode.SUCCESS
     settle(target, "W10", 0, 2)
     original = records(pull(br, group, topic, 0, 1))[0]
     back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, {
         "group": group, "offset": str(original.commit_log_offset), "delayLevel": DELAY_LEVEL_1S,
-        "originMsgId": uniq, "originTopic": topic, "unitMode": "false"}, timeout_s=WAIT_S)
+        "originMsgId": uniq, "originTopic": topic, "unitMode": "false"}, timeout_s=PATIENCE_S)
     sent_back = time.monotonic()
     assert back.code == ResponseCode.SUCCESS, f"REMOTING-10: send-back: code {back.code} {back.remark}"
 
@@ -696,15 +693,16 @@ def test_send_back_stores_a_retry_copy_found_by_physical_offset(target, client) 
         assert early is None, "REMOTING-10: the retry copy was there before its delay level's wait (1 s)"
     if clocked:
         target.advance(int(RETRY_VISIBLE_S * 1000))
-    found = retried() if clocked else wait_until(retried, RETRY_VISIBLE_S)
-    assert found is not None, f"REMOTING-10: no retry copy in {retry} within {RETRY_VISIBLE_S} s"
+    found = retried() if clocked else wait_until(retried)
+    waited_s = RETRY_VISIBLE_S if clocked else PATIENCE_S
+    assert found is not None, f"REMOTING-10: no retry copy in {retry} within {waited_s} s"
     copy = records(found)[0]
     assert (copy.body, copy.msg_id, copy.tags, copy.properties.get("k")) == (b"fail me", uniq, "TagA", "v")
     assert copy.properties.get("RETRY_TOPIC") == topic, f"REMOTING-10: RETRY_TOPIC {copy.properties.get('RETRY_TOPIC')}"
     assert copy.reconsume_times == original.reconsume_times + 1 == 1, (
         f"REMOTING-10: reconsumeTimes {copy.reconsume_times}")
     missing = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, {
-        "group": group, "offset": str(NO_SUCH_PHYSICAL_OFFSET), "delayLevel": DELAY_LEVEL_1S}, timeout_s=WAIT_S)
+        "group": group, "offset": str(NO_SUCH_PHYSICAL_OFFSET), "delayLevel": DELAY_LEVEL_1S}, timeout_s=PATIENCE_S)
     assert missing.code == ResponseCode.SYSTEM_ERROR, f"REMOTING-10: an offset with no record: code {missing.code}"
 
 
@@ -722,7 +720,7 @@ def test_the_consumer_list_names_every_live_member_and_the_caller(target, client
     assert consumer_ids(a, group) == consumer_ids(b, group) == sorted([ca, cb]), "REMOTING-11: both members"
     b.close()
     assert wait_until(lambda: consumer_ids(a, group) == [ca]), (
-        f"REMOTING-11: a closed member is still listed after {SETTLE_S} s: {consumer_ids(a, group)}")
+        f"REMOTING-11: a closed member is still listed after {PATIENCE_S} s: {consumer_ids(a, group)}")
 
 
 # -- REMOTING-12 ---------------------------------------------------------------------------------------------
@@ -736,7 +734,7 @@ def test_queue_locks_go_to_a_free_or_own_holder_and_unlock_only_releases_own(tar
     def ask(code: int, who: str, *queues: int) -> list[int]:
         body = json.dumps({"consumerGroup": group, "clientId": target.namespaced(who), "mqSet": [
             {"topic": topic, "brokerName": name, "queueId": q} for q in queues]}).encode("utf-8")
-        r = br.invoke(code, {}, body, timeout_s=WAIT_S)
+        r = br.invoke(code, {}, body, timeout_s=PATIENCE_S)
         assert r.code == ResponseCode.SUCCESS, f"REMOTING-12: {code} by {who}: code {r.code} {r.remark}"
         if code == RequestCode.UNLOCK_BATCH_MQ:
             return []

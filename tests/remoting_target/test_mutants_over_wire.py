@@ -4,7 +4,8 @@
 Every broker fault of the catalogue (a ``Mutant`` whose ``components`` swap a broker part) is either caught over
 the wire (exit 1, a broken requirement fails) or listed in :data:`UNREACHABLE` with the reason the remoting
 protocol and the control channel cannot reach it. Those are run too and must survive: when a new test catches
-one, this module says so, and the fault moves to the caught ones.
+one, this module says so, and the fault moves to the caught ones. A fault whose case arises on wall time only by
+chance is served on simulated time (:data:`SIMULATED_TIME`), so that its catch does not depend on the machine's load.
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ UNREACHABLE = {
     "flow-batch-counts-as-one-permit": _NO_PERMITS,
     "flow-permits-go-negative": _NO_PERMITS,
 }
+#: Broker faults served on simulated time (``--sim-clock``), and why: on wall time the case they break arises by
+#: chance only, and a loaded machine can make it not arise at all.
+SIMULATED_TIME = {
+    "pop-change-keeps-the-instant": "PACK-9's case is a change of invisible time within its pop's millisecond; a pop "
+                                    "and its change take 1-2 ms on loopback, and beside CI's other tests none of 200 "
+                                    "tries landed in one",
+}
 #: The runner as gating uses it: 1 MiB commit-log segments, the clean service every second; and silent consumer
 #: channels expiring within seconds, so that CGRP-6's expiry is judged over the wire.
 GATING_STORE = ("--segment-bytes", str(1 << 20), "--clean-interval-ms", "1000", "--channel-expired-ms", "3000",
@@ -38,13 +46,15 @@ CAUGHT = [name for name in BROKER_FAULTS if name not in UNREACHABLE]
 
 def test_every_broker_fault_is_caught_or_explained() -> None:
     assert set(UNREACHABLE) <= set(BROKER_FAULTS), "UNREACHABLE names a fault that is not a broker fault"
+    assert set(SIMULATED_TIME) <= set(CAUGHT), "SIMULATED_TIME names a fault that is not caught over the wire"
     assert CAUGHT, "no broker fault is caught over the wire"
 
 
 def _conform_over_wire(name: str, tmp_path: Path) -> tuple[int, dict[str, str]]:
     """Serve the fault, run the suite's tests of what it breaks: (exit code, status per broken ID)."""
     mutant = CATALOGUE[name]
-    server = launch_broker("remoting", tmp_path / "data", "--control", "--mutant", name, *GATING_STORE)
+    clock = ("--sim-clock",) if name in SIMULATED_TIME else ()
+    server = launch_broker("remoting", tmp_path / "data", "--control", *clock, "--mutant", name, *GATING_STORE)
     try:
         assert "?control=" in server.url, server.url
         result = subprocess.run(
