@@ -24,10 +24,10 @@ MAX_BODY_BYTES = 1 << 20
 #: its runner should configure smaller ones for gating).
 MAX_SEGMENT_BYTES = 256 << 20
 #: How long a test waits over the wire for what no requirement times: the answer to a request that is not held,
-#: a send showing in its consume queue (Apache dispatches it asynchronously), a route, a notification, a trace
-#: row. A wait that ends early once the thing happens costs nothing when a broker conforms, and CI runs two JVM
-#: brokers beside another lane on two cores, where a broker stalls for seconds (4.9.7 once left a send or pull
-#: of REMOTING-8 unanswered for over 5 s there). A broker that never does it still fails, after this long. Waits
+#: a send showing in its consume queue (Apache dispatches it asynchronously), a route, a notification. A wait
+#: that ends early once the thing happens costs nothing when a broker conforms, and CI runs two JVM brokers
+#: beside another lane on two cores, where a broker stalls for seconds (4.9.7 once left a send or pull of
+#: REMOTING-8 unanswered for over 5 s there). A broker that never does it still fails, after this long. Waits
 #: that a requirement bounds (a long poll's wake, a hold's time-out) keep their own constants.
 PATIENCE_S = 30.0
 #: Over the wire: how long a broker may take to answer a request that must not be held (a pull without SUSPEND,
