@@ -47,7 +47,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     wanted = {x.strip() for x in only.split(",") if x.strip()}
     keep, drop = [], []
     for item in items:
+        # A clause marker ("CGRP-6.closed") is selected by its requirement's ID as well as by itself.
         ids = {str(a) for mark in item.iter_markers("req") for a in mark.args}
+        ids |= {i.partition(".")[0] for i in ids}
         (keep if ids & wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

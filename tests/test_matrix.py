@@ -90,8 +90,8 @@ def test_matrix_json_cells_counts_and_labels(three_runs: list[Path], tmp_path: P
     assert [c["verdict"] for c in cols] == ["pass", "fail", "pass"]
     assert [c["must_fail"] for c in cols] == [0, 1, 0]  # LPOLL-8 is a SHOULD: its fail is not a MUST fail
     assert cols[0]["run"] == "20250101-000000-reference" and cols[1]["profiles"] == ["strict"]
-    assert cols[1]["counts"] == {"pass": n - 5, "fail": 2, "expected-fail": 1, "unexpected-pass": 1,
-                                 "not-applicable": 1, "not-covered": 0, "absent": 1}
+    assert cols[1]["counts"] == {"pass": n - 5, "fail": 2, "expected-fail": 1, "unexpected-pass": 1, "partial": 0,
+                                 "not-applicable": 1, "reference-only": 0, "not-covered": 0, "absent": 1}
     assert cols[2]["counts"]["absent"] == 1 and cols[2]["counts"]["pass"] == n  # n - 1 spec ones + GONE-1
 
     rows = {r["id"]: r for r in m["requirements"]}
@@ -116,8 +116,8 @@ def test_matrix_json_cells_counts_and_labels(three_runs: list[Path], tmp_path: P
     assert families["OFFSET"]["title"] == families_in_spec["OFFSET"].title
     offset_total = sum(1 for r in spec.requirements().values() if r.family == "OFFSET")
     assert families["OFFSET"]["counts"][peer] == {
-        "pass": offset_total - 3, "fail": 1, "expected-fail": 1, "unexpected-pass": 1,
-        "not-applicable": 0, "not-covered": 0, "absent": 0}
+        "pass": offset_total - 3, "fail": 1, "expected-fail": 1, "unexpected-pass": 1, "partial": 0,
+        "not-applicable": 0, "reference-only": 0, "not-covered": 0, "absent": 0}
     assert families["LPOLL"]["counts"][peer]["not-applicable"] == 1
     assert families["OFFSET"]["counts"]["reference over remoting"]["absent"] == 1
 
@@ -193,5 +193,8 @@ def test_matrix_of_a_real_conform_run(tmp_path: Path) -> None:
     assert rows["OFFSET-1"]["reference"]["status"] == rows["OFFSET-2"]["reference"]["status"] == "pass"
     assert rows["OFFSET-1"]["rocketmq-5.5.0"]["status"] == "expected-fail"
     assert len(rows) == len(spec.requirements())
+    assert set(rows) == set(spec.requirements()), "every requirement of SPEC.md is a row"
+    text = (tmp_path / "out" / "matrix.json").read_text()
+    assert str(tmp_path) not in text and "/tmp/" not in text, "a published matrix carries no machine path"
     page = (tmp_path / "out" / "index.html").read_text()
     assert 'href="#detail-rocketmq-5-5-0-OFFSET-1"' in page and EXPECTATION["source"] in page

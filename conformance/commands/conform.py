@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_table(console: Console, doc: dict, run_dir: Path) -> None:
     table = Table(title=f"mqtck conform — {doc['target']}")
-    statuses = ("pass", "fail", "expected-fail", "unexpected-pass", "not-applicable", "not-covered")
+    statuses = tuple(report.STATUSES)
     for col in ("family", *statuses):
         table.add_column(col, justify="right" if col != "family" else "left")
     fams: dict[str, dict[str, int]] = {}

@@ -23,15 +23,36 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def coverage_problems(root: Path) -> list[str]:
-    """Every MUST/SHOULD needs a test; every test marker must name an existing ID."""
+    """What makes a verdict unsound before any test runs.
+
+    Every requirement needs a test, and every clause of one that lists clauses a test marked with that clause
+    (a bare ID there would claim clauses it may not judge); every marker names an existing ID and clause; every
+    MUST cites a seed, since a MUST is what a seed says the real system does (a reference-only requirement is the
+    reference's own recording contract and judges no real system, so it cites the trace schema instead).
+    """
     _, reqs = spec.load()
     found = spec.scan_test_markers(root / r for r in TEST_ROOTS)
-    problems = [f"{rid}: no test is marked with it" for rid in reqs if rid not in found]
-    problems += [
-        f"{rid}: marked on {sorted(tests)[0]} but not in requirements.toml"
-        for rid, tests in sorted(found.items())
-        if rid not in reqs
-    ]
+    marked: dict[str, set[str]] = {}
+    problems = []
+    for marker, tests in sorted(found.items()):
+        rid, clause = spec.split_marker(marker)
+        req = reqs.get(rid)
+        if req is None:
+            problems.append(f"{marker}: marked on {sorted(tests)[0]} but not in requirements.toml")
+        elif clause and clause not in dict(req.clauses):
+            problems.append(f"{marker}: marked on {sorted(tests)[0]} but {rid} has no clause {clause!r}")
+        elif not clause and req.clauses:
+            problems.append(f"{rid}: marked bare on {sorted(tests)[0]}; it lists clauses, so mark the one judged")
+        marked.setdefault(rid, set()).add(clause)
+    for rid, req in reqs.items():
+        if rid not in marked:
+            problems.append(f"{rid}: no test is marked with it")
+        for key, _ in req.clauses:
+            if key not in marked.get(rid, set()):
+                problems.append(f"{rid}.{key}: no test is marked with this clause")
+        if req.level == "MUST" and not req.scope and not spec.SEED_CITATION.search(req.source):
+            problems.append(f"{rid}: a MUST must cite a seed (seed 00N §…) for what the real system does; "
+                            f"source is {req.source!r}")
     return problems
 
 

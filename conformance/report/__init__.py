@@ -10,7 +10,12 @@ A requirement's status for a run:
 * ``expected-fail``: it failed, and the implementation's expectations (``conformance.expectations``) list it
   as a reviewed deviation: reported, not gating;
 * ``unexpected-pass``: the expectations list it, but it passed (the entry is stale). An entry marked
-  ``intermittent`` (a deviation that shows in some runs only) makes a pass ``pass``, the entry still attached.
+  ``intermittent`` (a deviation that shows in some runs only) makes a pass ``pass``, the entry still attached;
+* ``partial``: a requirement that lists clauses (``conformance.spec``) whose tests passed for some clauses while
+  others could not be judged on this target (each clause's status and reason are in ``clauses``). Not a pass:
+  a PASS means every clause the requirement states was observed;
+* ``reference-only``: a requirement on the reference's own records (``scope = "reference"``) that this target
+  cannot show; not a capability it lacks.
 """
 
 from __future__ import annotations
@@ -35,8 +40,10 @@ STATUSES: dict[str, str] = {
     "fail": "a test of this requirement failed",
     "expected-fail": "failed: a reviewed deviation of this implementation (not gating)",
     "unexpected-pass": "listed as a deviation, but passed: the entry is stale",
-    "pass": "every test of this requirement passed",
+    "pass": "every test of this requirement passed, every clause judged",
+    "partial": "the clauses judged passed; others could not be judged on this target (not a pass)",
     "not-applicable": "the target lacks a capability the tests need",
+    "reference-only": "about the reference's own records: no other target can show it",
     "not-covered": "no test of this suite: proven by the project's own tests and property suites",
 }
 
@@ -71,6 +78,8 @@ class Verdict:
     #: The expectation entry (reason, source, repro, intermittent) when the implementation's expectations list this ID.
     expectation: dict[str, Any] | None = None
     profile: str = ""
+    #: Per clause of a requirement that lists clauses: ``{"key", "text", "status", "reason"}``.
+    clauses: list[dict[str, Any]] = field(default_factory=list)
 
 
 def load_results(paths: Iterable[Path]) -> list[TestResult]:
@@ -82,24 +91,55 @@ def load_results(paths: Iterable[Path]) -> list[TestResult]:
     return out
 
 
+def _status(tests: list[TestResult]) -> str:
+    """One clause's (or an unsplit requirement's) status from the tests that judge it."""
+    if any(t.outcome == "failed" for t in tests):
+        return "fail"
+    if any(t.outcome == "passed" for t in tests):
+        return "pass"
+    if tests and all(t.not_applicable for t in tests):
+        return "not-applicable"
+    return "not-covered"
+
+
+def _clause_verdicts(req: spec.Requirement, tests: list[TestResult]) -> list[dict[str, Any]]:
+    """Each clause's status: from the tests marked with it and those marked with the bare ID (all clauses)."""
+    out = []
+    for key, text in req.clauses:
+        mine = [t for t in tests if f"{req.id}.{key}" in t.reqs or req.id in t.reqs]
+        status = _status(mine)
+        reason = next((t.summary for t in mine if t.outcome == "skipped" and t.summary), "")
+        out.append({"key": key, "text": text, "status": status,
+                    "reason": reason or ("no test of this suite judges it" if status == "not-covered" else "")})
+    return out
+
+
+def _combine(clauses: list[dict[str, Any]]) -> str:
+    """A requirement's status from its clauses': ``pass`` only when every clause passed."""
+    statuses = {c["status"] for c in clauses}
+    if "fail" in statuses:
+        return "fail"
+    if statuses == {"pass"}:
+        return "pass"
+    if "pass" in statuses:
+        return "partial"
+    return "not-applicable" if "not-applicable" in statuses else "not-covered"
+
+
 def verdicts(results: list[TestResult], expected: Expectations | None = None) -> list[Verdict]:
     _, reqs = spec.load()
     entries = expected.entries if expected is not None else {}
     by_req: dict[str, list[TestResult]] = {}
     for r in results:
-        for rid in r.reqs:
+        for rid in {spec.split_marker(m)[0] for m in r.reqs}:
             by_req.setdefault(rid, []).append(r)
     out = []
     for req in reqs.values():
         tests = by_req.get(req.id, [])
-        if any(t.outcome == "failed" for t in tests):
-            status = "fail"
-        elif any(t.outcome == "passed" for t in tests):
-            status = "pass"
-        elif tests and all(t.not_applicable for t in tests):
-            status = "not-applicable"
-        else:
-            status = "not-covered"
+        clauses = _clause_verdicts(req, tests) if req.clauses else []
+        status = _combine(clauses) if clauses else _status(tests)
+        if req.scope == "reference" and status in ("not-applicable", "not-covered"):
+            status = "reference-only"
         entry = entries.get(req.id)
         if entry is not None and status == "fail":
             status = "expected-fail"
@@ -108,7 +148,7 @@ def verdicts(results: list[TestResult], expected: Expectations | None = None) ->
         out.append(
             Verdict(
                 req.id, req.level, req.family, req.sentence, req.source, req.capability, status,
-                [asdict(t) for t in tests], asdict(entry) if entry is not None else None, req.profile,
+                [asdict(t) for t in tests], asdict(entry) if entry is not None else None, req.profile, clauses,
             )
         )
     return out

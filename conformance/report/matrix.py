@@ -9,7 +9,8 @@ side by side, like wpt.fyi does for browsers. It only reads finished runs: nothi
 .. code-block:: text
 
     {"version": 1,
-     "statuses": ["pass", "fail", "expected-fail", "unexpected-pass", "not-applicable", "not-covered", "absent"],
+     "statuses": ["pass", "fail", "expected-fail", "unexpected-pass", "partial", "not-applicable",
+                  "reference-only", "not-covered", "absent"],
      "columns": [{"label", "key", "target", "implementation", "run", "path", "verdict", "duration_s",
                   "profiles", "expectations", "counts": {status: n}, "must_fail"}],
      "families": [{"name", "title", "counts": {label: {status: n}}}],
@@ -40,7 +41,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from conformance import spec
 
 #: Requirement statuses a run reports (``conformance.report``), in the order columns and legends show them.
-STATUSES = ("pass", "fail", "expected-fail", "unexpected-pass", "not-applicable", "not-covered")
+STATUSES = ("pass", "fail", "expected-fail", "unexpected-pass", "partial", "not-applicable", "reference-only",
+            "not-covered")
 #: Status of a cell whose run did not report the requirement at all.
 ABSENT = "absent"
 MATRIX_VERSION = 1
@@ -137,6 +139,9 @@ def cell(entry: dict[str, Any] | None) -> dict[str, Any]:
     summary = str(first.get("summary") or "") if first else ""
     if first and not summary and message:
         summary = message.strip().splitlines()[-1]
+    if status == "partial":  # which clauses were not judged, and why: the cell's reason to read
+        summary = "; ".join(f"{c.get('key')}: {c.get('status')}" + (f" ({c.get('reason')})" if c.get("reason") else "")
+                            for c in entry.get("clauses") or [] if isinstance(c, dict) and c.get("status") != "pass")
     expectation = entry.get("expectation")
     if isinstance(expectation, dict):
         expectation = {k: str(expectation.get(k) or "") for k in ("reason", "source", "repro")}
@@ -205,7 +210,8 @@ def _column(label: str, key: str, run: Run, counts: dict[str, int], must_fail: i
     return {
         "label": label, "key": key, "target": str(doc.get("target", "")),
         "implementation": doc.get("implementation"), "run": str(doc.get("run") or run.path.resolve().name),
-        "path": str(run.path), "verdict": str(doc.get("verdict", "")), "duration_s": doc.get("duration_s"),
+        # The run folder's name only: a published matrix must not carry one machine's paths.
+        "path": run.path.resolve().name, "verdict": str(doc.get("verdict", "")), "duration_s": doc.get("duration_s"),
         "profiles": _profiles(doc), "expectations": doc.get("expectations"), "counts": counts, "must_fail": must_fail,
     }
 

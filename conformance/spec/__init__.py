@@ -4,6 +4,16 @@ One file holds every family (STORE, OFFSET, QOFF, PULL, LPOLL, CGRP, ALLOC, …)
 ``id`` (``FAMILY-N``), a ``level`` (MUST/SHOULD/MAY), the ``sentence``, its ``source`` (seed file and
 section) and the target ``capability`` a test of it needs. ``SPEC.md`` beside this file is rendered
 from it (``mqtck spec render``) and a test keeps the two equal.
+
+A requirement whose sentence states several things that a target may let a test judge separately lists them as
+``clauses`` (key -> text). Its tests then mark the clause they judge, ``req("CGRP-6.closed")``, and the report
+passes the requirement only when every clause was judged and passed: a clause no test could reach on the target
+leaves the requirement ``partial``, never ``pass`` (docs/verdicts.md). A requirement with ``scope =
+"reference"`` states what the reference itself records (its trace), so other targets report it
+``reference-only``.
+
+A MUST must cite a seed (``seed 00N``): it is what a seed's text says the real system does. Anything else
+(an upstream class, the reference's design) is at most a SHOULD.
 """
 
 from __future__ import annotations
@@ -21,7 +31,18 @@ SPEC_MD = SPEC_DIR / "SPEC.md"
 LEVELS = ("MUST", "SHOULD", "MAY")
 #: Named profiles: ``strict`` holds the reference's deliberate improvements over the real broker.
 PROFILES = ("strict",)
+#: Scopes: ``reference`` marks a requirement on the reference's own records, which no other target can show.
+SCOPES = ("", "reference")
 _ID = re.compile(r"^[A-Z][A-Z0-9]*-[0-9]+$")
+_CLAUSE_KEY = re.compile(r"^[a-z][a-z0-9-]*$")
+#: How a MUST's source names a seed article.
+SEED_CITATION = re.compile(r"\bseed 00[0-4]\b")
+
+
+def split_marker(marker: str) -> tuple[str, str]:
+    """``"CGRP-6.closed"`` -> ``("CGRP-6", "closed")``; a bare ID has the clause ``""``."""
+    rid, _, clause = marker.partition(".")
+    return rid, clause
 
 
 @dataclass(frozen=True)
@@ -36,6 +57,10 @@ class Requirement:
     #: A named profile (``strict``) in which this SHOULD gates like a MUST: a rule where the reference is
     #: deliberately stricter than the real system. A target opts in with ``mqtck conform --profile NAME``.
     profile: str = ""
+    #: The clauses a test may judge apart (key -> text), in file order; empty: the sentence is one clause.
+    clauses: tuple[tuple[str, str], ...] = ()
+    #: ``reference``: about the reference's own records (reported ``reference-only`` on other targets).
+    scope: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,9 +95,19 @@ def load(path: Path = REQUIREMENTS_FILE) -> tuple[dict[str, Family], dict[str, R
         for key in ("sentence", "source", "capability"):
             if not entry.get(key):
                 raise ValueError(f"requirement {rid}: {key} is required")
+        scope = entry.get("scope", "")
+        if scope not in SCOPES:
+            raise ValueError(f"requirement {rid}: scope must be one of {SCOPES}, got {scope!r}")
+        clauses = entry.get("clauses", {})
+        if not isinstance(clauses, dict) or len(clauses) == 1:
+            raise ValueError(f"requirement {rid}: clauses must be a table of two or more key = text")
+        for key, text in clauses.items():
+            if not _CLAUSE_KEY.match(key) or not isinstance(text, str) or not text.strip():
+                raise ValueError(f"requirement {rid}: clause {key!r} needs a key of [a-z0-9-] and a text")
         reqs[rid] = Requirement(
             rid, level, " ".join(entry["sentence"].split()), entry["source"], entry["capability"],
             family, " ".join(entry.get("note", "").split()), profile,
+            tuple((k, " ".join(v.split())) for k, v in clauses.items()), scope,
         )
     return families, reqs
 
@@ -99,7 +134,9 @@ def render_markdown(families: dict[str, Family], reqs: dict[str, Requirement]) -
             out += [" ".join(fam.summary.split()), ""]
         out += ["| ID | level | requirement | source | needs |", "| --- | --- | --- | --- | --- |"]
         for r in rows:
-            sentence = r.sentence + (f" *Note: {r.note}*" if r.note else "")
+            sentence = r.sentence + "".join(f" **[{k}]** {t}" for k, t in r.clauses)
+            sentence += f" *Note: {r.note}*" if r.note else ""
+            sentence += " *(reference-only: about the reference's own records)*" if r.scope else ""
             level = f"{r.level} (MUST in profile {r.profile})" if r.profile else r.level
             out.append(f"| {r.id} | {level} | {sentence} | {r.source} | {r.capability} |")
         out.append("")

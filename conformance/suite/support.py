@@ -92,6 +92,24 @@ def fill_three_segments(target, topic: str, queue: int, segment: int) -> list:  
                          f"bytes: commit-log offsets {span}")
 
 
+#: Seed 002 §2: fileReservedTime, 72 h; an aged queue's old messages are this much plus an hour old.
+HOUR_MS = 3_600_000
+FILE_RESERVED_MS = 72 * HOUR_MS
+
+
+def aged_queue(target, topic: str, young: int = 50) -> tuple[int, int, int]:  # type: ignore[no-untyped-def]
+    """A queue whose first two commit-log segments hold only messages past fileReservedTime, retention run:
+    ``(old, min, max)`` with ``old`` the messages sent before the clock moved. Sized from the target's own
+    segments (``store_layout``), never the reference's: a broker started with its default segment size is judged
+    as it is, and one whose segments are too large to fill here is not applicable (``segment_bytes``)."""
+    receipts = fill_three_segments(target, topic, 0, segment_bytes(target))
+    target.advance(FILE_RESERVED_MS + HOUR_MS)
+    fill(target, topic, young)
+    target.run_retention()
+    lo, hi = target.min_max(topic, 0)
+    return len(receipts), lo, hi
+
+
 def expected_correction(offset: int, lo: int, hi: int) -> tuple[str, int] | None:
     """(status, nextBeginOffset) for a pull at ``offset`` of a queue holding [lo, hi); None when the
     offset is legal and the queue must be read."""

@@ -6,26 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.suite.support import fill
+from conformance.suite.support import FILE_RESERVED_MS, HOUR_MS, aged_queue, fill, fill_three_segments, segment_bytes
 
 pytestmark = pytest.mark.needs("pull")
-HOUR_MS = 3_600_000
-#: Seed 002: fileReservedTime, 72 h.
-FILE_RESERVED_MS = 72 * HOUR_MS
 
 
 def pull(target, offset: int, **kw):  # type: ignore[no-untyped-def]
     return target.start_pull("G", "OT", 0, offset, **kw).result()
-
-
-def aged_queue(target, old: int = 600, young: int = 50) -> tuple[int, int]:  # type: ignore[no-untyped-def]
-    """A queue whose first ``old`` messages are past fileReservedTime, retention run: (min, max)."""
-    target.create_topic("OT", 1)
-    fill(target, "OT", old)
-    target.advance(FILE_RESERVED_MS + HOUR_MS)
-    fill(target, "OT", young)
-    target.run_retention()
-    return target.min_max("OT", 0)
 
 
 @pytest.mark.req("OFFSET-1")
@@ -65,10 +52,11 @@ def test_found_batch_stops_at_max_nums(target) -> None:  # type: ignore[no-untyp
 
 
 @pytest.mark.req("OFFSET-2", "OFFSET-5", "RETAIN-1", "RETAIN-7")
-@pytest.mark.needs("retention_control", "clock_control")
+@pytest.mark.needs("retention_control", "clock_control", "store_layout")
 def test_corrections_once_the_min_offset_rose(target) -> None:  # type: ignore[no-untyped-def]
-    lo, hi = aged_queue(target)
-    assert 0 < lo <= 600 and hi == 650, f"expired segments deleted and min raised, got [{lo}, {hi})"
+    target.create_topic("OT", 1)
+    old, lo, hi = aged_queue(target, "OT")
+    assert 0 < lo <= old and hi == old + 50, f"expired segments deleted and min raised, got [{lo}, {hi})"
     for offset in (0, lo // 2, lo - 1):
         r = pull(target, offset)
         assert (r.status, r.next_begin_offset) == ("OFFSET_TOO_SMALL", lo), f"pull at {offset} below min {lo}"
@@ -80,19 +68,19 @@ def test_corrections_once_the_min_offset_rose(target) -> None:  # type: ignore[n
 
 
 @pytest.mark.req("RETAIN-1", "RETAIN-5", "RETAIN-7")
-@pytest.mark.needs("retention_control", "clock_control")
+@pytest.mark.needs("retention_control", "clock_control", "store_layout")
 def test_young_messages_and_the_written_segment_survive(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("OT", 1)
-    fill(target, "OT", 650)
+    n = len(fill_three_segments(target, "OT", 0, segment_bytes(target)))
     target.advance(FILE_RESERVED_MS - HOUR_MS)
     target.run_retention()
-    assert target.min_max("OT", 0) == (0, 650), "nothing is deleted before fileReservedTime"
+    assert target.min_max("OT", 0) == (0, n), "nothing is deleted before fileReservedTime"
     r = pull(target, 0)
     assert r.status == "FOUND" and r.messages[0].queue_offset == 0
     target.advance(2 * HOUR_MS)
     target.run_retention()
     lo, hi = target.min_max("OT", 0)
-    assert hi == 650 and lo < hi, "the segment being written is never deleted"
+    assert hi == n and lo < hi, "the segment being written is never deleted"
     r = pull(target, hi - 1)
     assert r.status == "FOUND" and r.messages[0].queue_offset == hi - 1
     target.run_retention()

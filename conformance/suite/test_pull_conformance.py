@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.suite.support import allowed_corrections, answered, fill
+from conformance.suite.support import aged_queue, allowed_corrections, answered, fill
 from conformance.targets import TargetError
 
 pytestmark = pytest.mark.needs("pull")
-HOUR_MS = 3_600_000
 
 
 @pytest.mark.req("PULL-1", "PULL-2")
@@ -35,15 +34,11 @@ def test_empty_queue_and_overflow(target) -> None:  # type: ignore[no-untyped-de
 
 
 @pytest.mark.req("PULL-1", "PULL-2")
-@pytest.mark.needs("retention_control", "clock_control")
+@pytest.mark.needs("retention_control", "clock_control", "store_layout")
 def test_correction_after_retention(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("CT", 1)
-    fill(target, "CT", 600)
-    target.advance(73 * HOUR_MS)  # older than fileReservedTime (72 h)
-    fill(target, "CT", 50)
-    target.run_retention()
-    lo, hi = target.min_max("CT", 0)
-    assert 0 < lo < hi == 650, "retention must delete old files and raise the min offset"
+    old, lo, hi = aged_queue(target, "CT")
+    assert 0 < lo <= old < hi == old + 50, f"retention must delete old files and raise the min offset: [{lo}, {hi})"
     for offset in (0, lo - 1, lo, (lo + hi) // 2, hi, hi + 1, hi + 100):
         r = target.start_pull("G", "CT", 0, offset).result()
         want = allowed_corrections(offset, lo, hi)
@@ -114,18 +109,16 @@ def test_held_pull_commits_once(target) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.req("QOFF-12", "QOFF-13")
-@pytest.mark.needs("query_offset", "retention_control", "clock_control")
+@pytest.mark.needs("query_offset", "retention_control", "clock_control", "store_layout")
 def test_query_offset_fallback(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("CT", 1)
     assert target.query_offset("G", "CT", 0) == ("SUCCESS", 0), "empty queue: nothing at 0 is in disk"
     fill(target, "CT", 3)
     assert target.query_offset("G", "CT", 0) == ("SUCCESS", 0), "min offset 0 and hot: start at 0"
-    fill(target, "CT", 600)
-    target.advance(73 * HOUR_MS)
-    fill(target, "CT", 10)
-    target.run_retention()
-    assert target.min_max("CT", 0)[0] > 0
-    assert target.query_offset("G", "CT", 0) == ("QUERY_NOT_FOUND", -1), "min offset above 0"
+    target.create_topic("CQ", 1)
+    _, lo, _ = aged_queue(target, "CQ", young=10)
+    assert lo > 0, "retention must raise the min offset"
+    assert target.query_offset("G", "CQ", 0) == ("QUERY_NOT_FOUND", -1), "min offset above 0"
 
 
 #: INPUT-1: pulls every RocketMQ broker refuses (unknown topic, queueId out of range, unparsable filter).

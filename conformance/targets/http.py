@@ -45,6 +45,7 @@ from . import (
     PulledMessage,
     PullReply,
     SendReceipt,
+    StoreLayout,
     TargetError,
 )
 
@@ -265,12 +266,12 @@ class HttpTarget:
         if tags is not None:
             payload["tags"] = tags
         r = self._request("POST", f"/topics/{self._path_name(topic, 'topic')}/queues/{queue_id}/messages", payload)
-        return SendReceipt(r["queueId"], r["queueOffset"], r["msgId"])
+        return SendReceipt(r["queueId"], r["queueOffset"], r["msgId"], r.get("commitLogOffset"))
 
     def send_batch(self, topic: str, queue_id: int, bodies: list[bytes]) -> SendReceipt:
         payload = {"bodies": [b.decode("utf-8") for b in bodies]}
         r = self._request("POST", f"/topics/{self._path_name(topic, 'topic')}/queues/{queue_id}/batches", payload)
-        return SendReceipt(r["queueId"], r["queueOffset"], r["msgId"])
+        return SendReceipt(r["queueId"], r["queueOffset"], r["msgId"], r.get("commitLogOffset"))
 
     def start_pull(self, group, topic, queue_id, offset, *, max_nums=32, expression="*", suspend_ms=0,
                    commit_offset=None, client_id="conformance"):  # type: ignore[no-untyped-def]
@@ -336,6 +337,12 @@ class HttpTarget:
 
     def clock_now_ms(self) -> int:
         return int(self._request("GET", "/admin/clock")["nowMs"])
+
+    def store_layout(self) -> StoreLayout:
+        """``GET /admin/store-layout`` (capability ``store_layout``): the server's segment sizes."""
+        body = self._request("GET", "/admin/store-layout")
+        return StoreLayout(int(body["commitLogSegmentBytes"]), int(body["consumeQueueSegmentUnits"]),
+                           int(body["cleanIntervalMs"]))
 
     def restart(self) -> None:
         self._request("POST", "/admin/restart")

@@ -114,7 +114,7 @@ class ReferenceTarget:
         {
             "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control",
             "clock_control", "trace", "race_control", "pop", "flow_permits", "restart", "allocation",
-            "client_simulation", "retention_expire",
+            "client_simulation", "retention_expire", "store_layout",
         }
     )
 
@@ -162,7 +162,13 @@ class ReferenceTarget:
 
     def send(self, topic: str, queue_id: int, body: bytes, tags: str | None = None) -> SendReceipt:
         r = self._call(self.broker.send, Message(topic, body, queue_id, tags=tags))
-        return SendReceipt(r.queue_id, r.queue_offset, r.unique_id)
+        return SendReceipt(r.queue_id, r.queue_offset, r.unique_id, r.commit_log_offset)
+
+    def store_layout(self) -> StoreLayout:
+        """The segment sizes the store was opened with, so that tests size their data as for any target."""
+        config = self.broker.store.config
+        return StoreLayout(config.commit_log_segment_bytes, config.consume_queue_units_per_segment,
+                           config.clean_resource_interval_ms)
 
     def start_pull(self, group, topic, queue_id, offset, *, max_nums=32, expression="*", suspend_ms=0,
                    commit_offset=None, client_id="conformance"):  # type: ignore[no-untyped-def]

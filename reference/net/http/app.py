@@ -65,7 +65,7 @@ ClientPath = Annotated[str, Path(min_length=1, max_length=255, pattern=r"^[^\x00
 #: ``clock_control`` only with a simulated clock.
 BASE_CAPABILITIES = (
     "pull", "query_offset", "commit_offset", "consumer_registry", "retention_control", "allocation",
-    "pop", "flow_permits", "restart",
+    "pop", "flow_permits", "restart", "store_layout",
 )
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -402,7 +402,8 @@ def create_app(host: BrokerHost, name: str = "reference", api_keys: frozenset[st
     async def send(topic: TopicPath, queueId: QueuePath, body: m.SendBody) -> m.SendReceipt:  # noqa: N803
         check_topic(topic, queueId)
         r = broker.send(Message(topic, body.body.encode("utf-8"), queueId, tags=body.tags))
-        return m.SendReceipt(topic=topic, queueId=r.queue_id, queueOffset=r.queue_offset, msgId=r.unique_id)
+        return m.SendReceipt(topic=topic, queueId=r.queue_id, queueOffset=r.queue_offset, msgId=r.unique_id,
+                             commitLogOffset=r.commit_log_offset)
 
     @app.post("/topics/{topic}/queues/{queueId}/batches", operation_id="sendBatch", status_code=201,
               response_model=m.SendReceipt, responses=ERRORS, tags=["messages"],
@@ -412,7 +413,8 @@ def create_app(host: BrokerHost, name: str = "reference", api_keys: frozenset[st
         check_topic(topic, queueId)
         payload, properties = encode_batch([b.encode("utf-8") for b in body.bodies])
         r = broker.send(Message(topic, payload, queueId, properties=properties))
-        return m.SendReceipt(topic=topic, queueId=r.queue_id, queueOffset=r.queue_offset, msgId=r.unique_id)
+        return m.SendReceipt(topic=topic, queueId=r.queue_id, queueOffset=r.queue_offset, msgId=r.unique_id,
+                             commitLogOffset=r.commit_log_offset)
 
     @app.post("/topics/{topic}/queues/{queueId}/pull", operation_id="pullMessages", response_model=m.PullResult,
               responses=ERRORS, tags=["messages"],
@@ -633,6 +635,15 @@ def create_app(host: BrokerHost, name: str = "reference", api_keys: frozenset[st
     async def run_retention() -> m.Done:
         broker.run_retention(manual=True)
         return m.Done()
+
+    @app.get("/admin/store-layout", operation_id="storeLayout", response_model=m.StoreLayout, tags=["admin"],
+             description="The store's segment sizes: a conformance test sizes its data from them, so that a broker "
+                         "started with its default (large) segments is judged as it runs, or told not applicable.")
+    async def store_layout() -> m.StoreLayout:
+        config = broker.store.config
+        return m.StoreLayout(commitLogSegmentBytes=config.commit_log_segment_bytes,
+                             consumeQueueSegmentUnits=config.consume_queue_units_per_segment,
+                             cleanIntervalMs=config.clean_resource_interval_ms)
 
     @app.get("/admin/clock", operation_id="clock", response_model=m.ClockState, tags=["admin"])
     async def clock() -> m.ClockState:

@@ -96,6 +96,10 @@ class SendReceipt(BaseModel):
     queueId: int = Field(examples=[0])
     queueOffset: int = Field(examples=[0])
     msgId: str = Field(examples=["7F00000100002A9F0000000000000000"])
+    commitLogOffset: int | None = Field(
+        default=None, examples=[0],
+        description="where the message starts in the commit log; optional: retention tests need it to know when "
+                    "a segment is full, and say not applicable without it")
 
 
 class PullBody(Strict):
@@ -226,6 +230,15 @@ class AdvanceClock(Strict):
 class ClockState(BaseModel):
     clock: Literal["sim", "real"]
     nowMs: int
+
+
+class StoreLayout(BaseModel):
+    """``GET /admin/store-layout`` (capability ``store_layout``): RocketMQ's mappedFileSizeCommitLog, the
+    consume queue's units per file and cleanResourceInterval."""
+
+    commitLogSegmentBytes: int
+    consumeQueueSegmentUnits: int
+    cleanIntervalMs: int
 
 
 class Capabilities(BaseModel):
