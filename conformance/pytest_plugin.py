@@ -23,6 +23,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--mqtck-only", default=None, help="comma-separated requirement IDs: run only tests marked with one"
     )
     group.addoption(
+        "--mqtck-slow", action="store_true", default=False,
+        help="the slow profile: wait as long as a real broker with its defaults needs (a silent channel's "
+             "expiry after 120 s), instead of saying not applicable past a test's usual cap",
+    )
+    group.addoption(
         "--mqtck-phase", default="all", choices=("all", "shared", "exclusive"),
         help="shared: only tests that leave the broker as it is (safe on parallel workers); exclusive: only those "
              "that act on the whole broker (restart, retention, run-time settings); all (default): both",

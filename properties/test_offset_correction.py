@@ -330,7 +330,8 @@ class OffsetCorrectionMachine(RuleBasedStateMachine):
 
 
 @pytest.mark.req(
-    "OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5", "OFFSET-6", "OFFSET-7", "OFFSET-8",
+    "OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5", "OFFSET-6", "OFFSET-7.removed",
+    "OFFSET-7.first-record", "OFFSET-8",
     "OFFSET-9", "OFFSET-10", "OFFSET-11", "OFFSET-12",
     "RETAIN-1", "RETAIN-2", "RETAIN-4", "RETAIN-5", "RETAIN-6", "RETAIN-7",
 )
@@ -338,7 +339,7 @@ class TestOffsetCorrection(OffsetCorrectionMachine.TestCase):  # type: ignore[na
     """The machine under the active Hypothesis profile."""
 
 
-@pytest.mark.req("OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5", "OFFSET-7", "OFFSET-8")
+@pytest.mark.req("OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5", "OFFSET-7.removed", "OFFSET-8")
 def test_every_status_is_reached() -> None:
     """A fixed, derandomized run reaches every status a pull can get from a known queue."""
     OffsetCorrectionMachine.seen = set()

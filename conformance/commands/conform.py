@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "their failures are reported as expected-fail and do not gate")
     p.add_argument("--profile", action="append", default=[], choices=spec.PROFILES,
                    help="opt into a named profile: its SHOULDs (the reference's stricter rules) gate like MUSTs")
+    p.add_argument("--slow", action="store_true",
+                   help="the slow profile: tests wait as long as a real broker with its defaults needs (e.g. a "
+                        "silent channel's 120 s expiry) instead of reporting those clauses not applicable")
     p.add_argument("--implementation", default=None, metavar="LABEL",
                    help="what the target is, for reports and the results matrix (default: the target)")
     p.add_argument("--mutants", nargs="*", default=None, metavar="NAME",
@@ -126,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
             str(SUITE_DIR), "-c", str(ini), "--rootdir", str(SUITE_DIR), "-p", "no:cacheprovider",
             "-p", "no:terminal", f"--mqtck-target={args.target}", f"--mqtck-results={results}",
             "-W", "ignore::pytest.PytestAssertRewriteWarning",
-            *([f"--mqtck-only={','.join(args.only)}"] if args.only else []), *extra,
+            *([f"--mqtck-only={','.join(args.only)}"] if args.only else []),
+            *(["--mqtck-slow"] if getattr(args, "slow", False) else []), *extra,
         ]
 
     # With several workers, the tests that act on the whole broker (restart, retention, run-time settings) would
@@ -151,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
         # What was asked for, and what the tests that ran also judged; the rest was not run, not "not covered".
         vs = [v for v in vs if v.id in args.only or v.tests]
     extra: dict = {"duration_s": round(elapsed, 3), "run": run_dir.name,
-                   "implementation": args.implementation or args.target, "profiles": args.profile}
+                   "implementation": args.implementation or args.target, "profiles": args.profile,
+                   "slow": bool(getattr(args, "slow", False))}
     if expected is not None:
         extra["expectations"] = expected.name
     if mutant_names:

@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="parallel workers for the tests that leave the broker as it is (default 1); those that "
                         "restart it, run its retention or change its settings always run alone, afterwards")
     p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of a table")
+    p.add_argument("--slow", action="store_true",
+                   help="the slow profile: also judge what takes a real broker minutes with its defaults (a silent "
+                        "channel's expiry on 4.x); CI gates real brokers with it")
     p.add_argument("--no-expect", action="store_true",
                    help="ignore the peer's reviewed expectations (every failure gates)")
     p.set_defaults(func=run)
@@ -114,7 +117,7 @@ def _gate_client(info: PeerInfo, args: argparse.Namespace, started: float) -> in
 
 def run(args: argparse.Namespace) -> int:
     from conformance.peers.maven import rocketmq_classpath
-    from conformance.peers.rocketmq import served
+    from conformance.peers.rocketmq import GATE_CHANNEL_EXPIRED_TIMEOUT_MS, RocketMQPeer, served
 
     if args.workers < 1:
         raise UsageError("-n/--workers must be >= 1")
@@ -131,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
         _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
         rocketmq_classpath(info.version)
         _say(f"starting {info.name}")
-        target = stack.enter_context(served(info))
+        expiry = GATE_CHANNEL_EXPIRED_TIMEOUT_MS if RocketMQPeer.settable_channel_expiry(info) else None
+        target = stack.enter_context(served(info, channel_expired_timeout_ms=expiry))
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     _say(f"{info.name} ready at {target} after {time.monotonic() - started:.1f} s; running the suite")
@@ -145,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
         conform += ["--only", *args.only]
     if args.json:
         conform.append("--json")
+    if args.slow:
+        conform.append("--slow")
     with stack:
         parsed = build_parser("conform").parse_args(conform)
         code = int(parsed.func(parsed))

@@ -84,6 +84,10 @@ DELETE_EXPIRED_COMMITLOG = 329
 #: RocketMQ's consumer-channel housekeeping: channelExpiredTimeout and the scan's interval (ms).
 CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
 CHANNEL_SCAN_INTERVAL_MS = 10_000
+#: What ``mqtck gate`` sets RocketMQ 5's channelExpiredTimeout to (BrokerConfig, read once at start), so that a
+#: silent channel's expiry (CGRP-6) is judged within a test's usual wait; 4.x's is fixed, and judged with --slow.
+#: Only the gate sets it: a real client beats every 30 s, and would be dropped between its heartbeats.
+GATE_CHANNEL_EXPIRED_TIMEOUT_MS = 20_000
 #: How often the peer's clean service runs (cleanResourceInterval; RocketMQ's default is 10 000 ms).
 CLEAN_INTERVAL_MS = 1_000
 #: An expire makes every hour a clean hour and keeps nothing reserved, until the deletion is seen.
@@ -160,8 +164,13 @@ class RocketMQPeer:
     """
 
     def __init__(self, info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None,
-                 keep_dir: bool = False, acl_file: Path | None = None) -> None:
+                 keep_dir: bool = False, acl_file: Path | None = None,
+                 channel_expired_timeout_ms: int | None = None) -> None:
         self.info = info
+        #: RocketMQ 5's channelExpiredTimeout, when the runner sets it (4.x has no such setting: PeerError).
+        if channel_expired_timeout_ms is not None and not self.settable_channel_expiry(info):
+            raise PeerError(f"{info.name}: channelExpiredTimeout is fixed at {CHANNEL_EXPIRED_TIMEOUT_MS} ms in 4.x")
+        self.channel_expired_timeout_ms = channel_expired_timeout_ms
         #: ACL 1.0: the broker runs with ``aclEnable=true`` and this file as its ``conf/plain_acl.yml``. The
         #: runner's own admin requests are then refused unless the file white-lists loopback.
         self.acl_file = acl_file
@@ -229,13 +238,13 @@ class RocketMQPeer:
         return {
             "implementation": self.info.name,
             "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete",
-                             "torn_restart"],
+                             "torn_restart", "fresh_store"],
             "store": {"commitlog_segment_bytes": COMMITLOG_SEGMENT_BYTES,
                       "consumequeue_segment_units": CONSUMEQUEUE_SEGMENT_UNITS,
                       "clean_interval_ms": CLEAN_INTERVAL_MS,
                       "disk_used_ratio": round(usage.used / usage.total, 4) if usage.total else 1.0},
             # ClientHousekeepingService: every 10 s, channels silent for 120 s (fixed in 4.x; 5.x's default).
-            "registry": {"channel_expired_timeout_ms": CHANNEL_EXPIRED_TIMEOUT_MS,
+            "registry": {"channel_expired_timeout_ms": self.channel_expired_timeout_ms or CHANNEL_EXPIRED_TIMEOUT_MS,
                          "channel_scan_interval_ms": CHANNEL_SCAN_INTERVAL_MS},
         }
 
@@ -257,6 +266,16 @@ class RocketMQPeer:
         self._broker.stop(signal.SIGKILL)
         try:
             tear_record(self.dir / "store" / "commitlog", COMMITLOG_SEGMENT_BYTES, commit_log_offset, ROCKETMQ_MAGICS)
+        finally:
+            self._relaunch_broker()
+
+    def fresh_restart(self) -> None:
+        """SIGKILL the broker, remove its store (commit log, consume queues, topics, offsets) and start it again:
+        the next message sent is the commit log's first record."""
+        assert self._broker is not None and self.dir is not None, "not started"
+        self._broker.stop(signal.SIGKILL)
+        try:
+            shutil.rmtree(self.dir / "store", ignore_errors=True)
         finally:
             self._relaunch_broker()
 
@@ -358,6 +377,11 @@ class RocketMQPeer:
         if response.code != 0:
             raise PeerError(f"UPDATE_BROKER_CONFIG {props} refused: {response.code} {response.remark}")
 
+    @staticmethod
+    def settable_channel_expiry(info: PeerInfo) -> bool:
+        """RocketMQ 5's BrokerConfig has channelExpiredTimeout; 4.x's ConsumerManager fixes it at 120 s."""
+        return int(info.version.split(".")[0]) >= 5
+
     def _write_config(self) -> None:
         assert self.dir is not None
         conf = self.dir / "conf"
@@ -377,6 +401,8 @@ class RocketMQPeer:
             "mappedFileSizeConsumeQueue": str(CONSUMEQUEUE_SEGMENT_UNITS * 20),
             "cleanResourceInterval": str(CLEAN_INTERVAL_MS),
         }
+        if self.channel_expired_timeout_ms is not None:
+            settings["channelExpiredTimeout"] = str(self.channel_expired_timeout_ms)
         if self.acl_file is not None:
             settings["aclEnable"] = "true"
             shutil.copyfile(self.acl_file, conf / "plain_acl.yml")
@@ -443,7 +469,8 @@ def _typed(name: str, text: str) -> object:
 
 
 @contextlib.contextmanager
-def served(info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None) -> Iterator[str]:
+def served(info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None,
+           channel_expired_timeout_ms: int | None = None) -> Iterator[str]:
     """The peer running with its control channel, for as long as the block runs: yields the target
     (``remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT``); both are stopped and the data removed on the way
     out. PeerError if the peer cannot start. What ``mqtck peer run`` serves and ``mqtck gate`` gates."""
@@ -451,7 +478,7 @@ def served(info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None)
 
     if info.kind != "broker":
         raise PeerError(f"{info.name} is not a broker and cannot be served: `mqtck gate {info.name}` checks it")
-    peer = RocketMQPeer(info, namesrv_port, log=log).start()
+    peer = RocketMQPeer(info, namesrv_port, log=log, channel_expired_timeout_ms=channel_expired_timeout_ms).start()
     try:
         control = serve_control(peer)
     except BaseException:

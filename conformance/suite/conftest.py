@@ -16,7 +16,7 @@ NOT_APPLICABLE = "not applicable: target lacks capability"
 #: minute again, so restarts come last, and of those first the one that also needs retention. A manual delete
 #: request goes on forcing deletions for 20 clean runs: its test is the last of the retention ones.
 RETENTION = frozenset({"retention_expire", "broker_config", "manual_delete"})
-RESTARTS = frozenset({"restart", "kill_restart", "torn_restart"})
+RESTARTS = frozenset({"restart", "kill_restart", "torn_restart", "fresh_store"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -49,6 +49,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
+
+
+@pytest.fixture
+def slow(request: pytest.FixtureRequest) -> bool:
+    """Whether the run is in the slow profile (``mqtck conform --slow``): wait as long as a real broker with its
+    defaults needs, where a test would otherwise say not applicable past its usual cap."""
+    return bool(request.config.getoption("--mqtck-slow", default=False))
 
 
 @pytest.fixture

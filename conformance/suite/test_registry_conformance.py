@@ -41,17 +41,31 @@ def test_unregister_notifies_the_rest(target) -> None:  # type: ignore[no-untype
     assert len(target.notifications("c1")) == before + 1
 
 
-@pytest.mark.req("CGRP-6")
-@pytest.mark.needs("clock_control")
-def test_silent_channel_expires(target) -> None:  # type: ignore[no-untyped-def]
+def _silence_client_2(target) -> int:  # type: ignore[no-untyped-def]
+    """Two members; client-1 beats every 10 s for 130 s, client-2 falls silent: client-1's notifications before."""
     target.create_topic("RT", 1)
     target.heartbeat("c1", "client-1", "G", {"RT": "*"})
     target.heartbeat("c2", "client-2", "G", {"RT": "*"})
-    for _ in range(13):  # client-1 keeps beating every 10 s; client-2 is silent
+    before = len(target.notifications("c1"))
+    for _ in range(13):
         target.advance(10_000)
         target.heartbeat("c1", "client-1", "G", {"RT": "*"})
+    return before
+
+
+@pytest.mark.req("CGRP-6.expiry")
+@pytest.mark.needs("clock_control")
+def test_silent_channel_expires(target) -> None:  # type: ignore[no-untyped-def]
+    _silence_client_2(target)
     assert target.consumer_ids("G") == ["client-1"], "a channel silent for > 120 s must be removed"
-    assert target.notifications("c1")[-1] == "G"
+
+
+@pytest.mark.req("CGRP-8")
+@pytest.mark.needs("clock_control")
+def test_the_members_are_told_when_a_silent_channel_expires(target) -> None:  # type: ignore[no-untyped-def]
+    before = _silence_client_2(target)
+    assert target.consumer_ids("G") == ["client-1"], "a channel silent for > 120 s must be removed"
+    assert target.notifications("c1")[before:] == ["G"], "the remaining member must be told of the expiry"
 
 
 @pytest.mark.req("INPUT-3")

@@ -290,3 +290,50 @@ def test_a_queue_with_every_message_expired_reads_from_its_max(target) -> None: 
     visible(target, T, 1, 4)
     (m,) = target.start_pull("G", T, 1, 3).result().messages
     assert m.body == body("late", 0, 10)
+
+
+def _pull_removed_units(target, early: list, segment: int):  # type: ignore[no-untyped-def]
+    """Queue 1 holds ``early`` (three small messages) in a segment that queue 0's fill closes; expire, then pull
+    queue 1 from its min offset. Not applicable where the broker raised queue 1's min past them (RETAIN-9)."""
+    fill_three_segments(target, T, 0, segment)
+    target.expire_retention()
+    lo, hi = target.min_max(T, 1)
+    if lo >= len(early):
+        pytest.skip(f"not applicable: the broker raised queue 1's min offset to {lo} once its {len(early)} messages "
+                    "were deleted (RETAIN-9), so no pull reaches a unit whose record is gone")
+    return lo, target.start_pull("G", T, 1, lo).result()
+
+
+@pytest.mark.req("OFFSET-7.removed")
+@pytest.mark.needs("pull", "retention_expire", "store_layout")
+def test_a_pull_of_removed_records_skips_them(target) -> None:  # type: ignore[no-untyped-def]
+    """Three messages of queue 1 in the first segment a fill of queue 0 closes: after the expiry, a pull of queue 1
+    from a unit whose record is gone returns nothing, says so (MESSAGE_WAS_REMOVING, PULL_RETRY_IMMEDIATELY on the
+    wire) and moves past every unit of that deleted segment at once."""
+    segment = segment_bytes(target)
+    target.create_topic(T, 2)
+    early = [target.send(T, 1, body("early", i, 10)) for i in range(3)]
+    lo, r = _pull_removed_units(target, early, segment)
+    assert not r.messages, f"a pull of removed records returned {[m.queue_offset for m in r.messages]}"
+    assert (r.code, r.next_begin_offset) == ("PULL_RETRY_IMMEDIATELY", len(early)), (
+        f"pull at {lo} of units whose records are deleted: skip all {len(early)} of the deleted segment")
+
+
+@pytest.mark.req("OFFSET-7.first-record")
+@pytest.mark.needs("pull", "retention_expire", "store_layout", "fresh_store")
+def test_a_pull_of_the_removed_first_record_of_the_log_skips_it(target) -> None:  # type: ignore[no-untyped-def]
+    """The same, with queue 1's first message the commit log's first record (a broker started on an empty store):
+    RocketMQ 4.9.7 looks a deleted offset 0 up in the first remaining segment and answers FOUND with its bytes
+    (fixtures/diff/rocketmq-4.9.7-pull-of-removed-first-record.json)."""
+    segment = segment_bytes(target)
+    target.restart_fresh()
+    target.create_topic(T, 2)
+    early = [target.send(T, 1, body("early", i, 10)) for i in range(3)]
+    if early[0].commit_log_offset != 0:
+        pytest.skip(f"not applicable: on an empty store the broker's own records came first (the test's first "
+                    f"message is at commit-log offset {early[0].commit_log_offset}, not 0)")
+    lo, r = _pull_removed_units(target, early, segment)
+    got = [(m.queue_offset, m.body[:24]) for m in r.messages]
+    assert not r.messages, f"a pull of the commit log's removed first record returned {got}: another record's bytes"
+    assert (r.code, r.next_begin_offset) == ("PULL_RETRY_IMMEDIATELY", len(early)), (
+        f"pull at {lo} of units whose records are deleted: skip all {len(early)} of the deleted segment")

@@ -47,6 +47,9 @@ CAPABILITIES = frozenset(
         "manual_delete",
         # restart_torn(offset): killed, the record at that commit-log offset torn, restarted (crash recovery).
         "torn_restart",
+        # restart_fresh(): killed and restarted on an empty store, so that a test's first send is the commit log's
+        # first record (commit-log offset 0), which no shared broker can otherwise promise.
+        "fresh_store",
         # Raw remoting frames to the target's name server and broker (remoting targets: ``namesrv``,
         # ``broker_addr``, ``namespaced(name)``): the REMOTING family's wire tests.
         "remoting_wire",
@@ -242,6 +245,10 @@ class Target(Protocol):
     def restart_torn(self, commit_log_offset: int) -> None:
         """Capability ``torn_restart``: kill the broker, tear the record at ``commit_log_offset`` (as a write cut
         short leaves it) and restart it on that data."""
+        ...
+    def restart_fresh(self) -> None:
+        """Capability ``fresh_store``: kill the broker and restart it on an empty store (topics, messages and
+        offsets gone)."""
         ...
     def record_at(self, commit_log_offset: int) -> CommitLogRecord | None:
         """With ``torn_restart``: the intact record that starts at ``commit_log_offset``, whoever wrote it, or None

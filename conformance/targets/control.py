@@ -91,7 +91,7 @@ log = logging.getLogger("mqtck.control")
 #: What a runner may offer through the channel (each is also a target capability, ``conformance.targets``).
 CONTROL_CAPABILITIES = frozenset(
     {"restart", "retention_expire", "store_layout", "broker_config", "manual_delete", "trace", "torn_restart",
-     "clock_control", "race_control", "retention_control"}
+     "clock_control", "race_control", "retention_control", "fresh_store"}
 )
 #: The ``store`` keys, each a positive integer.
 STORE_KEYS = ("commitlog_segment_bytes", "consumequeue_segment_units")
@@ -115,7 +115,7 @@ OPERATION_TIMEOUT_S = 180.0
 #: Largest request body the server reads.
 MAX_BODY_BYTES = 4096
 #: The ``POST`` paths.
-OPERATIONS = ("/restart", "/restart/torn", "/retention/expire", "/config", "/retention/manual-delete",
+OPERATIONS = ("/restart", "/restart/torn", "/restart/fresh", "/retention/expire", "/config", "/retention/manual-delete",
               "/retention/run", "/clock/advance", "/race/pull")
 #: At most this many messages a race stores.
 MAX_RACED_SENDS = 32
@@ -129,7 +129,8 @@ class BrokerControl(Protocol):
     numbered ``start`` on, the number of the first of them, the number of the next row) and offers ``trace``; one
     on simulated time has ``advance(ms) -> (now_ms, answered)`` and offers ``clock_control``; one that places
     races has ``race_pull(topic, queue_id, sends)`` and offers ``race_control``; one that runs its clean service
-    on request has ``run_retention()`` and offers ``retention_control``."""
+    on request has ``run_retention()`` and offers ``retention_control``; one that can start its broker on an empty
+    store has ``fresh_restart()`` and offers ``fresh_store``."""
 
     def describe(self) -> dict[str, Any]:
         """The ``GET /capabilities`` document."""
@@ -415,6 +416,8 @@ def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0
                     self._error(400, f"commit_log_offset: must be an integer >= 0, got {offset!r}")
                     return
                 self._run("torn restart", _ok(lambda: control.tear_and_restart(offset)))
+            elif path == "/restart/fresh" and (fresh := getattr(control, "fresh_restart", None)) is not None:
+                self._run("fresh restart", _ok(fresh))
             elif path == "/retention/manual-delete":
                 self._run("manual delete", _ok(control.manual_delete))
             elif path == "/retention/run" and (run_retention := getattr(control, "run_retention", None)) is not None:
@@ -497,6 +500,10 @@ class ControlClient:
 
     def tear_and_restart(self, commit_log_offset: int) -> None:
         self._post("/restart/torn", {"commit_log_offset": commit_log_offset})
+
+    def fresh_restart(self) -> None:
+        """``POST /restart/fresh``: the broker killed and started again on an empty store."""
+        self._post("/restart/fresh", {})
 
     def advance(self, ms: int) -> tuple[int, int]:
         """``POST /clock/advance``: (the simulated time now, the held requests answered at that instant)."""

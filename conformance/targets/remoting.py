@@ -558,6 +558,11 @@ class RemotingTarget:
         control = self._controlled("torn_restart")
         self._reconnect_after(lambda: control.tear_and_restart(commit_log_offset))
 
+    def restart_fresh(self) -> None:
+        """The runner kills the broker and starts it again on an empty store."""
+        control = self._controlled("fresh_store")
+        self._reconnect_after(control.fresh_restart)
+
     def record_at(self, commit_log_offset: int) -> CommitLogRecord | None:
         """VIEW_MESSAGE_BY_ID: SUCCESS carries the stored record, SYSTEM_ERROR says none starts there."""
         response = self._call(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": commit_log_offset},

@@ -154,7 +154,7 @@ def test_no_matched_message_advances_past_what_was_scanned(make_store) -> None:
     assert mixed.next_begin_offset == 20
 
 
-@pytest.mark.req("OFFSET-7")
+@pytest.mark.req("OFFSET-7.removed")
 def test_message_was_removing_between_commit_log_and_index_cleanup(make_store, clock) -> None:
     store = _store_with_expired_half(make_store, clock, units_per_segment=30)
     assert store.clean_commit_log() == 10  # phase 1 only: the index still points at deleted data

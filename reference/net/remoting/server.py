@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 import signal
 import socket
 import sys
@@ -141,18 +142,25 @@ class RemotingServers:
         await self.broker_service.close()
         self.host.close()
 
-    def restart_broker(self, kill: bool = False, tear_at: int | None = None) -> None:
+    def restart_broker(self, kill: bool = False, tear_at: int | None = None, wipe: bool = False) -> None:
         """Replace the broker by a new one on the same data and address (on the serving loop).
 
         Its connections are closed first (held pulls are dropped; clients reconnect and register again).
         Clean: the old broker shuts down (offsets persisted, store closed). ``kill``: it is killed,
         so commits since the last offset persist are lost and the new broker recovers the store as after
         SIGKILL. ``tear_at``: after the kill, the record at that commit-log offset is torn (its magic overwritten,
-        :func:`reference.store.record.tear_record`) before the new broker recovers. The trace gets CRASH
+        :func:`reference.store.record.tear_record`) before the new broker recovers; ``wipe``: after the kill, the
+        store is emptied, so the new broker starts as on a new machine. The trace gets CRASH
         (``clean`` in its detail for a clean restart) and RESTART."""
         torn: list[Exception] = []
 
         def tear(old: Broker) -> None:
+            if wipe:
+                for child in old.store.data_dir.iterdir():
+                    if child.is_dir():
+                        shutil.rmtree(child)
+                    else:
+                        child.unlink()
             if tear_at is None:
                 return
             try:
@@ -203,7 +211,7 @@ class LoopControl:
         return {
             "implementation": self.implementation,
             "capabilities": ["restart", "retention_expire", "store_layout", "broker_config", "manual_delete",
-                             "torn_restart", "race_control", "retention_control",
+                             "torn_restart", "race_control", "retention_control", "fresh_store",
                              *(["trace"] if self.ring is not None else []),
                              *(["clock_control"] if self.sim_clock is not None else [])],
             "store": {"commitlog_segment_bytes": config.commit_log_segment_bytes,
@@ -240,6 +248,13 @@ class LoopControl:
                 self._reapply()
 
         self._on_loop(tear)
+
+    def fresh_restart(self) -> None:
+        def fresh() -> None:
+            self.servers.restart_broker(kill=True, wipe=True)
+            self._reapply()
+
+        self._on_loop(fresh)
 
     def trace_since(self, start: int) -> tuple[list[dict[str, Any]], int, int]:
         """The trace rows numbered ``start`` on (read on the loop, which writes them)."""
