@@ -633,13 +633,14 @@ def test_restart_loses_nothing_and_revives_nothing_twice(target) -> None:  # typ
     assert len(pop_now(target).messages) == 1, "the queue's offset survived both restarts"
 
 
-@pytest.mark.req("REVIVE-7")
+@pytest.mark.req("REVIVE-7.crash-slow")
 @pytest.mark.needs("consumer_registry")
 def test_at_least_once_with_crashing_slow_and_retrying_consumers(target) -> None:  # type: ignore[no-untyped-def]
     """Three consumers share a topic's queues (popShareQueueNum 1) and pop the queues assigned to them; each
     delivery is acknowledged, dropped (the consumer crashed: never acknowledged) or kept longer (a slow consumer
-    changes its invisible time). Every message ends acknowledged, and each redelivery comes no earlier than the
-    invisibility of the delivery before it ended."""
+    changes its invisible time once the pop's millisecond has passed). Every message ends acknowledged, and each
+    redelivery comes no earlier than the invisibility of the delivery before it ended. A consumer that asks for a
+    retry at once is the other clause's test."""
     rng = random.Random(7)
     invisible, step = 3_000, 500
     target.create_topic(T, 4)
@@ -683,3 +684,38 @@ def test_at_least_once_with_crashing_slow_and_retrying_consumers(target) -> None
         now = now + step if clocked(target) else int((time.monotonic() - started) * 1000)
     assert acked == sent, f"{len(sent - acked)} of {len(sent)} messages were never acknowledged within {now} ms: " + \
         "; ".join(f"{m} delivered {', '.join(history[m]) or 'never'}" for m in sorted(sent - acked))
+
+
+#: REVIVE-7's retry clause: how long a message asked back is invisible, and how long the test waits for every
+#: message to come back (over the wire, a revive round each).
+RETRY_INVISIBLE_MS = 1_000
+RETRY_LIMIT_MS = 30_000
+
+
+@pytest.mark.req("REVIVE-7.retry")
+def test_at_least_once_when_consumers_ask_for_a_retry_at_once(target) -> None:  # type: ignore[no-untyped-def]
+    """A consumer whose processing fails asks for the message again at once (seed 004 §2.1: changeInvisibleTime
+    right after the pop, as the v5 clients do on a failure), then acknowledges each redelivery. Every message must
+    come back. Nothing here waits for the pop's millisecond to pass: a change in that millisecond is the case
+    where RocketMQ 5.5.0's revive loses messages (PACK-9), so on a real-time broker it arises in some runs only."""
+    target.create_topic(T, 4)
+    sent = {m for q in range(4) for m in send_n(target, q, 5)}
+    asked_back: set[str] = set()
+    acked: set[str] = set()
+    now, started = 0, time.monotonic()
+    limit = RETRY_LIMIT_MS if clocked(target) else RETRY_LIMIT_MS + 2 * WIRE_REVIVE_SLACK_MS
+    while acked != sent and now <= limit:
+        for queue_id in range(4):
+            for m in pop_now(target, queue_id=queue_id, max_nums=4, invisible_ms=30_000).messages:
+                assert m.msg_id not in acked, f"{m.msg_id} was delivered again after its ack"
+                if m.msg_id in asked_back:
+                    target.ack(G, T, m.handle)
+                    acked.add(m.msg_id)
+                else:  # the first delivery fails: asked back at once
+                    target.change_invisible(G, T, m.handle, RETRY_INVISIBLE_MS)
+                    asked_back.add(m.msg_id)
+        target.advance(500)
+        now = now + 500 if clocked(target) else int((time.monotonic() - started) * 1000)
+    lost = sorted(sent - acked)
+    assert not lost, (f"{len(lost)} of {len(sent)} messages asked back at once never came back within {now} ms "
+                      f"({len(asked_back)} were asked back): {', '.join(lost)}")

@@ -143,7 +143,7 @@ def test_push_consumer_pops_its_assignment_and_retries_by_changing_invisibility(
             c.shutdown()
 
 
-@pytest.mark.req("REVIVE-7")
+@pytest.mark.req("REVIVE-7.crash-slow", "REVIVE-7.retry")
 def test_a_crashed_push_consumer_loses_nothing() -> None:
     clock, sink = SimClock(), MemorySink()
     trace = Trace(sink, "t", clock)
