@@ -89,7 +89,7 @@ def test_property_suite_kills_mutant(name: str) -> None:
     assert "Failing test case" in notes or "Falsifying example" in notes, "no shrunk counterexample printed"
 
 
-@pytest.mark.req("LPOLL-4")
+@pytest.mark.req("LPOLL-9")
 def test_7358_race_shrinks_to_an_arrival_between_not_found_and_suspend() -> None:
     prop = long_poll_property(CATALOGUE["hold-no-recheck-7358"].components.hold_service)
     notes = failure_notes(settings(max_examples=300)(prop))

@@ -134,9 +134,19 @@ def run(args: argparse.Namespace) -> int:
         ]
 
     # With several workers, the tests that act on the whole broker (restart, retention, run-time settings) would
-    # disturb the others: they run afterwards, on one worker, into a results file of their own.
-    phases = [pytest_args(results_file)] if args.workers == 1 else [
-        pytest_args(results_file, "-n", str(args.workers), "--mqtck-phase=shared"),
+    # disturb the others: they run afterwards, on one worker, into a results file of their own. A served broker on
+    # simulated time has one clock for every test: one test's advance moves another's held requests and
+    # invisibility, so its tests all run on one worker (in-process, each test has a reference of its own).
+    workers = args.workers
+    if workers > 1 and "clock_control" in capabilities and args.target not in ("reference",) \
+            and not args.target.startswith("mutant:"):
+        workers = 1
+        if not args.json:
+            console_note = Console(stderr=True)
+            console_note.print(f"mqtck conform: {args.target} runs on simulated time, one clock for every test: "
+                               f"running on one worker, not {args.workers}", markup=False, highlight=False)
+    phases = [pytest_args(results_file)] if workers == 1 else [
+        pytest_args(results_file, "-n", str(workers), "--mqtck-phase=shared"),
         pytest_args(Path(f"{results_file}.exclusive"), "--mqtck-phase=exclusive"),
     ]
     console = Console(stderr=True)

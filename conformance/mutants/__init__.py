@@ -52,7 +52,7 @@ CATALOGUE: dict[str, Mutant] = {
     for m in (
         Mutant(
             "hold-no-recheck-7358",
-            ("LPOLL-4",),
+            ("LPOLL-9",),
             "The hold service checks for new messages before suspending but not after, so a message "
             "arriving between the 'not found' answer and the suspend is not seen until the next check "
             "(RocketMQ issue #7358, a 5 s stall).",

@@ -159,7 +159,7 @@ def test_a_filter_matching_nothing_advances_by_the_units_scanned(target) -> None
 
 # -- CGRP ---------------------------------------------------------------------------------------------------
 @pytest.mark.req("CGRP-6.closed")
-@pytest.mark.needs("consumer_registry", "remoting_wire")
+@pytest.mark.needs("consumer_registry", "channel_close")
 def test_a_closed_channel_leaves_its_group_and_the_others_are_told(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("RT", 1)
     target.heartbeat("c1", "client-1", "G", {"RT": "*"})

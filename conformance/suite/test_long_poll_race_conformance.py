@@ -19,7 +19,7 @@ pytestmark = pytest.mark.needs("pull", "long_poll", "race_control")
 RACE_TRIES = 3
 
 
-@pytest.mark.req("LPOLL-4")
+@pytest.mark.req("LPOLL-9")
 def test_arrival_between_not_found_and_suspend_is_not_lost(target) -> None:  # type: ignore[no-untyped-def]
     """RocketMQ #7358: the hold service must look again after holding the request."""
     clocked = "clock_control" in target.capabilities

@@ -158,15 +158,20 @@ def send_n(target, queue_id: int, n: int, topic: str = T, tag: str = "A") -> lis
 
 
 # -- POP: assignment and reading -----------------------------------------------------------------
-@pytest.mark.req("POP-1")
+@pytest.mark.req("POP-1", "ALLOC-15", "ALLOC-16")
 @pytest.mark.needs("consumer_registry")
 def test_query_assignment_is_allocate4pop(target) -> None:  # type: ignore[no-untyped-def]
+    """The broker's own allocation (QUERY_ASSIGNMENT): allocate4Pop over the sorted consumer ids, both of ALLOC-15's
+    branches (popShareQueueNum <= 0, and >= consumers - 1) and ALLOC-16's shared shares."""
     target.create_topic(T, 4)
     for cid in ("c2", "c1", "c3"):
         target.heartbeat(f"conn-{cid}", cid, G, {T: "*"})
     everyone = {cid: target.query_assignment(G, T, cid) for cid in ("c1", "c2", "c3")}
     for queues in everyone.values():
         assert [q[2] for q in queues] == [-1] and queues[0][0] == T, "popShareQueueNum -1: every queue as id -1"
+    for cid in everyone:
+        queues = target.query_assignment(G, T, cid, pop_share_queue_num=2)
+        assert [q[2] for q in queues] == [-1], f"popShareQueueNum 2 >= 3 consumers - 1: every queue as id -1 ({cid})"
     shared = {cid: {q[2] for q in target.query_assignment(G, T, cid, pop_share_queue_num=1)} for cid in everyone}
     # Averagely over sorted c1, c2, c3 and 4 queues: c1 {0, 1}, c2 {2}, c3 {3}; each adds its successor's share.
     assert shared == {"c1": {0, 1, 2}, "c2": {2, 3}, "c3": {3, 0, 1}}

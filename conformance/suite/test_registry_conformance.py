@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from conformance.targets import TargetError
 
+#: How long a notification may take to cross loopback after the request that caused it was answered.
+NOTIFY_WAIT_S = 3.0
+
 pytestmark = pytest.mark.needs("consumer_registry")
 
 
-@pytest.mark.req("CGRP-1", "CGRP-4", "CGRP-7")
+@pytest.mark.req("CGRP-1", "CGRP-4.clustering", "CGRP-7")
 def test_join_notifies_every_member(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("RT", 2)
     assert target.heartbeat("c1", "client-1", "G", {"RT": "*"}) is True
@@ -30,7 +35,32 @@ def test_what_counts_as_a_change(target) -> None:  # type: ignore[no-untyped-def
     assert target.notifications("c1") == ["G", "G", "G"]
 
 
-@pytest.mark.req("CGRP-5")
+@pytest.mark.req("CGRP-4.broadcasting", "CGRP-5.broadcasting")
+def test_a_broadcasting_group_is_notified_of_joins_and_unregisters(target) -> None:  # type: ignore[no-untyped-def]
+    """Seed 001 fires the group's CHANGE on a join and on an unregister whatever its message model; every other test
+    uses clustering groups."""
+    target.create_topic("RB", 1)
+    target.heartbeat("b1", "client-1", "GB", {"RB": "*"}, model="BROADCASTING")
+    target.heartbeat("b2", "client-2", "GB", {"RB": "*"}, model="BROADCASTING")
+    assert target.consumer_ids("GB") == ["client-1", "client-2"]
+    told = notified(target, "b1", 2)
+    assert told == ["GB", "GB"], f"a broadcasting member was told {told} of its own and another's join"
+    target.unregister("b2", "GB")
+    assert target.consumer_ids("GB") == ["client-1"]
+    told = notified(target, "b1", 3)
+    assert told[2:] == ["GB"], f"the remaining broadcasting member was told {told[2:]} of an unregister"
+
+
+def notified(target, conn: str, count: int) -> list[str]:  # type: ignore[no-untyped-def]
+    """``conn``'s notifications once it has ``count`` (over a wire they cross loopback after the answer), or as
+    they are after the wait any notification needs."""
+    deadline = time.monotonic() + (0 if "clock_control" in target.capabilities else NOTIFY_WAIT_S)
+    while len(target.notifications(conn)) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return target.notifications(conn)
+
+
+@pytest.mark.req("CGRP-5.clustering")
 def test_unregister_notifies_the_rest(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("RT", 1)
     target.heartbeat("c1", "client-1", "G", {"RT": "*"})

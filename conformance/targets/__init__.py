@@ -47,6 +47,8 @@ CAPABILITIES = frozenset(
         "manual_delete",
         # restart_torn(offset): killed, the record at that commit-log offset torn, restarted (crash recovery).
         "torn_restart",
+        # close_conn(conn): the consumer connection ``conn`` is closed, as a consumer process that exits leaves it.
+        "channel_close",
         # restart_fresh(): killed and restarted on an empty store, so that a test's first send is the commit log's
         # first record (commit-log offset 0), which no shared broker can otherwise promise.
         "fresh_store",

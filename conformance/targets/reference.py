@@ -114,7 +114,7 @@ class ReferenceTarget:
         {
             "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control",
             "clock_control", "trace", "race_control", "pop", "flow_permits", "restart", "allocation",
-            "client_simulation", "retention_expire", "store_layout",
+            "client_simulation", "retention_expire", "store_layout", "channel_close",
         }
     )
 
@@ -224,6 +224,12 @@ class ReferenceTarget:
 
     def consumer_ids(self, group: str) -> list[str]:
         return self.broker.consumer_ids(group)
+
+    def close_conn(self, conn: str) -> None:
+        """The broker sees ``conn``'s channel close (capability ``channel_close``), as when a consumer exits."""
+        channel = self._channels.pop(conn, None)
+        if channel is not None:
+            self.broker.channel_closed(channel)
 
     def notifications(self, conn: str) -> list[str]:
         return list(self._channel(conn).notifications)

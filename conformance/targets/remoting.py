@@ -106,7 +106,7 @@ FIELD_NAMES = {
     "consumeType": "consumerData.consumeType", "subString": "expression", "subscription": "expression",
 }
 CAPABILITIES = frozenset({"pull", "long_poll", "query_offset", "commit_offset", "consumer_registry",
-                          "remoting_wire"})
+                          "remoting_wire", "channel_close"})
 #: RocketMQ 5's POP codes; a broker that answers POP_MESSAGE with REQUEST_CODE_NOT_SUPPORTED (4.x) lacks them.
 POP_CODES = {"POP_MESSAGE": 200050, "ACK_MESSAGE": 200051, "CHANGE_MESSAGE_INVISIBLETIME": 200053,
              "QUERY_ASSIGNMENT": 400, "SET_MESSAGE_REQUEST_MODE": 401}

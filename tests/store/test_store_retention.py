@@ -98,7 +98,7 @@ def test_disk_usage_above_the_ratio_triggers_deletion(make_store, clock, disk) -
     assert store.clean_commit_log() == 2
 
 
-@pytest.mark.req("RETAIN-3")
+@pytest.mark.req("RETAIN-3", "RETAIN-10")
 def test_disk_usage_never_deletes_unexpired_files(make_store, clock, disk) -> None:
     store = _store(make_store)
     _put(store, 30)
