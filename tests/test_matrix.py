@@ -93,6 +93,8 @@ def test_matrix_json_cells_counts_and_labels(three_runs: list[Path], tmp_path: P
     assert cols[1]["counts"] == {"pass": n - 5, "fail": 2, "expected-fail": 1, "unexpected-pass": 1, "partial": 0,
                                  "not-applicable": 1, "reference-only": 0, "not-covered": 0, "absent": 1}
     assert cols[2]["counts"]["absent"] == 1 and cols[2]["counts"]["pass"] == n  # n - 1 spec ones + GONE-1
+    assert [x["id"] for x in cols[1]["must_expected_fail"]] == ["OFFSET-2"], "a known MUST deviation is listed first"
+    assert cols[1]["must_expected_fail"][0]["reason"] == EXPECTATION["reason"] and cols[0]["must_expected_fail"] == []
 
     rows = {r["id"]: r for r in m["requirements"]}
     families_in_spec, reqs = spec.load()

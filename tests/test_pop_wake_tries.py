@@ -1,4 +1,4 @@
-"""POP-6's wire test against a broker that loses wake-ups: the branch a real broker takes only now and then
+"""POP-12's wire test against a broker that loses wake-ups: the branch a real broker takes only now and then
 (RocketMQ 5.5.0 answers a held pop at its deadline once in a while), so it is run here on purpose.
 
 The broker is a scripted stand-in for the wire: it answers a held pop when a matching message arrives, except for
@@ -80,17 +80,25 @@ def _short_wake_window(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(support, "WIRE_WAKE_S", 0.01)
 
 
-@pytest.mark.req("POP-6")
-@pytest.mark.parametrize("lost", [1, 2])
-def test_lost_wake_ups_are_recorded_and_a_later_try_passes(lost: int) -> None:
+@pytest.mark.req("POP-12")
+def test_a_lost_wake_up_fails_and_is_recorded() -> None:
+    """No second chance: a tolerated miss would be a pass that hides it (it is an intermittent expectation)."""
     recorded = Properties()
-    pop_suite.test_held_pop_answered_by_a_matching_arrival(LosingBroker(lost), recorded)
+    with pytest.raises(AssertionError, match="must answer the held pop at once"):
+        pop_suite.test_held_pop_answered_by_a_matching_arrival(LosingBroker(1), recorded)
     [(name, misses)] = recorded
-    assert name == "pop.lost_wakeups" and len(misses) == lost
-    assert all("answered" in m and "SUCCESS, 1 messages" in m for m in misses), misses
+    assert name == "pop.lost_wakeups" and len(misses) == 1
+    assert "answered" in misses[0] and "SUCCESS, 1 messages" in misses[0], misses
 
 
-@pytest.mark.req("POP-6")
+@pytest.mark.req("POP-12")
+def test_a_broker_that_wakes_the_held_pop_passes() -> None:
+    recorded = Properties()
+    pop_suite.test_held_pop_answered_by_a_matching_arrival(LosingBroker(0), recorded)
+    assert recorded == []
+
+
+@pytest.mark.req("POP-12")
 def test_a_broker_that_never_wakes_a_held_pop_fails() -> None:
-    with pytest.raises(AssertionError, match=f"in {pop_suite.WAKE_TRIES} tries"):
+    with pytest.raises(AssertionError, match="must answer the held pop at once"):
         pop_suite.test_held_pop_answered_by_a_matching_arrival(LosingBroker(None), Properties())

@@ -50,7 +50,7 @@ def _gate_strategies(info: PeerInfo, args: argparse.Namespace, started: float) -
 
     from conformance.peers.maven import client_classpath
     from conformance.peers.strategies import command_line, gate_strategies, junit_xml, requirement_entries
-    from conformance.report import write_junit
+    from conformance.report import point_latest, write_junit
 
     _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
     classpath = client_classpath(info.version)
@@ -70,6 +70,7 @@ def _gate_strategies(info: PeerInfo, args: argparse.Namespace, started: float) -
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     write_junit(run_dir, junit_xml(classpath, verdicts, control), Path(args.junit) if args.junit else None)
+    point_latest(Path(args.report_dir), run_dir)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

@@ -237,7 +237,7 @@ CALLS = "calls"
 #: Observations a passing test records about a real deviation it tolerates (its requirement's note says which and
 #: why): printed with the verdicts, so a pass never hides them.
 NOTICED: dict[str, str] = {
-    "pop.lost_wakeups": "POP-6: a held pop missed a matching arrival's wake-up",
+    "pop.lost_wakeups": "POP-12: a held pop missed a matching arrival's wake-up",
 }
 
 
@@ -330,6 +330,11 @@ def publish(
 ) -> None:
     """Write the run's three files and point ``<report_dir>/latest`` at it (a CI links to that path)."""
     write_all(run_dir, doc, vs, junit_path)
+    point_latest(report_dir, run_dir)
+
+
+def point_latest(report_dir: Path, run_dir: Path) -> None:
+    """``<report_dir>/latest`` -> the run: what ``mqtck matrix REPORT_DIR`` and a CI's links read."""
     latest = report_dir / "latest"
     if latest.is_symlink() or latest.exists():
         latest.unlink()

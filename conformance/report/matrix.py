@@ -12,7 +12,8 @@ side by side, like wpt.fyi does for browsers. It only reads finished runs: nothi
      "statuses": ["pass", "fail", "expected-fail", "unexpected-pass", "partial", "not-applicable",
                   "reference-only", "not-covered", "absent"],
      "columns": [{"label", "key", "target", "implementation", "run", "path", "verdict", "duration_s",
-                  "profiles", "expectations", "counts": {status: n}, "must_fail"}],
+                  "profiles", "expectations", "counts": {status: n}, "must_fail",
+                  "must_expected_fail": [{"id", "reason", "source"}]}],
      "families": [{"name", "title", "counts": {label: {status: n}}}],
      "requirements": [{"id", "level", "profile", "family", "sentence", "source",
                        "cells": {label: {"status", "summary", "expectation", "nodeid", "message"}}}]}
@@ -21,7 +22,8 @@ side by side, like wpt.fyi does for browsers. It only reads finished runs: nothi
   ``key`` is a slug of it for HTML anchors (``#detail-<key>-<id>``).
 * ``counts`` always holds every status of ``statuses``; ``absent`` counts requirements of the current spec
   that the run did not report (it was made with an older spec). ``must_fail`` counts MUSTs with status
-  ``fail``: the number that makes the column's verdict fail.
+  ``fail``: the number that makes the column's verdict fail; ``must_expected_fail`` lists the MUSTs the
+  implementation is known to break (its reviewed deviations that failed), shown first on its card.
 * A cell's ``summary`` is the first failing test's one-line summary (for ``not-applicable``, the skip reason),
   ``message`` its full text, ``nodeid`` the test; ``expectation`` is ``{reason, source, repro}`` or null.
 * Rows follow the spec's order (``conformance.spec``); a requirement a run reports but the current spec lacks
@@ -184,7 +186,7 @@ def build(runs: list[Run], families: dict[str, spec.Family] | None = None,
     fam_counts = {f: {label: _empty_counts() for label, _ in labels} for f in family_order}
     columns = []
     for (label, key), run, entries in zip(labels, runs, by_run, strict=True):
-        totals, must_fail = _empty_counts(), 0
+        totals, must_fail, must_expected = _empty_counts(), 0, []
         for row in rows:
             c = cell(entries.get(row["id"]))
             row.setdefault("cells", {})[label] = c
@@ -192,7 +194,10 @@ def build(runs: list[Run], families: dict[str, spec.Family] | None = None,
             counts = fam_counts[row["family"]][label]
             counts[c["status"]] = counts.get(c["status"], 0) + 1
             must_fail += row["level"] == "MUST" and c["status"] == "fail"
-        columns.append(_column(label, key, run, totals, must_fail))
+            if row["level"] == "MUST" and c["status"] == "expected-fail":
+                must_expected.append({"id": row["id"], "reason": (c["expectation"] or {}).get("reason", ""),
+                                      "source": (c["expectation"] or {}).get("source", "")})
+        columns.append({**_column(label, key, run, totals, must_fail), "must_expected_fail": must_expected})
     return {
         "version": MATRIX_VERSION,
         "statuses": [*STATUSES, ABSENT],

@@ -88,7 +88,7 @@ def test_refusals_are_json_naming_the_field_and_change_nothing(http_broker) -> N
     assert r.status_code == 409 and r.json()["error"]["code"] == "INVALID_RECEIPT_HANDLE", r.text
 
 
-@pytest.mark.req("POP-6", "PACK-3")
+@pytest.mark.req("POP-6", "POP-12", "PACK-3")
 def test_held_pop_sends_its_status_line_at_once_and_its_body_on_arrival(http_broker) -> None:  # type: ignore[no-untyped-def]
     import threading
 
