@@ -207,7 +207,7 @@ def test_failures_are_printed_last_above_the_verdict(tmp_path: Path, capsys) -> 
            "observations": {"pop.lost_wakeups": ["answered [late]"]}}
     _print_table(Console(width=200), doc, tmp_path)
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]
-    expected = ["EXPECTED FAIL B-1", "UNEXPECTED PASS C-1", "NOTICED POP-6", "FAIL A-1"]
+    expected = ["EXPECTED FAIL B-1", "UNEXPECTED PASS C-1", "NOTICED POP-12", "FAIL A-1"]
     marks = [next((m for m in expected if m in ln), None) for ln in lines]
     assert [m for m in marks if m] == expected
     assert any(ln.endswith("wake-up: answered [late]") for ln in lines), "a recorded deviation is printed as it is"
@@ -224,7 +224,7 @@ def test_the_html_report_shows_what_passing_tests_noticed() -> None:
            "capabilities": [], "requirements": [], "observations": {"pop.lost_wakeups": ["answered <late>"]}}
     page = report.html(doc)
     assert '<h2 id="noticed">' in page
-    assert "POP-6: a held pop missed a matching arrival" in page and "answered &lt;late&gt;" in page
+    assert "POP-12: a held pop missed a matching arrival" in page and "answered &lt;late&gt;" in page
     assert '<h2 id="noticed">' not in report.html({**doc, "observations": {}})
 
 

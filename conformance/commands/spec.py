@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from conformance import spec
+from conformance.cli import UsageError
 
 #: Folders whose tests may carry ``req`` markers (relative to the project root).
 TEST_ROOTS = ("tests", "properties", "conformance/suite")
@@ -57,7 +58,10 @@ def coverage_problems(root: Path) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    families, reqs = spec.load()
+    try:
+        families, reqs = spec.load()
+    except (ValueError, OSError) as exc:  # tomllib's errors are ValueErrors too
+        raise UsageError(f"{spec.REQUIREMENTS_FILE}: {exc}") from None
     if args.action == "render":
         spec.SPEC_MD.write_text(spec.render_markdown(families, reqs), encoding="utf-8")
         print(f"wrote {spec.SPEC_MD} ({len(reqs)} requirements)")

@@ -221,7 +221,7 @@ class Target(Protocol):
     def change_invisible(self, group: str, topic: str, handle: str, invisible_ms: int) -> str: ...
     def query_assignment(
         self, group: str, topic: str, client_id: str, strategy: str = "AllocateMessageQueueAveragely",
-        pop_share_queue_num: int = -1, model: str = "CLUSTERING",
+        pop_share_queue_num: int = -1, model: str = "CLUSTERING", mode: str = "POP",
     ) -> list[tuple[str, str, int]]: ...
     def restart(self, kill: bool = False) -> None:
         """Capability ``restart``: restart the broker on the same data, cleanly; with ``kill`` (capability

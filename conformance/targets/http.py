@@ -380,9 +380,9 @@ class HttpTarget:
         return str(self._request("POST", f"{self._group_topic(group, topic)}/invisible-time", body)["receiptHandle"])
 
     def query_assignment(self, group, topic, client_id, strategy="AllocateMessageQueueAveragely",
-                         pop_share_queue_num=-1, model="CLUSTERING"):  # type: ignore[no-untyped-def]
+                         pop_share_queue_num=-1, model="CLUSTERING", mode="POP"):  # type: ignore[no-untyped-def]
         params = {"clientId": self._n(client_id), "strategy": strategy, "popShareQueueNum": pop_share_queue_num,
-                  "messageModel": model}
+                  "messageModel": model, "mode": mode}
         r = self._request("GET", f"{self._group_topic(group, topic)}/assignment", params=params)
         return [(self._strip(q["topic"]), q["brokerName"], q["queueId"]) for q in r["queues"]]
 

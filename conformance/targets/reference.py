@@ -292,8 +292,9 @@ class ReferenceTarget:
         return self._call(self.broker.change_invisible_time, group, topic, handle, invisible_ms, "conformance").handle
 
     def query_assignment(self, group, topic, client_id, strategy="AllocateMessageQueueAveragely",
-                         pop_share_queue_num=-1, model="CLUSTERING"):  # type: ignore[no-untyped-def]
-        queues = self._call(self.broker.query_assignment, topic, group, client_id, strategy, model, pop_share_queue_num)
+                         pop_share_queue_num=-1, model="CLUSTERING", mode="POP"):  # type: ignore[no-untyped-def]
+        queues = self._call(self.broker.query_assignment, topic, group, client_id, strategy, model, pop_share_queue_num,
+                            mode)
         return [(q.topic, q.broker_name, q.queue_id) for q in queues]
 
     # -- permits -------------------------------------------------------------------------------

@@ -524,13 +524,14 @@ class RemotingTarget:
                 f"{mark} {self.broker_name} {ext['queueId']} {ext['offset']}")
 
     def query_assignment(self, group, topic, client_id, strategy="AllocateMessageQueueAveragely",
-                         pop_share_queue_num=-1, model="CLUSTERING"):  # type: ignore[no-untyped-def]
-        """SET_MESSAGE_REQUEST_MODE (POP, ``pop_share_queue_num``), as an operator's ``mqadmin setConsumeMode``
-        would, then QUERY_ASSIGNMENT. RocketMQ answers a query it cannot allocate (no consumer, unknown topic
-        or strategy) with SUCCESS and no assignment set ("skip this round"): that is a refusal here."""
-        mode = {"topic": self._n(topic), "consumerGroup": self._n(group), "mode": "POP",
-                "popShareQueueNum": pop_share_queue_num}
-        self._call(POP_CODES["SET_MESSAGE_REQUEST_MODE"], {}, json.dumps(mode).encode("utf-8"))
+                         pop_share_queue_num=-1, model="CLUSTERING", mode="POP"):  # type: ignore[no-untyped-def]
+        """SET_MESSAGE_REQUEST_MODE (``mode`` POP with ``pop_share_queue_num``, or PULL), as an operator's
+        ``mqadmin setConsumeMode`` would, then QUERY_ASSIGNMENT. RocketMQ answers a query it cannot allocate (no
+        consumer, unknown topic or strategy) with SUCCESS and no assignment set ("skip this round"): that is a
+        refusal here."""
+        request_mode = {"topic": self._n(topic), "consumerGroup": self._n(group), "mode": mode,
+                        "popShareQueueNum": pop_share_queue_num}
+        self._call(POP_CODES["SET_MESSAGE_REQUEST_MODE"], {}, json.dumps(request_mode).encode("utf-8"))
         body = {"topic": self._n(topic), "consumerGroup": self._n(group), "clientId": self._n(client_id),
                 "strategyName": wire_strategy_name(strategy), "messageModel": model}
         r = self._call(POP_CODES["QUERY_ASSIGNMENT"], {}, json.dumps(body).encode("utf-8"))

@@ -177,10 +177,10 @@ class Broker:
     # -- POP (reference.broker.pop) -------------------------------------------------------------
     def query_assignment(
         self, topic: str, group: str, client_id: str, strategy_name: str = "AllocateMessageQueueAveragely",
-        message_model: str = "CLUSTERING", pop_share_queue_num: int = -1,
+        message_model: str = "CLUSTERING", pop_share_queue_num: int = -1, mode: str = "POP",
     ) -> list[MessageQueue]:
         return self.pop_service.query_assignment(
-            topic, group, client_id, strategy_name, message_model, pop_share_queue_num
+            topic, group, client_id, strategy_name, message_model, pop_share_queue_num, mode
         )
 
     def pop(self, request: PopMessageRequest, channel: PopChannel) -> PopResponse | None:

@@ -4,7 +4,8 @@ A POP client does not allocate queues itself: it asks the broker, which runs the
 over the topic's queues and the group's registered client ids, both sorted. In POP mode the
 allocation is ``allocate4Pop`` (:class:`~reference.allocation.pop.PopShareAllocation`): with
 ``pop_share_queue_num`` k, a queue is shared by k + 1 consumers, and k <= 0 (or k >= n - 1) gives
-everyone every queue as queue id -1. Broadcasting gives every client every queue.
+everyone every queue as queue id -1. A group and topic set to PULL mode (SET_MESSAGE_REQUEST_MODE) get the named
+strategy's own allocation, as RocketMQ 5's doLoadBalance gives them. Broadcasting gives every client every queue.
 
 Each answer that gives a client a queue it did not have records ASSIGN (queue id -1 is recorded
 as every queue of the topic, with ``detail.pop_all``), with the queue's consume offset at that
@@ -17,6 +18,7 @@ from collections.abc import Callable
 
 from reference.allocation.errors import AllocationError
 from reference.allocation.message_queue import MessageQueue
+from reference.allocation.ordering import sort_cid_all
 from reference.allocation.pop import POP_ALL_QUEUE_ID, PopShareAllocation
 from reference.allocation.registry import strategy_from_params
 from reference.broker.consumer_manager import ConsumerManager
@@ -28,6 +30,8 @@ from reference.trace import SourceRecorder
 
 #: RocketMQ's default allocation strategy name for a POP client.
 DEFAULT_STRATEGY = "AllocateMessageQueueAveragely"
+#: How a group consumes a topic (RocketMQ's MessageRequestMode): POP allocates with allocate4Pop, PULL plainly.
+REQUEST_MODES = ("PULL", "POP")
 #: Error code when the group has no registered consumer (the client must heartbeat first).
 CONSUMER_NOT_ONLINE = "CONSUMER_NOT_ONLINE"
 
@@ -60,8 +64,10 @@ class QueryAssignmentProcessor:
         strategy_name: str = DEFAULT_STRATEGY,
         message_model: str = "CLUSTERING",
         pop_share_queue_num: int = -1,
+        mode: str = "POP",
     ) -> list[MessageQueue]:
-        """doLoadBalance: the queues ``client_id`` of ``group`` should pop, sorted."""
+        """doLoadBalance: the queues ``client_id`` of ``group`` should pop (``mode`` POP) or pull (PULL), sorted."""
+        require(mode in REQUEST_MODES, "mode", f"must be one of {REQUEST_MODES}")
         check_name(group, "consumerGroup")
         require(isinstance(client_id, str) and bool(client_id), "clientId", "must be a non-empty client id")
         require(message_model in MESSAGE_MODELS, "messageModel", f"must be one of {MESSAGE_MODELS}")
@@ -79,7 +85,8 @@ class QueryAssignmentProcessor:
                 )
             try:
                 inner = strategy_from_params(strategy_name, {})
-                result = PopShareAllocation(inner, pop_share_queue_num).allocate(group, client_id, mq_all, cid_all)
+                share = PopShareAllocation(inner, pop_share_queue_num) if mode == "POP" else inner
+                result = share.allocate(group, client_id, mq_all, sort_cid_all(cid_all))
             except KeyError:
                 raise InvalidRequest("strategyName", f"unknown allocation strategy {strategy_name!r}") from None
             except (AllocationError, ValueError, TypeError) as exc:

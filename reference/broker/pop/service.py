@@ -213,10 +213,10 @@ class PopService:
     # -- assignment ----------------------------------------------------------------------------
     def query_assignment(
         self, topic: str, group: str, client_id: str, strategy_name: str = DEFAULT_STRATEGY,
-        message_model: str = "CLUSTERING", pop_share_queue_num: int = -1,
+        message_model: str = "CLUSTERING", pop_share_queue_num: int = -1, mode: str = "POP",
     ) -> list[MessageQueue]:
         return self.assignment.query_assignment(
-            topic, group, client_id, strategy_name, message_model, pop_share_queue_num
+            topic, group, client_id, strategy_name, message_model, pop_share_queue_num, mode
         )
 
     def consume_offset(self, group: str, topic: str, queue_id: int) -> int:

@@ -554,9 +554,10 @@ def create_app(host: BrokerHost, name: str = "reference", api_keys: frozenset[st
         strategy: Annotated[m.PopStrategy, Query()] = DEFAULT_STRATEGY,
         popShareQueueNum: Annotated[int, Query(ge=-1, le=m.INT32_MAX)] = -1,  # noqa: N803
         messageModel: Annotated[m.MessageModel, Query()] = "CLUSTERING",  # noqa: N803
+        mode: Annotated[m.RequestMode, Query(description="POP (allocate4Pop) or PULL (the strategy's own)")] = "POP",
     ) -> m.Assignment:
         check_topic(topic)
-        queues = broker.query_assignment(topic, group, clientId, strategy, messageModel, popShareQueueNum)
+        queues = broker.query_assignment(topic, group, clientId, strategy, messageModel, popShareQueueNum, mode)
         return m.Assignment(consumerGroup=group, clientId=clientId, queues=[
             m.AssignedQueue(topic=q.topic, brokerName=q.broker_name, queueId=q.queue_id) for q in queues
         ])

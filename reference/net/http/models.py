@@ -232,6 +232,10 @@ class ClockState(BaseModel):
     nowMs: int
 
 
+#: How a group consumes a topic (RocketMQ's MessageRequestMode), for the broker's allocation.
+RequestMode = Literal["POP", "PULL"]
+
+
 class StoreLayout(BaseModel):
     """``GET /admin/store-layout`` (capability ``store_layout``): RocketMQ's mappedFileSizeCommitLog, the
     consume queue's units per file and cleanResourceInterval."""

@@ -158,11 +158,9 @@ class PopRequestHandlers:
         topic, group = str(doc.get("topic", "")), str(doc.get("consumerGroup", ""))
         model = str(doc.get("messageModel", "CLUSTERING"))
         mode, share = self.modes.get((topic, group), ("POP", DEFAULT_POP_SHARE_QUEUE_NUM))
-        require(mode == "POP", "mode", f"group {group!r} consumes {topic!r} in PULL mode: the reference allocates "
-                                       "only for POP (SET_MESSAGE_REQUEST_MODE with mode POP)")
         queues = self.broker.query_assignment(
             topic, group, str(doc.get("clientId", "")), str(doc.get("strategyName") or "AllocateMessageQueueAveragely"),
-            _MODELS.get(model, model), share,
+            _MODELS.get(model, model), share, mode,
         )
         body = {"messageQueueAssignments": [
             {"messageQueue": {"topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id}, "mode": mode}
