@@ -74,9 +74,10 @@ def _conform_over_wire(name: str, tmp_path: Path) -> tuple[int, dict[str, str]]:
 @pytest.mark.parametrize("name", CAUGHT)
 def test_broker_fault_is_caught_over_the_wire(name: str, tmp_path: Path) -> None:
     code, statuses = _conform_over_wire(name, tmp_path)
-    # Caught: a requirement it breaks fails (exit 1 when that is a MUST; PACK-9's fault breaks a SHOULD only).
+    # Caught: a requirement it breaks fails (exit 1 when that is a MUST; a fault that breaks a SHOULD only, as PACK-9's,
+    # may still break a MUST on its way, as pull-no-match-not-found's wrong code does to the pulls that follow).
     must = any(requirements()[r].level == "MUST" for r in CATALOGUE[name].breaks)
-    assert "fail" in statuses.values() and code == (1 if must else 0), (
+    assert "fail" in statuses.values() and code in ((1,) if must else (0, 1)), (
         f"{name} ({', '.join(CATALOGUE[name].breaks)}) survived the suite over remoting: {statuses}"
     )
 
