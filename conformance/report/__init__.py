@@ -108,7 +108,8 @@ def _clause_verdicts(req: spec.Requirement, tests: list[TestResult]) -> list[dic
     for key, text in req.clauses:
         mine = [t for t in tests if f"{req.id}.{key}" in t.reqs or req.id in t.reqs]
         status = _status(mine)
-        reason = next((t.summary for t in mine if t.outcome == "skipped" and t.summary), "")
+        # Why a clause was not judged (a passing clause needs none, whatever its other tests said).
+        reason = "" if status == "pass" else next((t.summary for t in mine if t.outcome == "skipped" and t.summary), "")
         out.append({"key": key, "text": text, "status": status,
                     "reason": reason or ("no test of this suite judges it" if status == "not-covered" else "")})
     return out
