@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from conformance import spec
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mqtck")
@@ -54,7 +56,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         # A clause marker ("CGRP-6.closed") is selected by its requirement's ID as well as by itself.
         ids = {str(a) for mark in item.iter_markers("req") for a in mark.args}
-        ids |= {i.partition(".")[0] for i in ids}
+        ids |= {spec.split_marker(i)[0] for i in ids}
         (keep if ids & wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

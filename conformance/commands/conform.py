@@ -130,26 +130,25 @@ def run(args: argparse.Namespace) -> int:
             "-p", "no:terminal", f"--mqtck-target={args.target}", f"--mqtck-results={results}",
             "-W", "ignore::pytest.PytestAssertRewriteWarning",
             *([f"--mqtck-only={','.join(args.only)}"] if args.only else []),
-            *(["--mqtck-slow"] if getattr(args, "slow", False) else []), *extra,
+            *(["--mqtck-slow"] if args.slow else []), *extra,
         ]
 
     # With several workers, the tests that act on the whole broker (restart, retention, run-time settings) would
     # disturb the others: they run afterwards, on one worker, into a results file of their own. A served broker on
     # simulated time has one clock for every test: one test's advance moves another's held requests and
     # invisibility, so its tests all run on one worker (in-process, each test has a reference of its own).
+    console = Console(stderr=True)
     workers = args.workers
-    if workers > 1 and "clock_control" in capabilities and args.target not in ("reference",) \
-            and not args.target.startswith("mutant:"):
+    served = parse_target(args.target).kind not in ("reference", "mutant")
+    if workers > 1 and served and "clock_control" in capabilities:
         workers = 1
         if not args.json:
-            console_note = Console(stderr=True)
-            console_note.print(f"mqtck conform: {args.target} runs on simulated time, one clock for every test: "
-                               f"running on one worker, not {args.workers}", markup=False, highlight=False)
+            console.print(f"mqtck conform: {args.target} runs on simulated time, one clock for every test: "
+                          f"running on one worker, not {args.workers}", markup=False, highlight=False)
     phases = [pytest_args(results_file)] if workers == 1 else [
         pytest_args(results_file, "-n", str(workers), "--mqtck-phase=shared"),
         pytest_args(Path(f"{results_file}.exclusive"), "--mqtck-phase=exclusive"),
     ]
-    console = Console(stderr=True)
     started = time.monotonic()
     with Ticker("conform", "conformance tests", quiet=args.json, console=console) as ticker:
         for n, phase_args in enumerate(phases):
@@ -166,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         vs = [v for v in vs if v.id in args.only or v.tests]
     extra: dict = {"duration_s": round(elapsed, 3), "run": run_dir.name,
                    "implementation": args.implementation or args.target, "profiles": args.profile,
-                   "slow": bool(getattr(args, "slow", False))}
+                   "slow": args.slow}
     if expected is not None:
         extra["expectations"] = expected.name
     if mutant_names:

@@ -195,9 +195,10 @@ def build(runs: list[Run], families: dict[str, spec.Family] | None = None,
             counts[c["status"]] = counts.get(c["status"], 0) + 1
             must_fail += row["level"] == "MUST" and c["status"] == "fail"
             if row["level"] == "MUST" and c["status"] == "expected-fail":
-                must_expected.append({"id": row["id"], "reason": (c["expectation"] or {}).get("reason", ""),
-                                      "source": (c["expectation"] or {}).get("source", "")})
-        columns.append({**_column(label, key, run, totals, must_fail), "must_expected_fail": must_expected})
+                known = c["expectation"] or {}
+                must_expected.append({"id": row["id"], "reason": known.get("reason", ""),
+                                      "source": known.get("source", "")})
+        columns.append(_column(label, key, run, totals, must_fail, must_expected))
     return {
         "version": MATRIX_VERSION,
         "statuses": [*STATUSES, ABSENT],
@@ -210,7 +211,8 @@ def build(runs: list[Run], families: dict[str, spec.Family] | None = None,
     }
 
 
-def _column(label: str, key: str, run: Run, counts: dict[str, int], must_fail: int) -> dict[str, Any]:
+def _column(label: str, key: str, run: Run, counts: dict[str, int], must_fail: int,
+            must_expected_fail: list[dict[str, str]]) -> dict[str, Any]:
     doc = run.doc
     return {
         "label": label, "key": key, "target": str(doc.get("target", "")),
@@ -218,6 +220,7 @@ def _column(label: str, key: str, run: Run, counts: dict[str, int], must_fail: i
         # The run folder's name only: a published matrix must not carry one machine's paths.
         "path": run.path.resolve().name, "verdict": str(doc.get("verdict", "")), "duration_s": doc.get("duration_s"),
         "profiles": _profiles(doc), "expectations": doc.get("expectations"), "counts": counts, "must_fail": must_fail,
+        "must_expected_fail": must_expected_fail,
     }
 
 
