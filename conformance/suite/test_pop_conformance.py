@@ -30,6 +30,9 @@ REVIVE_DELAY_MS = 2_000
 SLACK_MS = 1_000
 #: Over the wire: how long after ackTimeInterval + 1 s a broker may take to revive (its periodic scans).
 WIRE_REVIVE_SLACK_MS = 15_000
+#: The poll time of a pop held until a revive answers it: longer than any revive bound, so an answer within the
+#: bound is a wake-up, not the poll's end.
+HELD_POLL_MS = 30_000
 #: Over the wire: how long a test waits past an instant before it checks that nothing came back. Shorter than
 #: the revive slack (a broker that revived even later would go unseen, never wrongly failed): RocketMQ 5
 #: revives about 5 s after the invisibility ends on this machine.
@@ -589,22 +592,44 @@ def test_consume_offset_moves_in_pop_order(target) -> None:  # type: ignore[no-u
 
 
 # -- REVIVE ----------------------------------------------------------------------------------------
-@pytest.mark.req("REVIVE-2", "REVIVE-5")
+@pytest.mark.req("REVIVE-5.wake")
+def test_a_revive_wakes_the_groups_held_pop(target) -> None:  # type: ignore[no-untyped-def]
+    """Seed 004 §4.4.6: once a checkpoint's message is put back into the retry topic, the revive service notifies
+    the group's pops of every queue (queue id -1): a held pop is answered by the revive, long before its poll time."""
+    target.create_topic(T, 2)
+    (msg_id,) = send_n(target, 1, 1)
+    pop_now(target, invisible_ms=3_000)
+    held = target.pop(G, T, -1, 32, 3_000, HELD_POLL_MS)
+    assert not held.done()
+    bound_ms = 3_000 + REVIVE_DELAY_MS + (SLACK_MS if clocked(target) else WIRE_REVIVE_SLACK_MS)
+    if clocked(target):
+        target.advance(bound_ms)
+    else:
+        deadline = time.monotonic() + bound_ms / 1000
+        while not held.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert held.done(), f"the held pop (poll {HELD_POLL_MS} ms) was not answered by the revive within {bound_ms} ms"
+    (m,) = held.result().messages
+    assert (m.msg_id, m.retry) == (msg_id, True), "the pop was answered with the revived message"
+
+
+@pytest.mark.req("REVIVE-2", "REVIVE-5.popped")
 def test_revived_messages_are_popped_again_with_growing_reconsume_times(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic(T, 2)
     (msg_id,) = send_n(target, 1, 1)
     pop_now(target, invisible_ms=3_000)
-    held = target.pop(G, T, -1, 32, 3_000, 30_000)
+    held = target.pop(G, T, -1, 32, 3_000, HELD_POLL_MS)
     assert not held.done()
     if clocked(target):
         target.advance(3_000 + REVIVE_DELAY_MS + SLACK_MS)
-        assert held.done(), "a revive must wake the group's held pop"
     else:
         deadline = time.monotonic() + (3_000 + REVIVE_DELAY_MS + WIRE_REVIVE_SLACK_MS) / 1000
         while not held.done() and time.monotonic() < deadline:
             pass
+    if clocked(target):
+        target.advance(HELD_POLL_MS)  # REVIVE-5.wake judges when; this test, what was popped
     (m,) = held.result().messages
-    assert (m.msg_id, m.reconsume_times, m.topic, m.retry) == (msg_id, 1, T, True), "woken by the revive"
+    assert (m.msg_id, m.reconsume_times, m.topic, m.retry) == (msg_id, 1, T, True), "the revived message"
     _, got = wait_for_redelivery(target, 3_000 + REVIVE_DELAY_MS + SLACK_MS)
     (m2,) = got
     assert (m2.msg_id, m2.reconsume_times) == (msg_id, 2), "a retried message is revived again, +1"
