@@ -43,6 +43,8 @@ WIRE_TOLERANCE_MS = 250
 #: test_polling_full_over_the_wire: the pops' poll time, and how long the test waits for the broker to refuse the
 #: ones past the limit (well inside the poll time, so no held pop is answered in the meantime).
 POLLING_FULL_POLL_MS = 60_000
+#: How much earlier than its poll time a held pop's time-out may be answered (the broker's 50 ms, two clocks).
+EARLY_TOLERANCE_MS = 1_000
 POLLING_FULL_WAIT_S = 40.0
 #: popPollingSize: RocketMQ holds this many pops per (topic, group, queue id), plus one (POP-7).
 POP_POLLING_SIZE = 1_024
@@ -283,8 +285,8 @@ def test_held_pop_woken_by_matching_arrival_or_timed_out(target) -> None:  # typ
 def test_polling_full_over_the_wire(target) -> None:  # type: ignore[no-untyped-def]
     """Ten pops more than popPollingSize + 1 for one (topic, group, queue id): pops beyond the limit are answered
     POLLING_FULL without waiting for their poll time, and a pop of another queue id is still held. A broker works
-    on pops in parallel (RocketMQ: a thread pool), so which of the last ones are refused is not fixed: the test
-    looks at the last fifty and asks that some were refused, each with POLLING_FULL."""
+    on pops in parallel (RocketMQ: a thread pool), so which ones are refused is not fixed: the test asks that some
+    were refused, each with POLLING_FULL, and no more than the ten beyond the limit."""
     if clocked(target):
         pytest.skip("not applicable: the simulated-time variant below checks this exactly")
     target.create_topic(T, 1)
@@ -296,8 +298,16 @@ def test_polling_full_over_the_wire(target) -> None:  # type: ignore[no-untyped-
     while not any(p.done() for p in pops[-50:]) and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(WIRE_WAKE_S)  # the refusals answered right after the first
-    refused = [p.result().code for p in pops[-50:] if p.done()]
-    assert refused and set(refused) == {"POLLING_FULL"}, f"answers among the last 50 pops: {refused}"
+    answers = [p.result() for p in pops if p.done()]
+    refused = [a.code for a in answers if a.code == "POLLING_FULL"]
+    # A loaded broker may take most of the poll time to work through them all: held pops then time out (POLLING_TIMEOUT
+    # at their poll time), which is right; any other early answer is not.
+    others = sorted({(a.code, a.held_ms // 1000) for a in answers
+                     if a.code != "POLLING_FULL" and a.held_ms < POLLING_FULL_POLL_MS - EARLY_TOLERANCE_MS})
+    assert refused and not others, f"{len(refused)} POLLING_FULL; others before the poll time (code, s): {others}"
+    # popPollingSize + 1 are held; a broker racing its own size check may hold a few more, never fewer.
+    assert len(refused) <= len(pops) - (POP_POLLING_SIZE + 1), (
+        f"{len(refused)} of {len(pops)} pops refused: fewer than popPollingSize + 1 = {POP_POLLING_SIZE + 1} held")
     other_key = target.pop(G, T, -1, 1, 30_000, 30_000)
     assert not answered(target, other_key), "the limit is per (topic, group, queue id)"
 

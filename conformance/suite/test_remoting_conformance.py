@@ -77,6 +77,8 @@ EARLY_TOLERANCE_MS = 50
 SUSPEND_MS = 1_000
 #: The woken pull's suspend time: long enough that a wake-up is clearly not the time-out.
 WAKE_SUSPEND_MS = 4_000
+#: PULL-3: the suspendTimeoutMillis a pull without the SUSPEND bit carries (a broker must not hold it at all).
+ASKED_SUSPEND_MS = 15_000
 #: LPOLL-1: the suspend time of a pull woken at once, and watched for a second answer until it would have timed out
 #: and one hold check more.
 ONCE_SUSPEND_MS = 3_000
@@ -568,6 +570,22 @@ def test_a_held_pull_is_answered_when_a_message_arrives(target, client) -> None:
         f"REMOTING-7: answered {(answered - sent) * 1000:.0f} ms after the arrival (bound {WAKE_BOUND_MS} ms)")
     assert (answered - started) * 1000 < WAKE_SUSPEND_MS, "REMOTING-7: answered by the time-out, not the arrival"
     assert [(m.queue_offset, m.body) for m in records(r)] == [(1, b"wake")]
+
+
+@pytest.mark.req("PULL-3")
+@pytest.mark.needs("remoting_wire", "pull")
+def test_a_pull_without_the_suspend_flag_is_answered_at_once_whatever_its_timeout(target, client) -> None:  # type: ignore[no-untyped-def]
+    """The flag decides, not suspendTimeoutMillis: a pull of an empty queue with a 15 s timeout but no SUSPEND bit
+    is answered PULL_NOT_FOUND at once (a broker holding it would answer at a hold check, seconds later)."""
+    target.create_topic("P3", 1)
+    topic, group = target.namespaced("P3"), target.namespaced("GP3")
+    fields = {**pull_fields(group, topic, 0, 0, suspend_ms=ASKED_SUSPEND_MS), "sysFlag": PULL_SUBSCRIPTION}
+    br = client(target.broker_addr)
+    started = time.monotonic()
+    r = br.invoke(RequestCode.PULL_MESSAGE, fields, timeout_s=PATIENCE_S)
+    took_ms = (time.monotonic() - started) * 1000
+    assert r.code == ResponseCode.PULL_NOT_FOUND, f"PULL-3: code {r.code} {r.remark}"
+    assert took_ms <= WAKE_BOUND_MS, f"PULL-3: answered after {took_ms:.0f} ms, not at once (bound {WAKE_BOUND_MS} ms)"
 
 
 @pytest.mark.req("LPOLL-1.once")
