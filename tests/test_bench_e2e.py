@@ -5,6 +5,9 @@ tests/peers and tests/interop)."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +56,22 @@ def test_the_cpp_program_takes_the_broker_from_a_one_broker_route_and_refuses_mo
     assert broker_of(one, TOPIC) == ("broker-a", "127.0.0.1:1")
     with pytest.raises(SystemExit, match="2 brokers"):
         broker_of({"brokerDatas": one["brokerDatas"] * 2}, TOPIC)
+
+
+def test_a_consumer_whose_shutdown_hangs_is_killed_and_its_trace_gets_a_crash_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conformance.bench import e2e
+
+    monkeypatch.setattr(e2e, "SHUTDOWN_WAIT_S", 0.5)
+    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
+                                 "signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"],
+                                stdout=subprocess.PIPE, text=True)
+    assert stubborn.stdout is not None and stubborn.stdout.readline() == "ready\n"
+    stubborn.send_signal(signal.SIGTERM)
+    trace = tmp_path / "c0.jsonl"
+    _write(trace, {"schema_version": 1, "run": "e2e", "ts": 1, "source": "client:c", "seq": 7, "event": "CONSUME"})
+    events: dict[str, object] = {}
+    e2e._await_shutdown([stubborn], [trace], events, lambda _text: None)
+    assert stubborn.returncode == -signal.SIGKILL and events == {"consumer 0 shutdown_hung": True}
+    last = json.loads(trace.read_text().splitlines()[-1])
+    assert (last["event"], last["source"], last["seq"]) == ("CRASH", "client:c", 8)

@@ -9,7 +9,9 @@ a SEND row, consumed OK; the group's first pull of every queue at offset 0): the
 start from its first ASSIGN and expects nothing without one. ALO-3 is judged by the audit (duplicates and their
 causes need only CONSUME rows; without REVOKE rows a duplicate by the same consumer after its queue went away and
 came back would be counted unknown, a false alarm, never a hidden one). REBAL-5 (commit after drop), REBAL-4, REBAL-2
-and CONSUME-2 (unsafe commit) are not judged, and the result says so.
+and CONSUME-2 (unsafe commit) are not judged, and the result says so. The client's shutdown sometimes hangs (one
+run in five here: a rebalance during the shutdown waits for ever on the retry queue's pull); the harness then kills
+it and the result says ``consumer N shutdown_hung``, which this test allows: what the consumer did is in its trace.
 
 Size: CI's interop-remoting lane may grow by about 4 minutes for both brokers. 10,000 messages at 500/s (20 s of
 sending): measured on 2 cores, each run about 100 s, most of it the brokers' start and the Spark audit."""
@@ -32,7 +34,7 @@ MESSAGES, RATE = 10_000, 500
 @pytest.mark.parametrize("broker", BROKERS)
 def test_a_recorded_cpp_deployment_with_a_kill_audits_clean(tmp_path: Path, broker: str) -> None:
     result = run_e2e(tmp_path, "--client", "cpp", "--peer", broker, messages=MESSAGES, rate=RATE,
-                     rebalance_rows=False)
+                     rebalance_rows=False, shutdown_may_hang=True)
     assert result["params"]["client"] == "rocketmq-client-cpp 1.2.3 (rocketmq 0.4.4)"
     assert result["params"]["peer"] == broker
     audit = result["audit"]
