@@ -10,11 +10,12 @@ start from its first ASSIGN and expects nothing without one. ALO-3 is judged by 
 causes need only CONSUME rows; without REVOKE rows a duplicate by the same consumer after its queue went away and
 came back would be counted unknown, a false alarm, never a hidden one). REBAL-5 (commit after drop), REBAL-4, REBAL-2
 and CONSUME-2 (unsafe commit) are not judged, and the result says so. The client's shutdown sometimes hangs (one
-run in five here: a rebalance during the shutdown waits for ever on the retry queue's pull); the harness then kills
+run in eight here: a rebalance during the shutdown waits for ever on the retry queue's pull); the harness then kills
 it and the result says ``consumer N shutdown_hung``, which this test allows: what the consumer did is in its trace.
 
 Size: CI's interop-remoting lane may grow by about 4 minutes for both brokers. 10,000 messages at 500/s (20 s of
-sending): measured on 2 cores, each run about 100 s, most of it the brokers' start and the Spark audit."""
+sending): measured on 2 cores shared with another engineer's gates, 82-117 s a broker and 188-199 s for both, most
+of it the brokers' start and the Spark audit (50-80 s); a hung shutdown adds 30 s."""
 
 from __future__ import annotations
 
