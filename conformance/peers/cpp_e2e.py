@@ -186,7 +186,7 @@ def consume(namesrv: str, topic: str, group: str, trace_path: str, run: str) -> 
 
 def main(argv: list[str]) -> int:
     try:
-        if len(argv) == 5 and argv[0] == "produce":
+        if len(argv) == 5 and argv[0] == "produce" and argv[3].isdigit() and argv[4].isdigit() and int(argv[4]) > 0:
             produce(argv[1], argv[2], int(argv[3]), int(argv[4]))
             return 0
         if len(argv) == 6 and argv[0] == "consume":
