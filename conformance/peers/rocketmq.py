@@ -458,7 +458,7 @@ def _property(value: object) -> str:
 
 def _typed(name: str, text: str) -> object:
     """A RocketMQ property value typed as the control channel's setting ``name`` is."""
-    if name == "longPollingEnable":
+    if name in ("longPollingEnable", "enablePopBufferMerge"):
         return text.lower() == "true"
     if name == "deleteWhen":
         return text

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -61,6 +62,28 @@ G = "PopG"
 
 def clocked(target) -> bool:  # type: ignore[no-untyped-def]
     return "clock_control" in target.capabilities
+
+
+#: Checkpoint buffering (enablePopBufferMerge; seed 004 §3.2.3: off by default in RocketMQ, on in the reference). The
+#: ack and revive tests below run as the target is and, where its runner can switch it (``broker_config``), with
+#: buffering on and off: an ack then meets its checkpoint in memory or in the revive log.
+AS_IS = pytest.param(None, id="as-is")
+BUFFERED = pytest.param(True, id="buffered", marks=pytest.mark.needs("broker_config"))
+UNBUFFERED = pytest.param(False, id="unbuffered", marks=pytest.mark.needs("broker_config"))
+
+
+@pytest.fixture
+def buffering(request, target) -> Iterator[bool | None]:  # type: ignore[no-untyped-def]
+    """The test's checkpoint buffering (its ``buffering`` parameter): set for the test, put back afterwards."""
+    wanted = request.param
+    if wanted is None:
+        yield None
+        return
+    previous = target.configure({"enablePopBufferMerge": wanted})
+    try:
+        yield wanted
+    finally:
+        target.configure(previous)
 
 
 def slack(target) -> int:  # type: ignore[no-untyped-def]
@@ -409,7 +432,8 @@ def test_receipt_handles_are_unique_per_delivery(target) -> None:  # type: ignor
 
 
 @pytest.mark.req("PACK-3")
-def test_acked_messages_are_never_delivered_again(target) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("buffering", [AS_IS, BUFFERED, UNBUFFERED], indirect=True)
+def test_acked_messages_are_never_delivered_again(target, buffering) -> None:  # type: ignore[no-untyped-def]
     target.create_topic(T, 1)
     send_n(target, 0, 3)
     popped = pop_now(target, invisible_ms=5_000).messages
@@ -424,7 +448,8 @@ def test_acked_messages_are_never_delivered_again(target) -> None:  # type: igno
 
 
 @pytest.mark.req("REVIVE-3", "PACK-3")
-def test_ack_after_the_checkpoint_left_memory(target) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("buffering", [AS_IS, BUFFERED, UNBUFFERED], indirect=True)
+def test_ack_after_the_checkpoint_left_memory(target, buffering) -> None:  # type: ignore[no-untyped-def]
     """RocketMQ #7724: an ack that comes after the checkpoint was written to the revive log."""
     target.create_topic(T, 1)
     send_n(target, 0, 2)
@@ -648,7 +673,8 @@ def test_revived_messages_are_popped_again_with_growing_reconsume_times(target) 
 
 @pytest.mark.req("REVIVE-6")
 @pytest.mark.needs("restart")
-def test_restart_loses_nothing_and_revives_nothing_twice(target) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("buffering", [AS_IS, BUFFERED], indirect=True)
+def test_restart_loses_nothing_and_revives_nothing_twice(target, buffering) -> None:  # type: ignore[no-untyped-def]
     target.create_topic(T, 1)
     send_n(target, 0, 4)
     m0, m1, m2, m3 = pop_now(target, invisible_ms=RESTART_INVISIBLE_MS).messages

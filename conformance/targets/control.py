@@ -103,13 +103,15 @@ REGISTRY_KEYS = ("channel_expired_timeout_ms", "channel_scan_interval_ms")
 #: the peers mqtck launches), ``fileReservedTime`` (hours a segment is kept) and ``diskMaxUsedSpaceRatio``
 #: (percent of disk usage that triggers deletion at any hour; RocketMQ reads it clamped to [10, 95]) and
 #: ``accessMessageInMemoryMaxRatio`` (percent of physical memory behind the commit log's end that is "in memory";
-#: 0 puts every message but the last in disk, so the in-disk batch limits show on any machine).
+#: 0 puts every message in disk, so the in-disk batch limits show on any machine) and ``enablePopBufferMerge``
+#: (POP checkpoints and acks matched in memory first; RocketMQ's default is off, the reference's on).
 BROKER_SETTINGS: dict[str, str] = {
     "longPollingEnable": "true or false",
     "deleteWhen": "hours 00-23 joined by ';'",
     "fileReservedTime": "an integer >= 0",
     "diskMaxUsedSpaceRatio": "an integer in [10, 95]",
     "accessMessageInMemoryMaxRatio": "an integer in [0, 100]",
+    "enablePopBufferMerge": "true or false",
 }
 #: How long the client waits for ``GET /capabilities`` (a runner answers it at once).
 PROBE_TIMEOUT_S = 5.0
@@ -228,7 +230,7 @@ def check_race(doc: dict[str, Any]) -> tuple[str, int, list[tuple[bytes, str | N
 
 
 def _setting_ok(name: str, value: object) -> bool:
-    if name == "longPollingEnable":
+    if name in ("longPollingEnable", "enablePopBufferMerge"):
         return isinstance(value, bool)
     if name == "deleteWhen":
         return isinstance(value, str) and all(p.isascii() and p.isdigit() and 0 <= int(p) <= 23

@@ -1,13 +1,13 @@
 """Broker settings changed while it runs, by RocketMQ's property names (its UPDATE_BROKER_CONFIG).
 
 An operator of a RocketMQ broker changes ``longPollingEnable``, ``deleteWhen``, ``fileReservedTime``,
-``diskMaxUsedSpaceRatio`` or ``accessMessageInMemoryMaxRatio`` without a restart, and the broker reads each of
-them again where it uses it (the hold service's wait and the dispatch's arrival notice; every clean run; every
-pull that asks whether a message is in disk). The reference does the same: its
-runner (``mqtck broker --remoting --control``) offers this as the control channel's ``POST /config``, so a
-conformance test can switch to short polling or make retention fire, on the reference and on a real broker
-alike. The runner puts the changed settings on the new broker after a restart, as RocketMQ keeps them (its
-UPDATE_BROKER_CONFIG writes them to the broker's configuration file).
+``diskMaxUsedSpaceRatio``, ``accessMessageInMemoryMaxRatio`` or ``enablePopBufferMerge`` without a restart, and
+the broker reads each of them again where it uses it (the hold service's wait and the dispatch's arrival notice;
+every clean run; every pull that asks whether a message is in disk; every checkpoint a pop or an ack adds). The
+reference does the same: its runner (``mqtck broker --remoting --control``) offers this as the control channel's
+``POST /config``, so a conformance test can switch to short polling, make retention fire or buffer checkpoints, on
+the reference and on a real broker alike. The runner puts the changed settings on the new broker after a restart,
+as RocketMQ keeps them (its UPDATE_BROKER_CONFIG writes them to the broker's configuration file).
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "fileReservedTime": ("store", "file_reserved_time_hours"),
     "diskMaxUsedSpaceRatio": ("store", "disk_max_used_space_ratio"),
     "accessMessageInMemoryMaxRatio": ("store", "access_message_in_memory_max_ratio"),
+    "enablePopBufferMerge": ("pop", "enable_pop_buffer_merge"),
 }
+#: The settings that are true or false.
+BOOLEAN_SETTINGS = frozenset({"longPollingEnable", "enablePopBufferMerge"})
 
 
 def apply_settings(broker: Broker, settings: dict[str, Any]) -> dict[str, Any]:
@@ -37,7 +40,7 @@ def apply_settings(broker: Broker, settings: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"{unknown[0]}: not a setting that changes at run time ({', '.join(SETTINGS)})")
     for name, value in settings.items():
         _, field = SETTINGS[name]
-        if field == "long_polling_enable" and not isinstance(value, bool):
+        if name in BOOLEAN_SETTINGS and not isinstance(value, bool):
             raise ValueError(f"{name}: must be true or false, got {value!r}")
     store_changes = {SETTINGS[n][1]: v for n, v in settings.items() if SETTINGS[n][0] == "store"}
     if store_changes:
@@ -52,7 +55,7 @@ def apply_settings(broker: Broker, settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def _holder(broker: Broker, name: str) -> Any:
-    return broker.config if SETTINGS[name][0] == "broker" else broker.store.config
+    return {"broker": broker.config, "store": broker.store.config, "pop": broker.pop_service.config}[SETTINGS[name][0]]
 
 
 def _name_of(message: str) -> str:
