@@ -42,7 +42,8 @@ def test_reference_passes_and_writes_all_reports(tmp_path: Path) -> None:
     # reaches a removed record (OFFSET-7, judged on RocketMQ 4.x).
     applicable_elsewhere = {"remoting_wire", "kill_restart", "retention_expire", "store_layout", "broker_config",
                             "manual_delete", "torn_restart", "fresh_store", "(RETAIN-9)",
-                            "has clock_control"}  # LPOLL-6's short polling is watched in real time
+                            # real-time settings tests: LPOLL-6's short polling, RETAIN-1..4's clean runs
+                            "has clock_control", "runs on simulated time"}
     for r in summary["requirements"]:
         if r["status"] == "not-applicable":
             reasons = " ".join(t["message"] for t in r["tests"])

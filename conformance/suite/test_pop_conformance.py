@@ -854,3 +854,18 @@ def test_pop_allocation_with_more_consumers_than_queues_gives_one_queue_each(tar
         got = {cid: [q[2] for q in target.query_assignment(group, topic, cid, pop_share_queue_num=share_num)]
                for cid in cids}
         assert got == {cid: [i % 3] for i, cid in enumerate(cids)}, f"popShareQueueNum {share_num}: {got}"
+
+
+@pytest.mark.req("ALLOC-1")
+@pytest.mark.needs("consumer_registry")
+def test_the_brokers_allocation_sorts_queues_by_number_and_client_ids_as_strings(target) -> None:  # type: ignore[no-untyped-def]
+    """The rebalance sorts mqAll by numeric queue id and cidAll in Java String order before the strategy runs: with
+    12 queues and the ids k9, k10, k1 (registered in that order), AllocateMessageQueueAveragely gives k1 queues 0-3,
+    k10 4-7 and k9 8-11 (a string sort of the queues would put 10 and 11 after 1; a numeric sort of the ids, k9
+    before k10)."""
+    topic, group = "PopSort12", "PopSortG"
+    target.create_topic(topic, 12)
+    for cid in ("k9", "k10", "k1"):
+        target.heartbeat(f"conn-{topic}-{cid}", cid, group, {topic: "*"})
+    got = {cid: [q[2] for q in target.query_assignment(group, topic, cid, mode="PULL")] for cid in ("k1", "k10", "k9")}
+    assert got == {"k1": [0, 1, 2, 3], "k10": [4, 5, 6, 7], "k9": [8, 9, 10, 11]}, f"shares: {got}"
