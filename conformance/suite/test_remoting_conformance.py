@@ -100,6 +100,12 @@ DELAY_LEVEL_1S = 1
 FIRST_RETRY_S = 10.0
 #: How long the first retry's copy must stay away: its delay less room for two clocks and a loaded machine.
 FIRST_RETRY_ABSENT_S = 8.0
+#: REVIVE-1: queues of the revive log (reviveQueueNum), the invisible time of a pop whose checkpoint stays in memory
+#: (its revive time at least popCkStayBufferTimeOut + 1.5 s = 4.5 s away) and of one written at once, and how long
+#: past the first's revive time the test looks (ackTimeInterval + 1 s, the scans, a loaded machine).
+REVIVE_QUEUES = 8
+BUFFERED_INVISIBLE_MS, UNBUFFERED_INVISIBLE_MS = 8_000, 3_000
+REVIVE_WAIT_MS = 5_000
 #: MQVersion.Version.V3_4_9.ordinal(): the first client version whose send-back maxReconsumeTimes Apache reads.
 V3_4_9 = 165
 #: With clock control: simulated time advanced for a retry copy of delay level 1 (1 s) to become pullable.
@@ -326,15 +332,18 @@ def route(ns: RemotingClient, topic: str) -> RemotingCommand:
     return ns.invoke(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout_s=PATIENCE_S)
 
 
-def broker_name(target) -> str:  # type: ignore[no-untyped-def]
-    """The name of the target's broker, from the route of TBW102 (the one every client asks for)."""
+def own_broker_data(target) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """The target broker's entry in the route of TBW102 (the one every client asks for): its name and cluster."""
     ns = RemotingClient(target.namesrv)
     try:
         body = loads_body(route(ns, "TBW102").body)
     finally:
         ns.close()
-    return next(str(b["brokerName"]) for b in body["brokerDatas"]
-                if b.get("brokerAddrs", {}).get("0") == target.broker_addr)
+    return next(b for b in body["brokerDatas"] if b.get("brokerAddrs", {}).get("0") == target.broker_addr)
+
+
+def broker_name(target) -> str:  # type: ignore[no-untyped-def]
+    return str(own_broker_data(target)["brokerName"])
 
 
 # -- REMOTING-1 ----------------------------------------------------------------------------------------------
@@ -879,6 +888,64 @@ def test_a_waiting_retry_copy_is_delivered_after_a_broker_restart(target, client
     after = client(target.broker_addr)
     copy = wait_for_copies(target, after, sent.group, sent.retry, 1, FIRST_RETRY_S)[0]
     assert copy.msg_id == sent.uniq, f"CONSUME-10: the copy after the restart is {copy.msg_id}, not {sent.uniq}"
+
+
+# -- REVIVE-1: which checkpoints reach the revive log ---------------------------------------------------------
+class ReviveLogReader:
+    """Reads the records of the revive log (``rmq_sys_REVIVE_LOG_{cluster}``, all its queues) written after it was
+    opened, keeping those about one topic and group: checkpoints and acks are JSON bodies naming them (t, c)."""
+
+    def __init__(self, target, conn: RemotingClient, topic: str, group: str) -> None:  # type: ignore[no-untyped-def]
+        self.conn, self.topic, self.group = conn, topic, group
+        self.log = f"rmq_sys_REVIVE_LOG_{own_broker_data(target)['cluster']}"
+        self.start = {q: self._max(q) for q in range(REVIVE_QUEUES)}
+
+    def _max(self, queue_id: int) -> int:
+        r = self.conn.invoke(RequestCode.GET_MAX_OFFSET, {"topic": self.log, "queueId": queue_id}, timeout_s=PATIENCE_S)
+        return int(r.ext_fields.get("offset", 0)) if r.code == ResponseCode.SUCCESS else 0
+
+    def mine(self) -> list[tuple[str | None, dict[str, Any]]]:
+        """(tag, body) of every record since opening that names this topic and group."""
+        out = []
+        for queue_id, offset in self.start.items():
+            got = pull(self.conn, "mqtck-revive-reader", self.log, queue_id, offset)
+            for record in decode_records(got.body) if got.code == ResponseCode.SUCCESS and got.body else []:
+                with contextlib.suppress(ValueError):
+                    body = json.loads(record.body)
+                    if isinstance(body, dict) and (body.get("t"), body.get("c")) == (self.topic, self.group):
+                        out.append((record.tags, body))
+        return out
+
+
+@pytest.mark.req("REVIVE-1")
+@pytest.mark.needs("remoting_wire", "pop", "broker_config")
+def test_a_buffered_checkpoint_acknowledged_in_full_never_reaches_the_revive_log(target, client) -> None:  # type: ignore[no-untyped-def]
+    """With checkpoints buffered (enablePopBufferMerge): a pop whose revive time is at least 4.5 s away keeps its
+    checkpoint in memory, and acknowledged in full within its stay it is never written, nor its ack; a pop revived
+    sooner is written to the revive log (RocketMQ delivers the record a second before its revive time)."""
+    previous = target.configure({"enablePopBufferMerge": True})
+    try:
+        target.create_topic("R1", 1)
+        topic, group = target.namespaced("R1"), target.namespaced("GR1")
+        reader = ReviveLogReader(target, client(target.broker_addr), topic, group)
+        for i in range(2):
+            target.send("R1", 0, b"r1-%d" % i)
+        settle(target, "R1", 0, 2)
+        (kept,) = target.pop("GR1", "R1", 0, 1, BUFFERED_INVISIBLE_MS, 0).result().messages
+        target.ack("GR1", "R1", kept.handle)
+        (written,) = target.pop("GR1", "R1", 0, 1, UNBUFFERED_INVISIBLE_MS, 0).result().messages
+        if "clock_control" in target.capabilities:
+            target.advance(BUFFERED_INVISIBLE_MS + REVIVE_WAIT_MS)
+        else:
+            time.sleep((BUFFERED_INVISIBLE_MS + REVIVE_WAIT_MS) / 1000)
+        records = reader.mine()
+        offsets = sorted({int(body.get("so", -1)) for _, body in records})
+        assert offsets == [written.queue_offset], (
+            f"REVIVE-1: revive-log records of this test's pops {records}: expected only the checkpoint of the pop "
+            f"at offset {written.queue_offset} (revived in {UNBUFFERED_INVISIBLE_MS} ms), none of the acknowledged "
+            f"buffered one at {kept.queue_offset}")
+    finally:
+        target.configure(previous)
 
 
 # -- REMOTING-11 ---------------------------------------------------------------------------------------------
