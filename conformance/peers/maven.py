@@ -65,7 +65,8 @@ def _classpath(pom_dir: Path, label: str, version: str, refresh: bool) -> list[s
             return jars
     mvn = require_tool("mvn", "Maven resolves the peer's jars from Maven Central")
     cached.parent.mkdir(parents=True, exist_ok=True)
-    out = cached.with_suffix(".tmp")
+    # Per process: CI's interop and gate lanes may resolve the same peer at once on a fresh machine.
+    out = cached.with_suffix(f".{os.getpid()}.tmp")
     cmd = [mvn, "-q", "-B", "-f", str(pom_dir / "pom.xml"), f"-Drocketmq.version={version}",
            "dependency:build-classpath", f"-Dmdep.outputFile={out}"]
     run_build(cmd, step=f"Maven's resolution of {label}", timeout_s=RESOLVE_TIMEOUT_S, first_error=_first_error)
