@@ -74,9 +74,10 @@ def _check_kept(target, sent, queues: int) -> None:  # type: ignore[no-untyped-d
 
 #: A clean restart, which also judges committed offsets (persisted at shutdown: QOFF-2), and one as after SIGKILL.
 RESTARTS = [
-    pytest.param(False, id="clean",
-                 marks=(pytest.mark.req("QOFF-2"), pytest.mark.needs("commit_offset", "query_offset"))),
-    pytest.param(True, id="kill", marks=pytest.mark.needs("kill_restart")),
+    pytest.param(False, id="clean", marks=(pytest.mark.req("STORE-5", "QOFF-2"),
+                                           pytest.mark.needs("commit_offset", "query_offset"))),
+    # A killed process is upstream's and mqtck's promise, not seed 002's (STORE-26, split from STORE-5).
+    pytest.param(True, id="kill", marks=(pytest.mark.req("STORE-26"), pytest.mark.needs("kill_restart"))),
 ]
 #: The topic of the topic-table check (three queues: a re-created topic would have another count).
 T3 = "SW3"
@@ -90,12 +91,12 @@ def restart(target, kill: bool) -> None:  # type: ignore[no-untyped-def]
         target.restart()
 
 
-@pytest.mark.req("STORE-5", "STORE-8")
+@pytest.mark.req("STORE-8")
 @pytest.mark.needs("pull", "restart")
 @pytest.mark.parametrize("kill", RESTARTS)
 def test_messages_topics_and_offsets_survive_a_restart(target, kill: bool) -> None:  # type: ignore[no-untyped-def]
     """One restart for what a broker must keep across it (a JVM broker takes 10-20 s to restart): every sent
-    message with its offsets and body (STORE-5), the topic table (STORE-8) and, after a clean restart, the
+    message with its offsets and body (STORE-5 clean, STORE-26 killed), the topic table (STORE-8) and, after a clean restart, the
     committed consumer offsets (QOFF-2)."""
     target.create_topic(T, 2)
     target.create_topic(T3, 3)
