@@ -96,8 +96,8 @@ def restart(target, kill: bool) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("kill", RESTARTS)
 def test_messages_topics_and_offsets_survive_a_restart(target, kill: bool) -> None:  # type: ignore[no-untyped-def]
     """One restart for what a broker must keep across it (a JVM broker takes 10-20 s to restart): every sent
-    message with its offsets and body (STORE-5 clean, STORE-26 killed), the topic table (STORE-8) and, after a clean restart, the
-    committed consumer offsets (QOFF-2)."""
+    message with its offsets and body (STORE-5 clean, STORE-26 killed), the topic table (STORE-8) and, after a
+    clean restart, the committed consumer offsets (QOFF-2)."""
     target.create_topic(T, 2)
     target.create_topic(T3, 3)
     sent = _send_mixed(target, 2)
