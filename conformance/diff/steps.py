@@ -346,7 +346,7 @@ class QueryOffset(Step):
 @dataclass(frozen=True)
 class MinMax(Step):
     kind: ClassVar[str] = "min_max"
-    touches: ClassVar[tuple[str, ...]] = ("PULL-6", "RETAIN-7", "RETAIN-9")
+    touches: ClassVar[tuple[str, ...]] = ("PULL-6", "RETAIN-7", "RETAIN-9", "RETAIN-12")
     topic: int = 0
     queue: int = 0
 
