@@ -24,7 +24,7 @@ PULL_THRESHOLD_FOR_QUEUE = 1000
 #: Seed 001: pullBatchSize. The flow-control tolerance is one batch above the threshold: the client checks
 #: the cached count *before* a pull, so a pull sent at exactly the threshold may add one more batch.
 PULL_BATCH_SIZE = 32
-#: How soon after PULL_NOT_FOUND the next pull of the queue must come. Seeds (CLIENT-3): "pull again at
+#: How soon after PULL_NOT_FOUND the next pull of the queue must come. CLIENT-9 (upstream): "pull again at
 #: once"; the tolerance covers process scheduling of a client under test on a loaded machine.
 REPULL_WITHIN_S = 5.0
 #: Most violations quoted in a failure message.

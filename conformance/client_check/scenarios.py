@@ -40,7 +40,7 @@ RESTART_BROKER_AT_S = 6.0
 #: messages by then and the client pulls ahead of them.
 RETENTION_AT_S = 6.0
 #: After the broker's return, how long a client may take to pull again (CCLIENT-8). A pull refused meanwhile is
-#: pulled again after 3 s (CLIENT-3); the restarted broker knows the group again only after the client's next
+#: pulled again after 3 s (CLIENT-9); the restarted broker knows the group again only after the client's next
 #: heartbeat, every 30 s in RocketMQ's clients (ClientConfig.heartbeatBrokerInterval); + 7 s of slack.
 RESUME_WITHIN_S = 40.0
 #: Seed 001 / REBAL-1: rebalanceInterval (20 s). A client that missed the membership notification
