@@ -325,3 +325,11 @@ def test_broadcasting_consumers_each_get_everything(target) -> None:  # type: ig
     rows = _simulate(target, BROADCAST)
     _clean(rows, ("at_least_once", "ownership", "commit_safety", "start", "duplicates"),
            ("ALO-2", "ALO-3", "REBAL-3", "CONSUME-2", "REBAL-6"))
+
+
+@pytest.mark.req("ALO-4")
+def test_a_broadcasting_consumer_back_gets_what_was_sent_while_it_was_down(target) -> None:  # type: ignore[no-untyped-def]
+    """Split from the test above: the come-back clause is upstream's (LocalFileOffsetStore), not the seeds'."""
+    rows = _simulate(target, BROADCAST)
+    assert [r for r in rows if r["event"] == "CRASH" and r["source"].startswith("client:")], "a consumer must crash"
+    _clean(rows, ("at_least_once",), ("ALO-4",))
