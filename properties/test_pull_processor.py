@@ -131,6 +131,6 @@ def test_held_pull_commits_once() -> None:
     commit_piggyback_property(PullMessageProcessor)()
 
 
-@pytest.mark.req("QOFF-11", "QOFF-12", "QOFF-13")
+@pytest.mark.req("QOFF-11", "QOFF-12", "QOFF-13.min-above-zero")
 def test_query_offset_rule() -> None:
     query_offset_property(ConsumerManageProcessor)()

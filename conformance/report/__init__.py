@@ -109,7 +109,8 @@ def _clause_verdicts(req: spec.Requirement, tests: list[TestResult]) -> list[dic
         mine = [t for t in tests if f"{req.id}.{key}" in t.reqs or req.id in t.reqs]
         status = _status(mine)
         # Why a clause was not judged (a passing clause needs none, whatever its other tests said).
-        reason = "" if status == "pass" else next((t.summary for t in mine if t.outcome == "skipped" and t.summary), "")
+        why = "failed" if status == "fail" else "skipped"
+        reason = "" if status == "pass" else next((t.summary for t in mine if t.outcome == why and t.summary), "")
         out.append({"key": key, "text": text, "status": status,
                     "reason": reason or ("no test of this suite judges it" if status == "not-covered" else "")})
     return out

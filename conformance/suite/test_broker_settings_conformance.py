@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from conformance.suite.support import fill_three_segments, segment_bytes
+from conformance.suite.support import fill_three_segments, segment_bytes, visible
 
 #: The clean service's first run comes this long after the broker starts (RocketMQ's fixed initial delay).
 FIRST_CLEAN_S = 60.0
@@ -66,6 +66,15 @@ ASKED_SUSPEND_MS = 15_000
 ARRIVAL_ROUNDS = 6
 ARRIVAL_WAIT_S = 0.3
 NOT_WOKEN_MS = 100
+
+#: accessMessageInMemoryMaxRatio 0: every message is further behind the commit log's end than 0 bytes, so "in disk".
+ALL_IN_DISK = 0
+#: maxTransferCountOnMessageInMemory and maxTransferCountOnMessageInDisk (seed 002 §1 isTheBatchFull).
+IN_MEMORY_COUNT, IN_DISK_COUNT = 32, 8
+#: Bodies of the byte-limit checks, and how many records of them a pull returns: 8 fit in 256 KiB and 2 in 64 KiB
+#: (a 9th or a 3rd would pass it) whatever a broker's record header adds, up to 2 KB.
+BIG_BODY = 30_000
+IN_MEMORY_BIG, IN_DISK_BIG = 8, 2
 
 pytestmark = pytest.mark.needs("pull", "broker_config")
 
@@ -268,3 +277,41 @@ def test_a_manual_delete_request_deletes_expired_segments_at_any_hour(target, se
     retention.kept(topic, "expired segments outside the deleteWhen hours, before the manual request")
     target.request_manual_delete()
     retention.deleted(topic, "expired segments after a manual delete request, outside the deleteWhen hours")
+
+
+# -- in disk: accessMessageInMemoryMaxRatio ----------------------------------------------------------------
+@pytest.mark.req("OFFSET-10.in-disk", "OFFSET-11")
+def test_in_disk_messages_come_in_the_smaller_batches(target, settings) -> None:  # type: ignore[no-untyped-def]
+    """With accessMessageInMemoryMaxRatio 0 every message is further behind the commit log's end than 0 % of
+    memory, so in disk: a pull returns at most 8 messages, and of 30 KB bodies only 2 (a third would pass 64 KiB);
+    at the default ratio the same fresh messages are in memory and come 32 and 8 at a time."""
+    target.create_topic("OD", 2)
+    for i in range(40):
+        target.send("OD", 0, b"m%d" % i, "A")
+    for _ in range(10):
+        target.send("OD", 1, bytes(BIG_BODY), "A")
+    visible(target, "OD", 0, 40)
+    visible(target, "OD", 1, 10)
+
+    def batch(queue_id: int, max_nums: int = 64) -> int:
+        got = target.start_pull("G", "OD", queue_id, 0, max_nums=max_nums).result()
+        assert got.status == "FOUND" and got.next_begin_offset == len(got.messages), (got.status, got.next_begin_offset)
+        return len(got.messages)
+
+    assert (batch(0), batch(1)) == (IN_MEMORY_COUNT, IN_MEMORY_BIG), "OFFSET-11: fresh messages are in memory"
+    settings(accessMessageInMemoryMaxRatio=ALL_IN_DISK)
+    assert batch(0) == IN_DISK_COUNT, f"in disk: {batch(0)} messages in one pull, not maxTransferCountOnMessageInDisk"
+    assert batch(1) == IN_DISK_BIG, f"in disk: {batch(1)} bodies of {BIG_BODY} bytes, not what fits in 64 KiB"
+    assert batch(1, max_nums=1) == 1, "the first message is always returned"
+
+
+@pytest.mark.req("QOFF-13.in-disk")
+@pytest.mark.needs("query_offset")
+def test_a_new_group_on_a_queue_whose_first_message_is_in_disk_is_not_found(target, settings) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("QD", 1)
+    for i in range(3):
+        target.send("QD", 0, b"m%d" % i, "A")
+    visible(target, "QD", 0, 3)
+    settings(accessMessageInMemoryMaxRatio=ALL_IN_DISK)
+    assert target.query_offset("NewG", "QD", 0) == ("QUERY_NOT_FOUND", -1), (
+        "min offset 0, but the message at 0 is in disk (accessMessageInMemoryMaxRatio 0): QUERY_NOT_FOUND")

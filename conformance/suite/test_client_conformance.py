@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from reference.broker.send_back import DELAY_LEVELS_MS, FIRST_RETRY_DELAY_LEVEL
 from reference.client.config import MessageModel
 from reference.rules.trace_schema import missing_columns
 from reference.sim.checks import check_trace
@@ -269,13 +270,28 @@ def test_broadcasting_drops_failed_messages(target) -> None:  # type: ignore[no-
     assert not [r for r in rows if r["event"] == "DELIVER" and "retry_topic" in (r.get("detail") or "")]
 
 
-@pytest.mark.req("CONSUME-3")
-def test_failed_messages_are_retried_then_dead_lettered(target) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.req("CONSUME-3.client", "CONSUME-3.broker")
+def test_failed_messages_are_consumed_again_from_the_retry_topic(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, RETRY)
+    consumes = [r for r in rows if r["event"] == "CONSUME"]
+    retried_ok = [r for r in consumes if r["status"] == "OK" and "retry_topic" in (r.get("detail") or "")]
+    assert retried_ok, "no message was consumed OK from %RETRY%"
+    assert all(r["topic"] == "T" for r in retried_ok), (
+        f"the listener saw a retried message under another topic: {sorted({r['topic'] for r in retried_ok})}")
+    _clean(rows, ("at_least_once", "duplicates"), ("ALO-1", "ALO-3"))
+
+
+@pytest.mark.req("CONSUME-10.retry", "CONSUME-10.dead-letter", "CONSUME-10.restart")
+def test_failed_messages_wait_their_level_and_dead_letter_at_max_reconsume_times(target) -> None:  # type: ignore[no-untyped-def]
+    """The RETRY simulation seen from the broker's side of send-back (CONSUME-10): a copy from %RETRY% waits its
+    delay level after the failure that sent it back, a copy sent back before the broker's clean restart is delivered
+    after it, and a message failing at maxReconsumeTimes (2 here) goes to %DLQ% instead."""
     rows = _simulate(target, RETRY)
     consumes = [r for r in rows if r["event"] == "CONSUME"]
     dead = {r["msg_id"] for r in consumes if "dead_letter" in (r.get("detail") or "")}
     assert dead == {"p-3", "p-8"}, f"dead-lettered: {dead}"
     delivered: dict[tuple[str, str, int | None], int] = {}
+    failed_at: dict[tuple[str, int], tuple[int, int | None]] = {}
     for row in rows:
         if row["event"] in ("DELIVER", "CONSUME"):
             copy = json.loads(row["detail"]).get("retry_offset") if row.get("detail") else None
@@ -286,9 +302,23 @@ def test_failed_messages_are_retried_then_dead_lettered(target) -> None:  # type
                 assert delivered[key] >= 2, f"dead-lettered before maxReconsumeTimes: {row}"
             elif '"retry": "%RETRY%G"' in (row.get("detail") or ""):
                 assert delivered[key] < 2, f"sent to %RETRY% after maxReconsumeTimes: {row}"
-    retried_ok = {r["msg_id"] for r in consumes if r["status"] == "OK" and "retry_topic" in (r.get("detail") or "")}
-    assert retried_ok, "no message was consumed OK from %RETRY%"
-    _clean(rows, ("at_least_once", "duplicates"), ("ALO-1", "ALO-3"))
+                # The earliest failure: a rebalance may deliver a message twice, and each failure sends a copy.
+                failed_at.setdefault((row["msg_id"], delivered[key] + 1), (row["ts"], copy))
+    # A copy from %RETRY% (not a local re-consumption after a failed send-back) waits its level: 3 + the
+    # reconsumeTimes of the delivery that failed.
+    copies = [r for r in rows if r["event"] == "DELIVER" and '"retry_topic"' in (r.get("detail") or "")]
+    assert copies, "no copy was delivered from %RETRY%"
+    for row in copies:
+        sent_back, failed_copy = failed_at.get((row["msg_id"], row["reconsume_times"]), (None, None))
+        # The same copy again is a local re-consumption after a send-back that failed (CONSUME-4), not a new one.
+        if sent_back is not None and json.loads(row["detail"])["retry_offset"] != failed_copy:
+            wait_ms = DELAY_LEVELS_MS[FIRST_RETRY_DELAY_LEVEL + row["reconsume_times"] - 2]
+            assert row["ts"] - sent_back >= wait_ms * 1000, (
+                f"{row['msg_id']} came back from %RETRY% {(row['ts'] - sent_back) // 1000} ms after it failed, "
+                f"before its level's {wait_ms} ms")
+    restarted = next(r["ts"] for r in rows if r["event"] == "RESTART")
+    assert [r for r in copies if failed_at.get((r["msg_id"], 1), (restarted, None))[0] < restarted < r["ts"]], (
+        "no copy sent back before the broker restart was delivered after it")
 
 
 @pytest.mark.req("CLIENT-4")

@@ -747,3 +747,59 @@ def test_the_brokers_own_allocation_in_pull_mode(target) -> None:  # type: ignor
             got = {cid: [q[2] for q in target.query_assignment(G, T, cid, strategy=strategy, mode="PULL")]
                    for cid in expected}
             assert got == expected, f"{strategy} over 6 queues and 4 consumers"
+
+
+#: (queues, consumers) asked of the broker's own allocation: fewer consumers than queues, as many, and more.
+SHAPES = ((8, 3), (4, 4), (3, 5))
+
+
+def registered_group(target, queues: int, consumers: int) -> tuple[str, str, list[str]]:  # type: ignore[no-untyped-def]
+    """A topic of ``queues`` queues and a group of ``consumers`` members (registered in reverse order), of their own."""
+    topic, group = f"PopShape{queues}x{consumers}", f"PopShapeG{queues}x{consumers}"
+    target.create_topic(topic, queues)
+    cids = [f"k{i}" for i in range(consumers)]
+    for cid in reversed(cids):
+        target.heartbeat(f"conn-{topic}-{cid}", cid, group, {topic: "*"})
+    return topic, group, cids
+
+
+@pytest.mark.req("ALLOC-10", "ALLOC-11")
+@pytest.mark.needs("consumer_registry")
+def test_the_brokers_pull_mode_shares_partition_the_queues_evenly(target) -> None:  # type: ignore[no-untyped-def]
+    """QUERY_ASSIGNMENT in PULL mode runs the strategy over the group as the broker sees it: the members' shares are
+    disjoint, cover the topic and differ by at most one queue, with fewer, as many and more consumers than queues;
+    a client id outside the group gets nothing."""
+    for queues, consumers in SHAPES:
+        topic, group, cids = registered_group(target, queues, consumers)
+        for strategy in SEED_EXAMPLE:
+            shares = {cid: [q[2] for q in target.query_assignment(group, topic, cid, strategy=strategy, mode="PULL")]
+                      for cid in cids}
+            owned = [q for share in shares.values() for q in share]
+            shape = f"{strategy}, {queues} queues, {consumers} consumers: {shares}"
+            assert sorted(owned) == list(range(queues)), f"ALLOC-10: not a partition of the queues ({shape})"
+            sizes = [len(share) for share in shares.values()]
+            assert max(sizes) - min(sizes) <= 1, f"ALLOC-11: shares differ by more than one queue ({shape})"
+            outsider = target.query_assignment(group, topic, "not-a-member", strategy=strategy, mode="PULL")
+            assert outsider == [], f"ALLOC-10: a client id outside the group got {outsider} ({strategy})"
+
+
+@pytest.mark.req("ALLOC-17")
+@pytest.mark.needs("consumer_registry")
+def test_pop_allocation_with_more_consumers_than_queues_assigns_every_consumer(target) -> None:  # type: ignore[no-untyped-def]
+    """Seed 004 lines 385-387: with more consumers than queues, allocate4Pop makes sure each consumer is assigned."""
+    topic, group, cids = registered_group(target, 2, 4)
+    for share_num in (1, 2):
+        got = {cid: target.query_assignment(group, topic, cid, pop_share_queue_num=share_num) for cid in cids}
+        assert all(got.values()), f"popShareQueueNum {share_num}: a consumer got no queue: {got}"
+
+
+@pytest.mark.req("ALLOC-22")
+@pytest.mark.needs("consumer_registry")
+def test_pop_allocation_with_more_consumers_than_queues_gives_one_queue_each(target) -> None:  # type: ignore[no-untyped-def]
+    """allocate4Pop with more consumers than queues (and popShareQueueNum neither <= 0 nor >= consumers - 1): the
+    consumer at index i of the sorted ids gets the one queue at position i mod |mqAll|."""
+    topic, group, cids = registered_group(target, 3, 5)
+    for share_num in (1, 2):
+        got = {cid: [q[2] for q in target.query_assignment(group, topic, cid, pop_share_queue_num=share_num)]
+               for cid in cids}
+        assert got == {cid: [i % 3] for i, cid in enumerate(cids)}, f"popShareQueueNum {share_num}: {got}"

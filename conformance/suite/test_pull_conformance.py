@@ -117,7 +117,7 @@ def test_held_pull_commits_once(target) -> None:  # type: ignore[no-untyped-def]
     assert target.query_offset("G", "CT", 0) == ("SUCCESS", 5), "the woken request committed a second time"
 
 
-@pytest.mark.req("QOFF-12", "QOFF-13")
+@pytest.mark.req("QOFF-12", "QOFF-13.min-above-zero")
 @pytest.mark.needs("query_offset", "retention_control", "clock_control", "store_layout")
 def test_query_offset_fallback(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("CT", 1)

@@ -47,7 +47,7 @@ import pytest
 
 from conformance.suite.support import PATIENCE_S
 from conformance.targets.remoting import subscription_data
-from reference.net.remoting.client import RemotingClient, split_address
+from reference.net.remoting.client import CLIENT_VERSION, RemotingClient, split_address
 from reference.net.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand, RequestCode, loads_body
 from reference.net.remoting.frame import MAX_FRAME_BYTES
 from reference.net.remoting.message_codec import (
@@ -90,6 +90,12 @@ UNKNOWN_CODE = 9_999
 NO_SUCH_PHYSICAL_OFFSET = 1 << 40
 #: Delay level 1: 1 s in Apache's and the reference's default delay table.
 DELAY_LEVEL_1S = 1
+#: A send-back with delay level 0 waits level 3 + reconsumeTimes: 10 s for a first failure.
+FIRST_RETRY_S = 10.0
+#: How long the first retry's copy must stay away: its delay less room for two clocks and a loaded machine.
+FIRST_RETRY_ABSENT_S = 8.0
+#: MQVersion.Version.V3_4_9.ordinal(): the first client version whose send-back maxReconsumeTimes Apache reads.
+V3_4_9 = 165
 #: With clock control: simulated time advanced for a retry copy of delay level 1 (1 s) to become pullable.
 RETRY_VISIBLE_S = 5.0
 #: With clock control, how long an answer written at the instant the clock stopped may take over loopback.
@@ -132,10 +138,12 @@ class RawConnection:
     def write(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def send(self, code: int, ext: dict[str, Any] | None = None, body: bytes = b"", opaque: int | None = None) -> int:
-        """Write a request whose extFields go out with the JSON types given (numbers stay numbers)."""
+    def send(self, code: int, ext: dict[str, Any] | None = None, body: bytes = b"", opaque: int | None = None,
+             version: int = CLIENT_VERSION) -> int:
+        """Write a request whose extFields go out with the JSON types given (numbers stay numbers), as a client of
+        ``version`` (default the C++ client's)."""
         opaque = next(_opaques) if opaque is None else opaque
-        header: dict[str, Any] = {"code": code, "language": "CPP", "version": 63, "opaque": opaque, "flag": 0}
+        header: dict[str, Any] = {"code": code, "language": "CPP", "version": version, "opaque": opaque, "flag": 0}
         if ext is not None:
             header["extFields"] = ext
         self.write(header_frame(json.dumps(header).encode("utf-8"), body))
@@ -177,8 +185,9 @@ class RawConnection:
             out[opaque] = frame
         return out
 
-    def request(self, code: int, ext: dict[str, Any] | None = None, body: bytes = b"") -> Frame:
-        opaque = self.send(code, ext, body)
+    def request(self, code: int, ext: dict[str, Any] | None = None, body: bytes = b"",
+                version: int = CLIENT_VERSION) -> Frame:
+        opaque = self.send(code, ext, body, version=version)
         return self.responses({opaque})[opaque]
 
     def closed_by_peer(self, timeout_s: float = PATIENCE_S) -> bool:
@@ -674,48 +683,167 @@ def test_group_changes_notify_the_other_members_oneway(target, client) -> None: 
         assert note.ext_fields == {"consumerGroup": group} or note.ext_fields.get("consumerGroup") == group
 
 
-# -- REMOTING-10 ---------------------------------------------------------------------------------------------
+# -- REMOTING-10, CONSUME-3 (broker), CONSUME-10 ---------------------------------------------------------------
+@dataclass
+class SentBack:
+    """A message sent to ``topic`` queue 0, pulled back as the group's consumer would, and the wire names it
+    lives under."""
+
+    topic: str
+    group: str
+    uniq: str
+    original: DecodedRecord
+
+    @property
+    def retry(self) -> str:
+        return f"%RETRY%{self.group}"
+
+    @property
+    def dlq(self) -> str:
+        return f"%DLQ%{self.group}"
+
+
+def sent_for_send_back(target, br: RemotingClient, name: str, body: bytes = b"fail me") -> SentBack:  # type: ignore[no-untyped-def]
+    """Store one message with a UNIQ_KEY, a tag and a user property in queue 0 of ``name`` (created with one queue
+    unless it exists), and pull it."""
+    target.create_topic(name, 1)
+    topic, group = target.namespaced(name), target.namespaced(f"G{name}")
+    uniq = uuid.uuid4().hex.upper()
+    r = br.invoke(RequestCode.SEND_MESSAGE, send_fields(topic, 0, {"UNIQ_KEY": uniq, "TAGS": "TagA", "k": "v"}),
+                  body, timeout_s=PATIENCE_S)
+    assert r.code == ResponseCode.SUCCESS, f"send: code {r.code} {r.remark}"
+    offset = int(r.ext_fields["queueOffset"])
+    settle(target, name, 0, offset + 1)
+    return SentBack(topic, group, uniq, records(pull(br, group, topic, 0, offset))[0])
+
+
+def send_back_fields(sent: SentBack, delay_level: int, **extra: Any) -> dict[str, Any]:
+    """CONSUMER_SEND_MSG_BACK extFields for ``sent``'s record, as a client writes them after RECONSUME_LATER."""
+    return {"group": sent.group, "offset": str(sent.original.commit_log_offset), "delayLevel": delay_level,
+            "originMsgId": sent.uniq, "originTopic": sent.topic, "unitMode": "false", **extra}
+
+
+def copies(br: RemotingClient, group: str, topic: str) -> list[DecodedRecord]:
+    """What queue 0 of ``topic`` (a retry or dead-letter topic) holds, [] while it holds nothing or does not exist."""
+    r = br.invoke(RequestCode.PULL_MESSAGE, pull_fields(group, topic, 0, 0), timeout_s=PATIENCE_S)
+    return decode_records(r.body) if r.code == ResponseCode.SUCCESS and r.body else []
+
+
+def wait_for_copies(target, br: RemotingClient, group: str, topic: str, count: int,  # type: ignore[no-untyped-def]
+                    delay_s: float) -> list[DecodedRecord]:
+    """``topic``'s copies once there are ``count``: with clock control after advancing past ``delay_s``, otherwise
+    waiting up to ``delay_s`` plus the patience bound."""
+    if "clock_control" in target.capabilities:
+        target.advance(int(delay_s * 1000) + int(RETRY_VISIBLE_S * 1000))
+    found = wait_until(lambda: len(copies(br, group, topic)) >= count, delay_s + PATIENCE_S)
+    got = copies(br, group, topic)
+    assert found, f"{len(got)} of {count} copies in {topic} within {delay_s} s plus {PATIENCE_S} s"
+    return got
+
+
+def absent_for(target, br: RemotingClient, group: str, topic: str, seconds: float) -> None:  # type: ignore[no-untyped-def]
+    """``topic`` stays empty for ``seconds`` (simulated with clock control, else watched in real time)."""
+    if "clock_control" in target.capabilities:
+        target.advance(int(seconds * 1000))
+        assert not copies(br, group, topic), f"a copy in {topic} {seconds} s after the send-back"
+        return
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = copies(br, group, topic)
+        assert not got, f"a copy in {topic} {seconds - (deadline - time.monotonic()):.1f} s after the send-back"
+        time.sleep(0.25)
+
+
 @pytest.mark.req("REMOTING-10")
 @pytest.mark.needs("remoting_wire", "pull")
 def test_send_back_stores_a_retry_copy_found_by_physical_offset(target, client) -> None:  # type: ignore[no-untyped-def]
-    target.create_topic("W10", 1)
-    topic, group = target.namespaced("W10"), target.namespaced("G10")
-    retry = f"%RETRY%{group}"
     br = client(target.broker_addr)
+    target.create_topic("W10", 1)
     target.send("W10", 0, b"filler")
-    uniq = uuid.uuid4().hex.upper()
-    r = br.invoke(RequestCode.SEND_MESSAGE, send_fields(topic, 0, {"UNIQ_KEY": uniq, "TAGS": "TagA", "k": "v"}),
-                  b"fail me", timeout_s=PATIENCE_S)
-    assert r.code == ResponseCode.SUCCESS
-    settle(target, "W10", 0, 2)
-    original = records(pull(br, group, topic, 0, 1))[0]
-    back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, {
-        "group": group, "offset": str(original.commit_log_offset), "delayLevel": DELAY_LEVEL_1S,
-        "originMsgId": uniq, "originTopic": topic, "unitMode": "false"}, timeout_s=PATIENCE_S)
+    sent = sent_for_send_back(target, br, "W10")
+    back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_fields(sent, DELAY_LEVEL_1S), timeout_s=PATIENCE_S)
     sent_back = time.monotonic()
+    early = copies(br, sent.group, sent.retry)
     assert back.code == ResponseCode.SUCCESS, f"REMOTING-10: send-back: code {back.code} {back.remark}"
-
-    def retried() -> RemotingCommand | None:
-        got = pull(br, group, retry, 0, 0)
-        return got if got.code == ResponseCode.SUCCESS else None
-
-    early = retried()
-    clocked = "clock_control" in target.capabilities
-    if clocked or time.monotonic() - sent_back < 0.5:
-        assert early is None, "REMOTING-10: the retry copy was there before its delay level's wait (1 s)"
-    if clocked:
-        target.advance(int(RETRY_VISIBLE_S * 1000))
-    found = retried() if clocked else wait_until(retried)
-    waited_s = RETRY_VISIBLE_S if clocked else PATIENCE_S
-    assert found is not None, f"REMOTING-10: no retry copy in {retry} within {waited_s} s"
-    copy = records(found)[0]
-    assert (copy.body, copy.msg_id, copy.tags, copy.properties.get("k")) == (b"fail me", uniq, "TagA", "v")
-    assert copy.properties.get("RETRY_TOPIC") == topic, f"REMOTING-10: RETRY_TOPIC {copy.properties.get('RETRY_TOPIC')}"
-    assert copy.reconsume_times == original.reconsume_times + 1 == 1, (
+    if "clock_control" in target.capabilities or time.monotonic() - sent_back < 0.5:
+        assert not early, "REMOTING-10: the retry copy was there before its delay level's wait (1 s)"
+    copy = wait_for_copies(target, br, sent.group, sent.retry, 1, DELAY_LEVEL_1S)[0]
+    assert (copy.body, copy.msg_id, copy.tags, copy.properties.get("k")) == (b"fail me", sent.uniq, "TagA", "v")
+    assert copy.properties.get("RETRY_TOPIC") == sent.topic, f"REMOTING-10: RETRY_TOPIC {copy.properties}"
+    assert copy.reconsume_times == sent.original.reconsume_times + 1 == 1, (
         f"REMOTING-10: reconsumeTimes {copy.reconsume_times}")
     missing = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, {
-        "group": group, "offset": str(NO_SUCH_PHYSICAL_OFFSET), "delayLevel": DELAY_LEVEL_1S}, timeout_s=PATIENCE_S)
+        "group": sent.group, "offset": str(NO_SUCH_PHYSICAL_OFFSET), "delayLevel": DELAY_LEVEL_1S},
+        timeout_s=PATIENCE_S)
     assert missing.code == ResponseCode.SYSTEM_ERROR, f"REMOTING-10: an offset with no record: code {missing.code}"
+
+
+@pytest.mark.req("CONSUME-3.broker")
+@pytest.mark.needs("remoting_wire", "pull")
+def test_a_message_sent_back_comes_again_through_the_retry_topic(target, client) -> None:  # type: ignore[no-untyped-def]
+    """Seed 001 §5: RECONSUME_LATER means "consume again"; the broker keeps the retry topic in a property and holds
+    the message for its delay level. Judged here is only that the copy comes again in %RETRY%{group} with its body
+    and its topic (the rest of the broker's rules are CONSUME-10)."""
+    br = client(target.broker_addr)
+    sent = sent_for_send_back(target, br, "C3")
+    back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_fields(sent, DELAY_LEVEL_1S), timeout_s=PATIENCE_S)
+    assert back.code == ResponseCode.SUCCESS, f"CONSUME-3: send-back: code {back.code} {back.remark}"
+    copy = wait_for_copies(target, br, sent.group, sent.retry, 1, DELAY_LEVEL_1S)[0]
+    assert copy.body == b"fail me", f"CONSUME-3: the retry copy's body {copy.body!r}"
+    assert copy.properties.get("RETRY_TOPIC") == sent.topic, f"CONSUME-3: RETRY_TOPIC of the copy {copy.properties}"
+
+
+@pytest.mark.req("CONSUME-10.retry")
+@pytest.mark.needs("remoting_wire", "pull")
+def test_a_send_back_without_a_level_waits_level_three_plus_reconsume_times(target, client) -> None:  # type: ignore[no-untyped-def]
+    br = client(target.broker_addr)
+    sent = sent_for_send_back(target, br, "C10R")
+    back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_fields(sent, 0), timeout_s=PATIENCE_S)
+    assert back.code == ResponseCode.SUCCESS, f"CONSUME-10: send-back: code {back.code} {back.remark}"
+    absent_for(target, br, sent.group, sent.retry, FIRST_RETRY_ABSENT_S)
+    copy = wait_for_copies(target, br, sent.group, sent.retry, 1, FIRST_RETRY_S - FIRST_RETRY_ABSENT_S)[0]
+    assert (copy.msg_id, copy.reconsume_times) == (sent.uniq, 1), (
+        f"CONSUME-10: the copy's UNIQ_KEY and reconsumeTimes {(copy.msg_id, copy.reconsume_times)}")
+    assert copy.properties.get("RETRY_TOPIC") == sent.topic, f"CONSUME-10: RETRY_TOPIC {copy.properties}"
+
+
+@pytest.mark.req("CONSUME-10.dead-letter")
+@pytest.mark.needs("remoting_wire", "pull")
+def test_a_negative_level_or_the_last_retry_dead_letters_at_once(target, client, raw) -> None:  # type: ignore[no-untyped-def]
+    br = client(target.broker_addr)
+    sent = sent_for_send_back(target, br, "C10D")
+    back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_fields(sent, -1), timeout_s=PATIENCE_S)
+    assert back.code == ResponseCode.SUCCESS, f"CONSUME-10: send-back level -1: code {back.code} {back.remark}"
+    dead = wait_until(lambda: copies(br, sent.group, sent.dlq))
+    assert dead, f"CONSUME-10: no copy in {sent.dlq} within {PATIENCE_S} s of a send-back with level -1"
+    assert (dead[0].body, dead[0].msg_id, dead[0].reconsume_times) == (b"fail me", sent.uniq, 1), (
+        f"CONSUME-10: the dead letter {(dead[0].body, dead[0].msg_id, dead[0].reconsume_times)}")
+    conn = raw(target.broker_addr)
+    modern = conn.request(RequestCode.CONSUMER_SEND_MSG_BACK,
+                          send_back_fields(sent, DELAY_LEVEL_1S, maxReconsumeTimes="0"), version=V3_4_9)
+    assert modern.code == ResponseCode.SUCCESS, f"CONSUME-10: send-back, maxReconsumeTimes 0: code {modern.code}"
+    assert wait_until(lambda: len(copies(br, sent.group, sent.dlq)) == 2), (
+        "CONSUME-10: reconsumeTimes 0 at maxReconsumeTimes 0 (client version V3_4_9) did not go to the DLQ at once")
+    old = conn.request(RequestCode.CONSUMER_SEND_MSG_BACK,
+                       send_back_fields(sent, DELAY_LEVEL_1S, maxReconsumeTimes="0"), version=CLIENT_VERSION)
+    assert old.code == ResponseCode.SUCCESS, f"CONSUME-10: send-back as version {CLIENT_VERSION}: code {old.code}"
+    retried = wait_for_copies(target, br, sent.group, sent.retry, 1, DELAY_LEVEL_1S)
+    assert len(retried) == 1 and len(copies(br, sent.group, sent.dlq)) == 2, (
+        f"CONSUME-10: a client of version {CLIENT_VERSION} asked for maxReconsumeTimes 0, which only V3_4_9 on "
+        f"may: {len(retried)} retry copies, {len(copies(br, sent.group, sent.dlq))} dead letters (want 1, 2)")
+
+
+@pytest.mark.req("CONSUME-10.restart")
+@pytest.mark.needs("remoting_wire", "pull", "restart")
+def test_a_waiting_retry_copy_is_delivered_after_a_broker_restart(target, client) -> None:  # type: ignore[no-untyped-def]
+    br = client(target.broker_addr)
+    sent = sent_for_send_back(target, br, "C10S")
+    back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_fields(sent, 0), timeout_s=PATIENCE_S)
+    assert back.code == ResponseCode.SUCCESS, f"CONSUME-10: send-back: code {back.code} {back.remark}"
+    target.restart()
+    after = client(target.broker_addr)
+    copy = wait_for_copies(target, after, sent.group, sent.retry, 1, FIRST_RETRY_S)[0]
+    assert copy.msg_id == sent.uniq, f"CONSUME-10: the copy after the restart is {copy.msg_id}, not {sent.uniq}"
 
 
 # -- REMOTING-11 ---------------------------------------------------------------------------------------------

@@ -192,7 +192,7 @@ def test_queue_offsets_count_messages_not_bytes(target) -> None:  # type: ignore
 
 
 # -- retention ----------------------------------------------------------------------------------------------
-@pytest.mark.req("RETAIN-5", "RETAIN-7", "OFFSET-2", "OFFSET-5", "QOFF-13")
+@pytest.mark.req("RETAIN-5", "RETAIN-7", "OFFSET-2", "OFFSET-5", "QOFF-13.min-above-zero")
 @pytest.mark.needs("pull", "query_offset", "retention_expire", "store_layout")
 def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target) -> None:  # type: ignore[no-untyped-def]
     segment = segment_bytes(target)

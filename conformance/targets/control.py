@@ -101,12 +101,15 @@ REGISTRY_KEYS = ("channel_expired_timeout_ms", "channel_scan_interval_ms")
 #: MessageStoreConfig), with the rule a value must meet: ``longPollingEnable`` (arrivals wake held pulls; off:
 #: short polling), ``deleteWhen`` (the hours of the clean runs, "04" or "04;16"; UTC at the reference and at
 #: the peers mqtck launches), ``fileReservedTime`` (hours a segment is kept) and ``diskMaxUsedSpaceRatio``
-#: (percent of disk usage that triggers deletion at any hour; RocketMQ reads it clamped to [10, 95]).
+#: (percent of disk usage that triggers deletion at any hour; RocketMQ reads it clamped to [10, 95]) and
+#: ``accessMessageInMemoryMaxRatio`` (percent of physical memory behind the commit log's end that is "in memory";
+#: 0 puts every message but the last in disk, so the in-disk batch limits show on any machine).
 BROKER_SETTINGS: dict[str, str] = {
     "longPollingEnable": "true or false",
     "deleteWhen": "hours 00-23 joined by ';'",
     "fileReservedTime": "an integer >= 0",
     "diskMaxUsedSpaceRatio": "an integer in [10, 95]",
+    "accessMessageInMemoryMaxRatio": "an integer in [0, 100]",
 }
 #: How long the client waits for ``GET /capabilities`` (a runner answers it at once).
 PROBE_TIMEOUT_S = 5.0
@@ -232,7 +235,9 @@ def _setting_ok(name: str, value: object) -> bool:
                                               for p in value.split(";"))
     if isinstance(value, bool) or not isinstance(value, int):
         return False
-    return value >= 0 if name == "fileReservedTime" else 10 <= value <= 95
+    if name == "fileReservedTime":
+        return value >= 0
+    return 0 <= value <= 100 if name == "accessMessageInMemoryMaxRatio" else 10 <= value <= 95
 
 
 def _section(doc: dict[str, Any], name: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from reference.broker.permits.batch import encode_batch
 from reference.broker.permits.protocol import InitialPosition, Position, RecordingPermitChannel
 from reference.broker.pop.protocol import PopMessageRequest, PopResponse, RecordingPopChannel
 from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResponse, PullSysFlag, RecordingChannel
+from reference.broker.settings import apply_settings
 from reference.clock import SimClock
 from reference.rules.errors import InvalidRequest
 from reference.rules.filter import SubscriptionData
@@ -33,6 +34,7 @@ from . import (
     StoreLayout,
     TargetError,
 )
+from .control import check_settings
 
 if TYPE_CHECKING:
     from conformance.mutants import Mutant
@@ -114,7 +116,7 @@ class ReferenceTarget:
         {
             "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control",
             "clock_control", "trace", "race_control", "pop", "flow_permits", "restart", "allocation",
-            "client_simulation", "retention_expire", "store_layout", "channel_close",
+            "client_simulation", "retention_expire", "store_layout", "channel_close", "broker_config",
         }
     )
 
@@ -138,12 +140,16 @@ class ReferenceTarget:
             workdir, self.clock, store_config=MessageStoreConfig(**{**segments, **(store_settings or {})}),
             components=self.mutant.components if self.mutant else None, trace=self._trace,
         )
+        #: Broker settings changed by :meth:`configure` (capability ``broker_config``).
+        self._settings: dict[str, Any] = {}
         self.broker = self._open_broker()
         self._channels: dict[str, RecordingChannel] = {}
         self._pull_channel = RecordingChannel("conformance-pull")
 
     def _open_broker(self, restart: bool = False) -> Broker:
         broker = self._host.restart() if restart else self._host.open()
+        if self._settings:  # kept across restarts, as a runner keeps them (RocketMQ writes them to its config)
+            apply_settings(broker, self._settings)
         self._pop_channel = RecordingPopChannel("conformance-pop")
         self._permit_channels: dict[tuple[str, str, str], RecordingPermitChannel] = {}
         return broker
@@ -267,6 +273,13 @@ class ReferenceTarget:
     def restart(self) -> None:
         """A clean broker restart on the same data (held requests and consumers are dropped)."""
         self.broker = self._open_broker(restart=True)
+
+    def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Capability ``broker_config``: the control channel's settings, checked by its rules, applied to the live
+        broker as a runner applies them; returns the values they replaced."""
+        previous = apply_settings(self.broker, check_settings(settings))
+        self._settings.update(settings)
+        return previous
 
     def trace_rows(self) -> list[dict[str, Any]]:
         return list(self._trace_sink.rows)

@@ -1,8 +1,9 @@
 """Broker settings changed while it runs, by RocketMQ's property names (its UPDATE_BROKER_CONFIG).
 
-An operator of a RocketMQ broker changes ``longPollingEnable``, ``deleteWhen``, ``fileReservedTime`` or
-``diskMaxUsedSpaceRatio`` without a restart, and the broker reads each of them again where it uses it (the
-hold service's wait and the dispatch's arrival notice; every clean run). The reference does the same: its
+An operator of a RocketMQ broker changes ``longPollingEnable``, ``deleteWhen``, ``fileReservedTime``,
+``diskMaxUsedSpaceRatio`` or ``accessMessageInMemoryMaxRatio`` without a restart, and the broker reads each of
+them again where it uses it (the hold service's wait and the dispatch's arrival notice; every clean run; every
+pull that asks whether a message is in disk). The reference does the same: its
 runner (``mqtck broker --remoting --control``) offers this as the control channel's ``POST /config``, so a
 conformance test can switch to short polling or make retention fire, on the reference and on a real broker
 alike. The runner puts the changed settings on the new broker after a restart, as RocketMQ keeps them (its
@@ -22,6 +23,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "deleteWhen": ("store", "delete_when"),
     "fileReservedTime": ("store", "file_reserved_time_hours"),
     "diskMaxUsedSpaceRatio": ("store", "disk_max_used_space_ratio"),
+    "accessMessageInMemoryMaxRatio": ("store", "access_message_in_memory_max_ratio"),
 }
 
 

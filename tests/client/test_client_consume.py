@@ -77,7 +77,7 @@ def test_the_commit_point_waits_for_a_slow_message(env: ClientEnv) -> None:
     assert consumer.offset_store.offset_table[mq] == 5
 
 
-@pytest.mark.req("CONSUME-3")
+@pytest.mark.req("CONSUME-3.client")
 def test_failures_are_sent_back_and_traced(env: ClientEnv) -> None:
     def decide(msgs, context):  # type: ignore[no-untyped-def]
         if msgs[0].unique_id == "m-1" and msgs[0].reconsume_times == 0:

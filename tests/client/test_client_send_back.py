@@ -1,4 +1,4 @@
-"""Send-back on the broker (CONSUME-3): retry delays, dead letters, copies that survive restarts."""
+"""Send-back on the broker (CONSUME-10): retry delays, dead letters, copies that survive restarts."""
 
 from __future__ import annotations
 
@@ -31,14 +31,14 @@ def retry_max(env: ClientEnv) -> int:
     return env.broker.store.get_max_offset_in_queue("%RETRY%G", 0) if "%RETRY%G" in env.broker.store.topics() else 0
 
 
-@pytest.mark.req("CONSUME-3")
-def test_delay_levels_are_the_seeds_table() -> None:
+@pytest.mark.req("CONSUME-10.retry")
+def test_delay_levels_are_upstreams_table() -> None:
     assert [d // 1000 for d in DELAY_LEVELS_MS] == [
         1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200,
     ]
 
 
-@pytest.mark.req("CONSUME-3")
+@pytest.mark.req("CONSUME-10.retry")
 def test_a_retry_copy_appears_after_level_3_plus_reconsume_times(env: ClientEnv) -> None:
     env.produce(1, queue=2)
     original = stored(env, "T", 2, 0)
@@ -61,7 +61,7 @@ def test_a_retry_copy_appears_after_level_3_plus_reconsume_times(env: ClientEnv)
     assert again.properties[UNIQ_KEY] == "m-0"
 
 
-@pytest.mark.req("CONSUME-3")
+@pytest.mark.req("CONSUME-10.dead-letter")
 def test_dead_letter_after_max_reconsume_times_and_on_negative_level(env: ClientEnv) -> None:
     env.produce(2, queue=0)
     msg = stored(env, "T", 0, 0)
@@ -73,7 +73,7 @@ def test_dead_letter_after_max_reconsume_times_and_on_negative_level(env: Client
     assert env.broker.send_back("G", stored(env, "T", 0, 1), delay_level=99).delay_level == 18, "clamped"
 
 
-@pytest.mark.req("CONSUME-3")
+@pytest.mark.req("CONSUME-10.restart")
 @pytest.mark.parametrize("crash", [False, True])
 def test_waiting_copies_survive_a_broker_restart(env: ClientEnv, crash: bool) -> None:
     env.produce(3, queue=1)

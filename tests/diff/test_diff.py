@@ -36,7 +36,7 @@ def _search(target: str, against: str, examples: int, tmp_path: Path, max_steps:
         b.close()
 
 
-@pytest.mark.req("OFFSET-1", "OFFSET-2", "QOFF-13", "CGRP-4.clustering", "PULL-1")
+@pytest.mark.req("OFFSET-1", "OFFSET-2", "QOFF-13.min-above-zero", "CGRP-4.clustering", "PULL-1")
 def test_the_reference_agrees_with_itself_over_remoting(remoting_server: Callable[..., LaunchedBroker],
                                                          tmp_path: Path) -> None:
     """The control: every step the wire can carry answers the same in-process and over remoting."""

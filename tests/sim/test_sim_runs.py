@@ -77,7 +77,7 @@ def test_a_silent_crash_is_noticed_when_the_channel_expires() -> None:
     assert not check_trace(rows).findings
 
 
-@pytest.mark.req("ALO-1", "CONSUME-3")
+@pytest.mark.req("ALO-1", "CONSUME-3.client")
 @pytest.mark.parametrize("crash", [False, True])
 def test_broker_restart_recovers_the_store_and_nothing_is_lost(crash: bool) -> None:
     scenario = Scenario(

@@ -196,7 +196,7 @@ def test_batch_full_by_count(make_store) -> None:
     assert (_offsets(capped), capped.next_begin_offset) == ([10, 11, 12, 13], 14)
 
 
-@pytest.mark.req("OFFSET-10")
+@pytest.mark.req("OFFSET-10.in-memory")
 def test_batch_full_by_bytes_in_memory(make_store) -> None:
     store = make_store(consume_queue_units_per_segment=100, max_transfer_bytes_on_message_in_memory=350)
     store.create_topic("T", 1)
@@ -210,7 +210,7 @@ def test_batch_full_by_bytes_in_memory(make_store) -> None:
     assert (_offsets(first), first.next_begin_offset) == ([0], 1)
 
 
-@pytest.mark.req("OFFSET-11", "QOFF-4")
+@pytest.mark.req("OFFSET-10.in-disk", "OFFSET-11", "QOFF-4")
 def test_in_disk_data_uses_the_in_disk_limits(make_store) -> None:
     # 1000 bytes of "memory" at 40 %: a message more than 400 bytes behind the log end is in disk.
     store = make_store(

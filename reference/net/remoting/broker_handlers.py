@@ -54,6 +54,10 @@ CONSUME_FROM_WHERE = {
     "2": "CONSUME_FROM_MIN_OFFSET", "3": "CONSUME_FROM_MAX_OFFSET", "4": "CONSUME_FROM_FIRST_OFFSET",
     "5": "CONSUME_FROM_TIMESTAMP",
 }
+#: MQVersion.Version.V3_4_9.ordinal(): Apache reads a send-back's maxReconsumeTimes only from a client of this
+#: version or later and otherwise uses the group's retryMaxTimes (16), so a C++ 1.2.x client (version 63) asking for
+#: fewer retries still gets 16 (SendMessageProcessor.asyncConsumerSendMsgBack, CONSUME-10).
+MAX_RECONSUME_TIMES_FROM_VERSION = 165
 #: The Java-style "DELETE_EXPIRED_COMMITLOG" admin request: run the store's retention now (the manual
 #: delete of RocketMQ's mqadmin deleteExpiredCommitLog), so tests can provoke PULL_OFFSET_MOVED.
 DELETE_EXPIRED_COMMITLOG = 329
@@ -215,10 +219,10 @@ class BrokerRequestHandlers:
         message = self.broker.store.look_message_by_offset(offset)
         if message is None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}")
-        self.broker.send_back(
-            group, message, field_int(cmd, "delayLevel", 0),
-            field_int(cmd, "maxReconsumeTimes", DEFAULT_MAX_RECONSUME_TIMES),
-        )
+        max_times = DEFAULT_MAX_RECONSUME_TIMES
+        if cmd.version >= MAX_RECONSUME_TIMES_FROM_VERSION:
+            max_times = field_int(cmd, "maxReconsumeTimes", DEFAULT_MAX_RECONSUME_TIMES)
+        self.broker.send_back(group, message, field_int(cmd, "delayLevel", 0), max_times)
         return cmd.make_response()
 
     def view_message_by_id(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
