@@ -189,6 +189,26 @@ def test_each_pull_continues_from_the_answer(target) -> None:  # type: ignore[no
     assert checked > 10
 
 
+@pytest.mark.req("CONSUME-1")
+def test_a_dropped_queues_waiting_batches_never_reach_the_listener(target) -> None:  # type: ignore[no-untyped-def]
+    """Seed 001 lines 777-780: a batch whose queue was dropped before its call is skipped: no listener call
+    (DELIVER) of a queue after its REVOKE, until it is assigned again."""
+    rows = _simulate(target, DROP)
+    dropped: set[tuple[str, str, int]] = set()
+    for row in rows:
+        if not row["source"].startswith("client:"):
+            continue
+        key = (row["source"], row.get("topic"), row.get("queue_id"))
+        if row["event"] == "REVOKE":
+            dropped.add(key)
+        elif row["event"] == "ASSIGN":
+            dropped.discard(key)
+        elif row["event"] == "DELIVER":
+            assert key not in dropped, f"a listener call for a dropped queue: {row}"
+    skipped = [r for r in rows if r["event"] == "CONSUME" and '"dropped"' in (r.get("detail") or "")]
+    assert skipped, "the scenario must drop queues with batches waiting"
+
+
 @pytest.mark.req("CONSUME-7")
 def test_at_most_20_listener_calls_at_once(target) -> None:  # type: ignore[no-untyped-def]
     rows = _simulate(target, STREAM)
