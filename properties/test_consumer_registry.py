@@ -157,7 +157,7 @@ def registry_property(manager_cls: type[ConsumerManager]):
     return prop
 
 
-@pytest.mark.req("CGRP-1", "CGRP-2", "CGRP-3", "CGRP-4.clustering", "CGRP-5.clustering",
-                 "CGRP-6.closed", "CGRP-6.expiry", "CGRP-8", "CGRP-7")
+@pytest.mark.req("CGRP-1", "CGRP-2.change", "CGRP-2.stored", "CGRP-3.no-change", "CGRP-4.clustering",
+                 "CGRP-5.clustering", "CGRP-6.closed", "CGRP-6.expiry", "CGRP-8", "CGRP-7")
 def test_registry_change_detection_property() -> None:
     registry_property(ConsumerManager)()

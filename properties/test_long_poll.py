@@ -230,6 +230,6 @@ def long_poll_property(hold_cls: type[PullRequestHoldService]):
     return prop
 
 
-@pytest.mark.req("LPOLL-1", "LPOLL-2", "LPOLL-3", "LPOLL-4", "LPOLL-5", "LPOLL-6", "LPOLL-7")
+@pytest.mark.req("LPOLL-1.held", "LPOLL-1.once", "LPOLL-2", "LPOLL-3", "LPOLL-4", "LPOLL-5", "LPOLL-6", "LPOLL-7")
 def test_long_poll_wakeup_property() -> None:
     long_poll_property(PullRequestHoldService)()

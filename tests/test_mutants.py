@@ -23,6 +23,7 @@ from properties.test_rebalance_drop import drop_property, ownership_property
 #: Mutant -> the property that must fail on it.
 KILLERS = {
     "hold-no-recheck-7358": lambda m: long_poll_property(m.components.hold_service),
+    "hold-answers-twice": lambda m: long_poll_property(m.components.hold_service),
     "hold-wake-any-arrival": lambda m: long_poll_property(m.components.hold_service),
     "hold-ignore-deadline": lambda m: long_poll_property(m.components.hold_service),
     "registry-subversion-is-change": lambda m: registry_property(m.components.consumer_manager),

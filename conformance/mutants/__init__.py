@@ -59,6 +59,13 @@ CATALOGUE: dict[str, Mutant] = {
             BrokerComponents(hold_service=bf.HoldWithoutRecheck),
         ),
         Mutant(
+            "hold-answers-twice",
+            ("LPOLL-1",),
+            "A held pull woken by an arrival stays in the hold table, so the check at its deadline answers it a "
+            "second time (with the same request id).",
+            BrokerComponents(hold_service=bf.HoldAnswersTwice),
+        ),
+        Mutant(
             "hold-wake-any-arrival",
             ("LPOLL-5",),
             "The arrival listener wakes every held request of the queue, whatever the message's tag.",

@@ -29,6 +29,20 @@ class HoldWakesOnAnyArrival(PullRequestHoldService):
             self._wake(held)
 
 
+class HoldAnswersTwice(PullRequestHoldService):
+    def suspend_pull_request(self, held: HeldPullRequest) -> None:
+        inner = self._wake
+
+        def wake_and_keep(request: HeldPullRequest) -> None:
+            inner(request)
+            key = (request.request.topic, request.request.queue_id)
+            if self.clock.now_ms() < request.deadline_ms and request not in self._table.get(key, []):
+                self._table.setdefault(key, []).append(request)  # still held: its deadline answers it again
+
+        self._wake = wake_and_keep
+        super().suspend_pull_request(held)
+
+
 class HoldIgnoresDeadline(PullRequestHoldService):
     def check_hold_requests(self) -> None:
         for (topic, queue_id), requests in list(self._table.items()):

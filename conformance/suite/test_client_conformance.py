@@ -159,9 +159,28 @@ def test_members_rebalance_at_start_and_when_the_group_changes(target) -> None: 
             epochs[r["client_id"]].append(r["epoch"])
     assert all(e == sorted(e) for e in epochs.values()), "a later round has a higher epoch"
     assert all(first_assign[c] - subscribed[c] <= 1_000_000 for c in first_assign), "a round at start"
+    # A join and a leave are announced (NOTIFY_CONSUMER_IDS_CHANGED): every member rebalances at once, so a second
+    # later each queue has exactly one owner again, not at the next 20 s round.
     joined = max(subscribed.values())
-    reacted = {r["client_id"] for r in rows if r["event"] == "REVOKE" and 0 <= r["ts"] - joined <= 1_000_000}
-    assert reacted, "members give queues away at once when someone joins (notification), not 20 s later"
+    left = next(r["ts"] for r in rows if r["event"] == "UNSUBSCRIBE" and r["source"].startswith("client"))
+    queues = {r["queue_id"] for r in rows if r["event"] == "ASSIGN"}
+    for change, at in (("a join", joined), ("a leave", left)):
+        owners = _owners_at(rows, at + 1_000_000)
+        assert {q: len(owners.get(q, ())) for q in queues} == dict.fromkeys(queues, 1), (
+            f"1 s after {change} the queues' owners are {owners}: the group did not rebalance at once")
+
+
+def _owners_at(rows: list[dict[str, Any]], ts: int) -> dict[int, set[str]]:
+    """Which clients own which queue at ``ts``, from the clients' ASSIGN and REVOKE rows up to then."""
+    owners: dict[int, set[str]] = defaultdict(set)
+    for r in rows:
+        if r["ts"] > ts or not r["source"].startswith("client"):
+            continue
+        if r["event"] == "ASSIGN":
+            owners[r["queue_id"]].add(r["client_id"])
+        elif r["event"] == "REVOKE":
+            owners[r["queue_id"]].discard(r["client_id"])
+    return dict(owners)
 
 
 @pytest.mark.req("CONSUME-2")

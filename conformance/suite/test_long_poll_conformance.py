@@ -9,7 +9,7 @@ pytestmark = pytest.mark.needs("pull", "long_poll", "clock_control")
 CHECK_MS = 5_000  # the long-polling check interval (seed 000)
 
 
-@pytest.mark.req("LPOLL-1", "LPOLL-2", "LPOLL-3", "LPOLL-7")
+@pytest.mark.req("LPOLL-1.held", "LPOLL-2", "LPOLL-3", "LPOLL-7")
 def test_held_pull_times_out_within_one_check(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("LP", 1)
     pending = target.start_pull("G", "LP", 0, 0, suspend_ms=7_000)
@@ -77,3 +77,22 @@ def test_wake_latency(target, record_property) -> None:  # type: ignore[no-untyp
         latencies.append(r.held_ms - waited)
     record_property("lpoll.wake_latency_ms", latencies)
     assert max(latencies) <= WAKE_BOUND_MS, f"wake latencies {latencies} ms exceed {WAKE_BOUND_MS} ms"
+
+
+@pytest.mark.req("LPOLL-1.once")
+@pytest.mark.needs("trace")
+def test_held_pulls_are_answered_exactly_once(target) -> None:  # type: ignore[no-untyped-def]
+    """One held pull woken by an arrival and one left to time out: the broker's trace shows one answer for each,
+    also after their time-outs and the hold checks that follow have passed."""
+    target.create_topic("L1", 2)
+    woken = target.start_pull("G", "L1", 0, 0, suspend_ms=7_000)
+    timed = target.start_pull("G", "L1", 1, 0, suspend_ms=7_000)
+    target.advance(1_000)
+    target.send("L1", 0, b"wake")
+    assert woken.done() and not timed.done()
+    target.advance(7_000 + 2 * CHECK_MS)
+    assert timed.done()
+    answers = [(r["queue_id"], r["status"]) for r in target.trace_rows()
+               if r["event"] == "PULL_RESP" and r["topic"] == "L1" and r["source"].startswith("broker:")]
+    assert sorted(q for q, _ in answers) == [0, 1], f"the answers to the two held pulls, by queue: {answers}"
+    assert dict(answers)[0] == "FOUND", f"the woken pull's answer: {answers}"

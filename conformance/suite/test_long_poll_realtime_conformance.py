@@ -54,7 +54,7 @@ def _ms_since(start: float) -> float:
     return (time.monotonic() - start) * 1000.0
 
 
-@pytest.mark.req("LPOLL-1", "LPOLL-2", "LPOLL-3", "LPOLL-7")
+@pytest.mark.req("LPOLL-1.held", "LPOLL-2", "LPOLL-3", "LPOLL-7")
 def test_held_pull_times_out_after_its_suspend_time_in_real_time(realtime) -> None:  # type: ignore[no-untyped-def]
     realtime.create_topic("LR", 1)
     started = time.monotonic()

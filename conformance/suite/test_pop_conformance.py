@@ -30,6 +30,9 @@ REVIVE_DELAY_MS = 2_000
 SLACK_MS = 1_000
 #: Over the wire: how long after ackTimeInterval + 1 s a broker may take to revive (its periodic scans).
 WIRE_REVIVE_SLACK_MS = 15_000
+#: The poll time of a pop held until a revive answers it: longer than any revive bound, so an answer within the
+#: bound is a wake-up, not the poll's end.
+HELD_POLL_MS = 30_000
 #: Over the wire: how long a test waits past an instant before it checks that nothing came back. Shorter than
 #: the revive slack (a broker that revived even later would go unseen, never wrongly failed): RocketMQ 5
 #: revives about 5 s after the invisibility ends on this machine.
@@ -40,6 +43,8 @@ WIRE_TOLERANCE_MS = 250
 #: test_polling_full_over_the_wire: the pops' poll time, and how long the test waits for the broker to refuse the
 #: ones past the limit (well inside the poll time, so no held pop is answered in the meantime).
 POLLING_FULL_POLL_MS = 60_000
+#: How much earlier than its poll time a held pop's time-out may be answered (the broker's 50 ms, two clocks).
+EARLY_TOLERANCE_MS = 1_000
 POLLING_FULL_WAIT_S = 40.0
 #: popPollingSize: RocketMQ holds this many pops per (topic, group, queue id), plus one (POP-7).
 POP_POLLING_SIZE = 1_024
@@ -280,8 +285,8 @@ def test_held_pop_woken_by_matching_arrival_or_timed_out(target) -> None:  # typ
 def test_polling_full_over_the_wire(target) -> None:  # type: ignore[no-untyped-def]
     """Ten pops more than popPollingSize + 1 for one (topic, group, queue id): pops beyond the limit are answered
     POLLING_FULL without waiting for their poll time, and a pop of another queue id is still held. A broker works
-    on pops in parallel (RocketMQ: a thread pool), so which of the last ones are refused is not fixed: the test
-    looks at the last fifty and asks that some were refused, each with POLLING_FULL."""
+    on pops in parallel (RocketMQ: a thread pool), so which ones are refused is not fixed: the test asks that some
+    were refused, each with POLLING_FULL, and no more than the ten beyond the limit."""
     if clocked(target):
         pytest.skip("not applicable: the simulated-time variant below checks this exactly")
     target.create_topic(T, 1)
@@ -293,8 +298,16 @@ def test_polling_full_over_the_wire(target) -> None:  # type: ignore[no-untyped-
     while not any(p.done() for p in pops[-50:]) and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(WIRE_WAKE_S)  # the refusals answered right after the first
-    refused = [p.result().code for p in pops[-50:] if p.done()]
-    assert refused and set(refused) == {"POLLING_FULL"}, f"answers among the last 50 pops: {refused}"
+    answers = [p.result() for p in pops if p.done()]
+    refused = [a.code for a in answers if a.code == "POLLING_FULL"]
+    # A loaded broker may take most of the poll time to work through them all: held pops then time out (POLLING_TIMEOUT
+    # at their poll time), which is right; any other early answer is not.
+    others = sorted({(a.code, a.held_ms // 1000) for a in answers
+                     if a.code != "POLLING_FULL" and a.held_ms < POLLING_FULL_POLL_MS - EARLY_TOLERANCE_MS})
+    assert refused and not others, f"{len(refused)} POLLING_FULL; others before the poll time (code, s): {others}"
+    # popPollingSize + 1 are held; a broker racing its own size check may hold a few more, never fewer.
+    assert len(refused) <= len(pops) - (POP_POLLING_SIZE + 1), (
+        f"{len(refused)} of {len(pops)} pops refused: fewer than popPollingSize + 1 = {POP_POLLING_SIZE + 1} held")
     other_key = target.pop(G, T, -1, 1, 30_000, 30_000)
     assert not answered(target, other_key), "the limit is per (topic, group, queue id)"
 
@@ -589,22 +602,44 @@ def test_consume_offset_moves_in_pop_order(target) -> None:  # type: ignore[no-u
 
 
 # -- REVIVE ----------------------------------------------------------------------------------------
-@pytest.mark.req("REVIVE-2", "REVIVE-5")
+@pytest.mark.req("REVIVE-5.wake")
+def test_a_revive_wakes_the_groups_held_pop(target) -> None:  # type: ignore[no-untyped-def]
+    """Seed 004 §4.4.6: once a checkpoint's message is put back into the retry topic, the revive service notifies
+    the group's pops of every queue (queue id -1): a held pop is answered by the revive, long before its poll time."""
+    target.create_topic(T, 2)
+    (msg_id,) = send_n(target, 1, 1)
+    pop_now(target, invisible_ms=3_000)
+    held = target.pop(G, T, -1, 32, 3_000, HELD_POLL_MS)
+    assert not held.done()
+    bound_ms = 3_000 + REVIVE_DELAY_MS + (SLACK_MS if clocked(target) else WIRE_REVIVE_SLACK_MS)
+    if clocked(target):
+        target.advance(bound_ms)
+    else:
+        deadline = time.monotonic() + bound_ms / 1000
+        while not held.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert held.done(), f"the held pop (poll {HELD_POLL_MS} ms) was not answered by the revive within {bound_ms} ms"
+    (m,) = held.result().messages
+    assert (m.msg_id, m.retry) == (msg_id, True), "the pop was answered with the revived message"
+
+
+@pytest.mark.req("REVIVE-2", "REVIVE-5.popped")
 def test_revived_messages_are_popped_again_with_growing_reconsume_times(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic(T, 2)
     (msg_id,) = send_n(target, 1, 1)
     pop_now(target, invisible_ms=3_000)
-    held = target.pop(G, T, -1, 32, 3_000, 30_000)
+    held = target.pop(G, T, -1, 32, 3_000, HELD_POLL_MS)
     assert not held.done()
     if clocked(target):
         target.advance(3_000 + REVIVE_DELAY_MS + SLACK_MS)
-        assert held.done(), "a revive must wake the group's held pop"
     else:
         deadline = time.monotonic() + (3_000 + REVIVE_DELAY_MS + WIRE_REVIVE_SLACK_MS) / 1000
         while not held.done() and time.monotonic() < deadline:
             pass
+    if clocked(target):
+        target.advance(HELD_POLL_MS)  # REVIVE-5.wake judges when; this test, what was popped
     (m,) = held.result().messages
-    assert (m.msg_id, m.reconsume_times, m.topic, m.retry) == (msg_id, 1, T, True), "woken by the revive"
+    assert (m.msg_id, m.reconsume_times, m.topic, m.retry) == (msg_id, 1, T, True), "the revived message"
     _, got = wait_for_redelivery(target, 3_000 + REVIVE_DELAY_MS + SLACK_MS)
     (m2,) = got
     assert (m2.msg_id, m2.reconsume_times) == (msg_id, 2), "a retried message is revived again, +1"

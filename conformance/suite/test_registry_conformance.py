@@ -23,16 +23,46 @@ def test_join_notifies_every_member(target) -> None:  # type: ignore[no-untyped-
     assert target.notifications("c1") == ["G", "G"] and target.notifications("c2") == ["G"]
 
 
-@pytest.mark.req("CGRP-2", "CGRP-3")
+@pytest.mark.req("CGRP-2.change", "CGRP-3.no-change")
 def test_what_counts_as_a_change(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("RT", 1)
     target.create_topic("RU", 1)
     target.heartbeat("c1", "client-1", "G", {"RT": "*"})
     assert target.heartbeat("c1", "client-1", "G", {"RT": "*"}) is False, "same heartbeat again"
     assert target.heartbeat("c1", "client-1", "G", {"RT": "A"}, sub_version=5) is False, "newer subVersion"
+    assert target.heartbeat("c1", "client-1b", "G", {"RT": "A"}, sub_version=5) is False, "another client id"
     assert target.heartbeat("c1", "client-1", "G", {"RT": "*", "RU": "*"}) is True, "topic added"
     assert target.heartbeat("c1", "client-1", "G", {"RU": "*"}) is True, "topic dropped"
-    assert target.notifications("c1") == ["G", "G", "G"]
+    assert notified(target, "c1", 4) == ["G", "G", "G"], "notified once per change: the join, the add, the drop"
+
+
+@pytest.mark.req("CGRP-2.stored", "CGRP-3.stored")
+@pytest.mark.needs("group_info")
+def test_the_group_stores_what_its_heartbeats_subscribe(target) -> None:  # type: ignore[no-untyped-def]
+    """What the broker keeps of the group (RocketMQ's ConsumerGroupInfo, shown by GET_CONSUMER_CONNECTION_LIST):
+    a newer subVersion replaces the stored subscription and an older one does not; a channel's new client id
+    replaces its old one; an added topic is stored and a dropped one removed."""
+    target.create_topic("RT", 1)
+    target.create_topic("RU", 1)
+    target.heartbeat("c1", "client-1", "G", {"RT": "*"}, sub_version=1)
+    assert stored(target, "G") == (("client-1",), {"RT": ("*", 1)})
+    target.heartbeat("c1", "client-1", "G", {"RT": "A"}, sub_version=5)
+    assert stored(target, "G")[1] == {"RT": ("A", 5)}, "CGRP-3: a newer subVersion replaces the subscription"
+    target.heartbeat("c1", "client-1", "G", {"RT": "B"}, sub_version=3)
+    assert stored(target, "G")[1] == {"RT": ("A", 5)}, "CGRP-3: an older subVersion does not"
+    target.heartbeat("c1", "client-1b", "G", {"RT": "A"}, sub_version=5)
+    assert stored(target, "G")[0] == ("client-1b",), "CGRP-3: the channel's new client id replaces its old one"
+    target.heartbeat("c1", "client-1b", "G", {"RT": "A", "RU": "*"}, sub_version=5)
+    assert stored(target, "G")[1] == {"RT": ("A", 5), "RU": ("*", 5)}, "CGRP-2: an added topic is stored"
+    target.heartbeat("c1", "client-1b", "G", {"RU": "*"}, sub_version=5)
+    assert stored(target, "G")[1] == {"RU": ("*", 5)}, "CGRP-2: a dropped topic is removed"
+
+
+def stored(target, group: str) -> tuple[tuple[str, ...], dict[str, tuple[str, int]]]:  # type: ignore[no-untyped-def]
+    """The group's members and stored subscriptions, as the broker keeps them."""
+    info = target.group_info(group)
+    assert info is not None, f"the broker keeps no group {group}"
+    return info.client_ids, dict(info.subscriptions)
 
 
 @pytest.mark.req("CGRP-4.broadcasting", "CGRP-5.broadcasting")
@@ -69,6 +99,19 @@ def test_unregister_notifies_the_rest(target) -> None:  # type: ignore[no-untype
     target.unregister("c2", "G")
     assert target.consumer_ids("G") == ["client-1"]
     assert len(target.notifications("c1")) == before + 1
+
+
+@pytest.mark.req("CGRP-5.removed")
+@pytest.mark.needs("group_info")
+def test_the_last_unregister_removes_the_group(target) -> None:  # type: ignore[no-untyped-def]
+    target.create_topic("RT", 1)
+    target.heartbeat("c1", "client-1", "GE", {"RT": "*"})
+    target.heartbeat("c2", "client-2", "GE", {"RT": "*"})
+    target.unregister("c2", "GE")
+    info = target.group_info("GE")
+    assert info is not None and info.client_ids == ("client-1",), f"one member left: {info}"
+    target.unregister("c1", "GE")
+    assert target.group_info("GE") is None, "the group is kept after its last member unregistered"
 
 
 def _silence_client_2(target) -> int:  # type: ignore[no-untyped-def]

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import select
 import socket
 import struct
 import time
@@ -76,6 +77,11 @@ EARLY_TOLERANCE_MS = 50
 SUSPEND_MS = 1_000
 #: The woken pull's suspend time: long enough that a wake-up is clearly not the time-out.
 WAKE_SUSPEND_MS = 4_000
+#: PULL-3: the suspendTimeoutMillis a pull without the SUSPEND bit carries (a broker must not hold it at all).
+ASKED_SUSPEND_MS = 15_000
+#: LPOLL-1: the suspend time of a pull woken at once, and watched for a second answer until it would have timed out
+#: and one hold check more.
+ONCE_SUSPEND_MS = 3_000
 #: An arrival must answer the held pull within this long after its send was acknowledged.
 WAKE_BOUND_MS = 1_000
 #: Pull sysFlag bits (protocols/rocketmq-remoting.md §5.4): SUSPEND | SUBSCRIPTION, SUBSCRIPTION.
@@ -576,6 +582,47 @@ def test_a_held_pull_is_answered_when_a_message_arrives(target, client) -> None:
         f"REMOTING-7: answered {(answered - sent) * 1000:.0f} ms after the arrival (bound {WAKE_BOUND_MS} ms)")
     assert (answered - started) * 1000 < WAKE_SUSPEND_MS, "REMOTING-7: answered by the time-out, not the arrival"
     assert [(m.queue_offset, m.body) for m in records(r)] == [(1, b"wake")]
+
+
+@pytest.mark.req("PULL-3")
+@pytest.mark.needs("remoting_wire", "pull")
+def test_a_pull_without_the_suspend_flag_is_answered_at_once_whatever_its_timeout(target, client) -> None:  # type: ignore[no-untyped-def]
+    """The flag decides, not suspendTimeoutMillis: a pull of an empty queue with a 15 s timeout but no SUSPEND bit
+    is answered PULL_NOT_FOUND at once (a broker holding it would answer at a hold check, seconds later)."""
+    target.create_topic("P3", 1)
+    topic, group = target.namespaced("P3"), target.namespaced("GP3")
+    fields = {**pull_fields(group, topic, 0, 0, suspend_ms=ASKED_SUSPEND_MS), "sysFlag": PULL_SUBSCRIPTION}
+    br = client(target.broker_addr)
+    started = time.monotonic()
+    r = br.invoke(RequestCode.PULL_MESSAGE, fields, timeout_s=PATIENCE_S)
+    took_ms = (time.monotonic() - started) * 1000
+    assert r.code == ResponseCode.PULL_NOT_FOUND, f"PULL-3: code {r.code} {r.remark}"
+    assert took_ms <= WAKE_BOUND_MS, f"PULL-3: answered after {took_ms:.0f} ms, not at once (bound {WAKE_BOUND_MS} ms)"
+
+
+@pytest.mark.req("LPOLL-1.once")
+@pytest.mark.needs("remoting_wire", "long_poll")
+def test_a_held_pull_is_answered_exactly_once(target, raw) -> None:  # type: ignore[no-untyped-def]
+    """Two held pulls on one connection: one woken by an arrival, one left to time out. Each gets one answer, and
+    nothing more comes for either over the hold checks and time-outs that follow (a broker that kept a woken request
+    in its hold table, or answered a timed-out one again at the next check, writes a second frame with its opaque)."""
+    target.create_topic("L1", 2)
+    topic, group = target.namespaced("L1"), target.namespaced("GL1")
+    conn = raw(target.broker_addr)
+    woken = conn.send(RequestCode.PULL_MESSAGE, pull_fields(group, topic, 0, 0, suspend_ms=ONCE_SUSPEND_MS))
+    timed = conn.send(RequestCode.PULL_MESSAGE, pull_fields(group, topic, 1, 0, suspend_ms=SUSPEND_MS))
+    time.sleep(0.3)
+    target.send("L1", 0, b"wake")
+    answers = conn.responses({woken, timed})
+    assert answers[woken].code == ResponseCode.SUCCESS and answers[timed].code == ResponseCode.PULL_NOT_FOUND, (
+        f"LPOLL-1: codes {answers[woken].code}, {answers[timed].code}")
+    extra: list[Frame] = []
+    deadline = time.monotonic() + (ONCE_SUSPEND_MS + HOLD_CHECK_MS + LATE_SLACK_MS) / 1000
+    while time.monotonic() < deadline:
+        if conn.buffer or select.select([conn.sock], [], [], 0.2)[0]:
+            extra.append(conn.read_frame())
+    again = [f.header.get("opaque") for f in extra if isinstance(f.header, dict)]
+    assert not again, f"LPOLL-1: frames after each held pull's one answer, for opaques {again} ({woken}, {timed})"
 
 
 @pytest.mark.req("REMOTING-7")

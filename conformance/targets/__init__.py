@@ -15,6 +15,7 @@ reached through the name server at that address (``conformance.targets.remoting`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -167,6 +168,15 @@ class PendingPull(Protocol):
 
 
 @dataclass(frozen=True)
+class GroupInfo:
+    """What a broker keeps of a consumer group (capability ``group_info``; RocketMQ's GET_CONSUMER_CONNECTION_LIST):
+    its members' client ids, sorted, and the subscriptions it stores, topic -> (expression, subVersion)."""
+
+    client_ids: tuple[str, ...]
+    subscriptions: Mapping[str, tuple[str, int]]
+
+
+@dataclass(frozen=True)
 class StoreLayout:
     """The segment sizes of a target's store (capability ``store_layout``): tests size their data from
     these, never from the reference's defaults."""
@@ -223,6 +233,10 @@ class Target(Protocol):
         self, group: str, topic: str, client_id: str, strategy: str = "AllocateMessageQueueAveragely",
         pop_share_queue_num: int = -1, model: str = "CLUSTERING", mode: str = "POP",
     ) -> list[tuple[str, str, int]]: ...
+    def group_info(self, group: str) -> GroupInfo | None:
+        """Capability ``group_info``: what the broker keeps of ``group``; None when it keeps no such group (an
+        empty group is removed, CGRP-5)."""
+        ...
     def restart(self, kill: bool = False) -> None:
         """Capability ``restart``: restart the broker on the same data, cleanly; with ``kill`` (capability
         ``kill_restart``) as after SIGKILL. Held requests are dropped; consumers must register again."""

@@ -26,6 +26,7 @@ from reference.trace import MemorySink, Trace
 from . import (
     HOLD_SLACK_MS,
     DispatchedRecord,
+    GroupInfo,
     PoppedRecord,
     PopReply,
     PulledMessage,
@@ -117,6 +118,7 @@ class ReferenceTarget:
             "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control",
             "clock_control", "trace", "race_control", "pop", "flow_permits", "restart", "allocation",
             "client_simulation", "retention_expire", "store_layout", "channel_close", "broker_config",
+            "group_info",
         }
     )
 
@@ -230,6 +232,13 @@ class ReferenceTarget:
 
     def consumer_ids(self, group: str) -> list[str]:
         return self.broker.consumer_ids(group)
+
+    def group_info(self, group: str) -> GroupInfo | None:
+        info = self.broker.consumer_manager.get_consumer_group_info(group)
+        if info is None:
+            return None
+        subs = {topic: (sub.expression, sub.sub_version) for topic, sub in info.subscription_table.items()}
+        return GroupInfo(tuple(sorted(info.all_client_ids())), subs)
 
     def close_conn(self, conn: str) -> None:
         """The broker sees ``conn``'s channel close (capability ``channel_close``), as when a consumer exits."""

@@ -64,6 +64,7 @@ from reference.rules.filter import tags_hash_code
 from . import (
     HOLD_SLACK_MS,
     CommitLogRecord,
+    GroupInfo,
     MalformedAnswer,
     PoppedRecord,
     PopReply,
@@ -418,6 +419,22 @@ class RemotingTarget:
         ids = loads_body(r.body).get("consumerIdList") or []
         return sorted(self._strip(str(c)) for c in ids)
 
+    def group_info(self, group: str) -> GroupInfo | None:
+        """GET_CONSUMER_CONNECTION_LIST (mqadmin consumerConnection): CONSUMER_NOT_ONLINE when the broker keeps no
+        such group, else its connections and stored subscriptions (ConsumerConnection)."""
+        r = self._call(RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": self._n(group)},
+                       ok=(ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE))
+        if r.code == ResponseCode.CONSUMER_NOT_ONLINE:
+            return None
+        try:
+            doc = loads_body(r.body)
+            ids = sorted(self._strip(str(c["clientId"])) for c in doc.get("connectionSet") or [])
+            subs = {self._strip(str(topic)): (str(sub["subString"]), int(sub.get("subVersion", 0)))
+                    for topic, sub in (doc.get("subscriptionTable") or {}).items()}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise MalformedAnswer(f"GET_CONSUMER_CONNECTION_LIST {group}: {exc!r} in {r.body[:200]!r}") from None
+        return GroupInfo(tuple(ids), subs)
+
     def notifications(self, conn: str) -> list[str]:
         """The groups of the NOTIFY frames this connection received, after a read-only round trip on it.
 
@@ -693,23 +710,31 @@ def handle_error(response: RemotingCommand) -> TargetError:
 
 
 def wire_capabilities(broker_addr: str) -> frozenset[str]:
-    """What the broker's protocol offers: :data:`CAPABILITIES`, and ``pop`` when it serves POP."""
-    return CAPABILITIES | ({"pop"} if supports_pop(broker_addr) else frozenset())
+    """What the broker's protocol offers: :data:`CAPABILITIES`, ``pop`` when it serves POP and ``group_info`` when
+    it serves GET_CONSUMER_CONNECTION_LIST."""
+    offered = {"pop"} if supports_pop(broker_addr) else set()
+    if serves(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "mqtck-probe"}):
+        offered.add("group_info")
+    return CAPABILITIES | offered
+
+
+def serves(broker_addr: str, code: int, ext: dict[str, Any]) -> bool:
+    """Whether the broker knows request ``code`` (anything but REQUEST_CODE_NOT_SUPPORTED to ``ext``)."""
+    client = RemotingClient(broker_addr)
+    try:
+        return client.invoke(code, ext, timeout_s=10.0).code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    finally:
+        client.close()
 
 
 def supports_pop(broker_addr: str) -> bool:
     """Whether the broker serves POP_MESSAGE: asked with a pop of a topic that does not exist, which a
     RocketMQ 5 broker refuses (TOPIC_NOT_EXIST) and a 4.x broker does not know (REQUEST_CODE_NOT_SUPPORTED)."""
-    client = RemotingClient(broker_addr)
-    try:
-        r = client.invoke(POP_CODES["POP_MESSAGE"], {
-            "consumerGroup": "mqtck-probe", "topic": f"mqtck-probe-{uuid.uuid4().hex[:8]}", "queueId": -1,
-            "maxMsgNums": 1, "invisibleTime": "60000", "pollTime": "0", "bornTime": str(int(time.time() * 1000)),
-            "initMode": INIT_MODE_MIN, "expType": "TAG", "exp": "*",
-        }, timeout_s=10.0)
-    finally:
-        client.close()
-    return r.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    return serves(broker_addr, POP_CODES["POP_MESSAGE"], {
+        "consumerGroup": "mqtck-probe", "topic": f"mqtck-probe-{uuid.uuid4().hex[:8]}", "queueId": -1,
+        "maxMsgNums": 1, "invisibleTime": "60000", "pollTime": "0", "bornTime": str(int(time.time() * 1000)),
+        "initMode": INIT_MODE_MIN, "expType": "TAG", "exp": "*",
+    })
 
 
 def describe_control(address: str) -> ControlDescription:

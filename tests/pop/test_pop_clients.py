@@ -101,7 +101,7 @@ def test_backoff_grows_with_reconsume_times() -> None:
     assert backoff_ms(100) == DEFAULT_BACKOFF_MS[-1] == 2 * 3_600_000 and backoff_ms(-1) == 1_000
 
 
-@pytest.mark.req("POP-1", "REVIVE-5", "PACK-4")
+@pytest.mark.req("POP-1", "REVIVE-5.popped", "PACK-4")
 def test_push_consumer_pops_its_assignment_and_retries_by_changing_invisibility() -> None:
     clock, sink = SimClock(), MemorySink()
     trace = Trace(sink, "t", clock)

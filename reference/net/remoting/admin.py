@@ -4,13 +4,22 @@ UPDATE_AND_CREATE_TOPIC (17) is how a conformance harness creates a topic with a
 RocketMQ broker (``mqadmin updateTopic`` sends it), instead of relying on auto-creation at route lookup,
 which always gives the default queue count. Decode, call the core, encode: the rules (name, queue count)
 are the store's.
+
+GET_CONSUMER_CONNECTION_LIST (203, ``mqadmin consumerConnection``) shows what the broker keeps of a consumer
+group: its members' connections and the subscriptions the group stores. It is the one answer on the wire that
+tells an empty group from a removed one (CONSUMER_NOT_ONLINE) and shows a stored subscription (CGRP-2, -3, -5).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from reference.broker.broker import Broker
-from reference.net.remoting.command import RemotingCommand
+from reference.net.remoting.command import RemotingCommand, encode_body
+from reference.net.remoting.fields import field_str
+from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest
+from reference.rules.filter import SubscriptionData
 
 #: RocketMQ RequestCode.UPDATE_AND_CREATE_TOPIC.
 UPDATE_AND_CREATE_TOPIC = 17
@@ -26,3 +35,28 @@ def update_and_create_topic(broker: Broker, cmd: RemotingCommand) -> RemotingCom
         raise InvalidRequest("readQueueNums", f"must be an integer, got {text!r}") from None
     broker.create_topic(topic, queue_nums)
     return cmd.make_response()
+
+
+def get_consumer_connection_list(broker: Broker, cmd: RemotingCommand) -> RemotingCommand:
+    """The group's connections and stored subscriptions as Apache's ConsumerConnection body; CONSUMER_NOT_ONLINE,
+    with Apache's remark, when the broker keeps no such group."""
+    group = field_str(cmd, "consumerGroup")
+    info = broker.consumer_manager.get_consumer_group_info(group)
+    if info is None:
+        return cmd.make_response(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
+    connections = []
+    for channel in info.channel_info_table.values():
+        peer = getattr(channel.channel, "peer", None)
+        connections.append({"clientId": channel.client_id, "language": channel.language, "version": channel.version,
+                            "clientAddr": f"{peer[0]}:{peer[1]}" if peer else ""})
+    return cmd.make_response(body=encode_body({
+        "connectionSet": connections, "consumeType": info.consume_type, "messageModel": info.message_model,
+        "consumeFromWhere": info.consume_from_where,
+        "subscriptionTable": {topic: subscription_json(sub) for topic, sub in info.subscription_table.items()},
+    }))
+
+
+def subscription_json(sub: SubscriptionData) -> dict[str, Any]:
+    """A stored subscription as Apache's SubscriptionData JSON (a TAG expression, its tags and their hash codes)."""
+    return {"topic": sub.topic, "subString": sub.expression, "subVersion": sub.sub_version, "expressionType": "TAG",
+            "tagsSet": sorted(sub.tags), "codeSet": sorted(sub.codes), "classFilterMode": False}

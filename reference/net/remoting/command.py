@@ -54,6 +54,8 @@ class RequestCode(enum.IntEnum):
     UNLOCK_BATCH_MQ = 42
     #: name server
     GET_ROUTEINFO_BY_TOPIC = 105
+    #: admin (``mqadmin consumerConnection``): a group's connections and stored subscriptions
+    GET_CONSUMER_CONNECTION_LIST = 203
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
     #: POP consumption (RocketMQ 5): the broker allocates (QUERY_ASSIGNMENT) and tracks invisibility.
