@@ -18,7 +18,7 @@ from reference.client.components import ClientComponents
 from reference.client.config import MessageModel
 from reference.sim.scenario import Scenario
 
-REQUIREMENTS = ("ALO-2", "ALO-3", "CONSUME-2", "REBAL-3", "REBAL-6")
+REQUIREMENTS = ("ALO-2", "ALO-4", "ALO-3", "CONSUME-2", "REBAL-3", "REBAL-6", "REBAL-8")
 
 
 def broadcast_property(components: ClientComponents | None = None):  # type: ignore[no-untyped-def]

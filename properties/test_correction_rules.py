@@ -1,5 +1,5 @@
 """The correction rows and the retention guarantees, one pull at a time, against oracles written from
-the spec sentences (OFFSET-1..5, RETAIN-1, RETAIN-7).
+the spec sentences (OFFSET-1..5, RETAIN-1, RETAIN-7, RETAIN-11, RETAIN-12).
 
 Quicker to shrink than the full store machine in ``test_offset_correction``: a queue is filled,
 aged, filled again and cleaned once; then pulls at offsets around min and max are checked. The
@@ -67,6 +67,7 @@ def correction_property(store_cls: type[MessageStore]):  # type: ignore[no-untyp
     return prop
 
 
-@pytest.mark.req("OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5", "RETAIN-1", "RETAIN-7")
+@pytest.mark.req("OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5", "RETAIN-1", "RETAIN-7", "RETAIN-11",
+                 "RETAIN-12")
 def test_correction_rows_and_retention() -> None:
     correction_property(MessageStore)()

@@ -333,7 +333,7 @@ class OffsetCorrectionMachine(RuleBasedStateMachine):
     "OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5", "OFFSET-6", "OFFSET-7.removed",
     "OFFSET-7.first-record", "OFFSET-8",
     "OFFSET-9", "OFFSET-10.in-memory", "OFFSET-10.in-disk", "OFFSET-11", "OFFSET-12",
-    "RETAIN-1", "RETAIN-2", "RETAIN-4", "RETAIN-5", "RETAIN-6", "RETAIN-7",
+    "RETAIN-1", "RETAIN-2", "RETAIN-4", "RETAIN-5", "RETAIN-6", "RETAIN-7", "RETAIN-11", "RETAIN-12",
 )
 class TestOffsetCorrection(OffsetCorrectionMachine.TestCase):  # type: ignore[name-defined,misc]
     """The machine under the active Hypothesis profile."""

@@ -24,7 +24,7 @@ PULL_THRESHOLD_FOR_QUEUE = 1000
 #: Seed 001: pullBatchSize. The flow-control tolerance is one batch above the threshold: the client checks
 #: the cached count *before* a pull, so a pull sent at exactly the threshold may add one more batch.
 PULL_BATCH_SIZE = 32
-#: How soon after PULL_NOT_FOUND the next pull of the queue must come. Seeds (CLIENT-3): "pull again at
+#: How soon after PULL_NOT_FOUND the next pull of the queue must come. CLIENT-9 (upstream): "pull again at
 #: once"; the tolerance covers process scheduling of a client under test on a loaded machine.
 REPULL_WITHIN_S = 5.0
 #: Most violations quoted in a failure message.
@@ -308,13 +308,23 @@ def start_at_committed_offset(rows: list[dict[str, Any]], ctx: Context) -> Findi
 
 
 def resume_after_broker_restart(rows: list[dict[str, Any]], ctx: Context) -> Finding:
-    """CCLIENT-8: after the broker's return, the client pulls every queue it pulled before, within
-    ``resume_within_s``, and the first of those pulls asks for no offset beyond the highest nextBeginOffset the
-    broker handed the group for that queue (it neither stalls nor skips)."""
+    """CCLIENT-8: after the broker's return, the client pulls every queue it pulled before, before the run ends,
+    and the first of those pulls asks for no offset beyond the highest nextBeginOffset the broker handed the group
+    for that queue (it neither stalls nor skips)."""
+    return _resume(rows, ctx, bounded=False)
+
+
+def resume_within_bound(rows: list[dict[str, Any]], ctx: Context) -> Finding:
+    """CCLIENT-9: after the broker's return, the client pulls every queue it pulled before within
+    ``resume_within_s`` (split from CCLIENT-8: the bound is upstream's heartbeat interval, not a seed's)."""
+    return _resume(rows, ctx, bounded=True)
+
+
+def _resume(rows: list[dict[str, Any]], ctx: Context, bounded: bool) -> Finding:
     back = ctx.broker_back_ts_us
     if back is None:
         return Finding("not-applicable", "the broker did not restart in this scenario")
-    window_end = back + int(ctx.resume_within_s * 1_000_000)
+    window_end = back + int(ctx.resume_within_s * 1_000_000) if bounded else ctx.end_ts_us
     handed: dict[tuple[str, int], int] = dict(ctx.preset_offsets)
     before: set[tuple[str, int]] = set()
     resumed: dict[tuple[str, int], dict[str, Any]] = {}
@@ -328,13 +338,16 @@ def resume_after_broker_restart(rows: list[dict[str, Any]], ctx: Context) -> Fin
                 before.add(q)
         elif row["event"] == "PULL_REQ" and row.get("client_id") in ctx.subject_ids and q not in resumed:
             resumed[q] = row
-    if ctx.end_ts_us < window_end and not before <= set(resumed):
+    if bounded and ctx.end_ts_us < window_end and not before <= set(resumed):
         return Finding("not-applicable", f"the run ended before the {ctx.resume_within_s:g} s to resume in passed")
     violations = []
     for q in sorted(before):
         row = resumed.get(q)
         if row is None or row["ts"] > window_end:
-            violations.append(f"{q[0]}:{q[1]} not pulled within {ctx.resume_within_s:g} s of the broker's return")
+            violations.append(f"{q[0]}:{q[1]} not pulled within {ctx.resume_within_s:g} s of the broker's return"
+                              if bounded else f"{q[0]}:{q[1]} not pulled again after the broker's return")
+        elif bounded:
+            continue  # the offset is CCLIENT-8's
         elif row["offset"] > handed.get(q, 0):
             violations.append(f"{q[0]}:{q[1]} pulled at {row['offset']} after the restart, beyond the "
                               f"{handed.get(q, 0)} the broker had handed out")
@@ -354,4 +367,5 @@ CHECKS: dict[str, Callable[[list[dict[str, Any]], Context], Finding]] = {
     "CCLIENT-6": no_commit_of_the_moved_offset,
     "CCLIENT-7": start_at_committed_offset,
     "CCLIENT-8": resume_after_broker_restart,
+    "CCLIENT-9": resume_within_bound,
 }

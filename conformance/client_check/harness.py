@@ -74,7 +74,7 @@ class Options:
     rebalance_grace_s: float = REBALANCE_INTERVAL_S + REBALANCE_SLACK_S
     #: Overrides the time of every scenario's fault (kill, broker restart, retention; tests use short runs).
     fault_at_s: float | None = None
-    #: After a broker restart, how long the client may take to pull again (CCLIENT-8).
+    #: After a broker restart, how long the client may take to pull again (CCLIENT-9).
     resume_within_s: float = RESUME_WITHIN_S
     #: Extra environment for the client (e.g. HOME for the C++ client's offsets directory).
     env: dict[str, str] | None = None

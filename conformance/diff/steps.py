@@ -182,8 +182,8 @@ class Send(Step):
 class Pull(Step):
     kind: ClassVar[str] = "pull"
     needs: ClassVar[frozenset[str]] = frozenset({"pull"})
-    touches: ClassVar[tuple[str, ...]] = ("PULL-1", "PULL-2", "PULL-5", "OFFSET-1", "OFFSET-2", "OFFSET-3",
-                                          "OFFSET-4", "OFFSET-5", "OFFSET-6", "OFFSET-9")
+    touches: ClassVar[tuple[str, ...]] = ("PULL-1", "PULL-2", "PULL-5", "PULL-6", "PULL-7", "OFFSET-1", "OFFSET-2",
+                                          "OFFSET-3", "OFFSET-4", "OFFSET-5", "OFFSET-6", "OFFSET-9")
     group: int = 0
     topic: int = 0
     queue: int = 0
@@ -346,7 +346,7 @@ class QueryOffset(Step):
 @dataclass(frozen=True)
 class MinMax(Step):
     kind: ClassVar[str] = "min_max"
-    touches: ClassVar[tuple[str, ...]] = ("PULL-2", "RETAIN-7", "RETAIN-9")
+    touches: ClassVar[tuple[str, ...]] = ("PULL-6", "RETAIN-7", "RETAIN-9", "RETAIN-12")
     topic: int = 0
     queue: int = 0
 

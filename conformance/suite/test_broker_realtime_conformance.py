@@ -35,6 +35,18 @@ COLLIDING_TAGS = ("Aa", "BB")
 # -- STORE ------------------------------------------------------------------------------------------------
 @pytest.mark.req("STORE-2")
 @pytest.mark.needs("pull")
+def test_tag_subscriptions_are_matched(target) -> None:  # type: ignore[no-untyped-def]
+    """A subscription to one tag gets the messages with that tag, and none with another tag or none."""
+    target.create_topic("ST2M", 1)
+    for tag in ("A", "C", None, "A"):
+        target.send("ST2M", 0, f"tag {tag}".encode(), tag)
+    visible(target, "ST2M", 0, 4)
+    got = target.start_pull("G", "ST2M", 0, 0, expression="A").result()
+    assert got.status == "FOUND" and [m.tags for m in got.messages] == ["A", "A"]
+
+
+@pytest.mark.req("STORE-25")
+@pytest.mark.needs("pull")
 def test_tag_subscriptions_are_matched_by_java_hash_code(target) -> None:  # type: ignore[no-untyped-def]
     """"Aa" and "BB" share a Java hash code: the broker answers a subscription to one with both (the client
     re-checks the string); an untagged message (hash 0) and another tag are not matched."""

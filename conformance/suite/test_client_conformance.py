@@ -209,6 +209,26 @@ def test_each_pull_continues_from_the_answer(target) -> None:  # type: ignore[no
 
 
 @pytest.mark.req("CONSUME-1")
+def test_a_dropped_queues_waiting_batches_never_reach_the_listener(target) -> None:  # type: ignore[no-untyped-def]
+    """Seed 001 lines 777-780: a batch whose queue was dropped before its call is skipped: no listener call
+    (DELIVER) of a queue after its REVOKE, until it is assigned again."""
+    rows = _simulate(target, DROP)
+    dropped: set[tuple[str, str, int]] = set()
+    for row in rows:
+        if not row["source"].startswith("client:"):
+            continue
+        key = (row["source"], row.get("topic"), row.get("queue_id"))
+        if row["event"] == "REVOKE":
+            dropped.add(key)
+        elif row["event"] == "ASSIGN":
+            dropped.discard(key)
+        elif row["event"] == "DELIVER":
+            assert key not in dropped, f"a listener call for a dropped queue: {row}"
+    skipped = [r for r in rows if r["event"] == "CONSUME" and '"dropped"' in (r.get("detail") or "")]
+    assert skipped, "the scenario must drop queues with batches waiting"
+
+
+@pytest.mark.req("CONSUME-7")
 def test_at_most_20_listener_calls_at_once(target) -> None:  # type: ignore[no-untyped-def]
     rows = _simulate(target, STREAM)
     running: dict[str, int] = defaultdict(int)
@@ -238,11 +258,10 @@ def test_a_failed_send_back_is_consumed_again_locally(target) -> None:  # type: 
     _clean(rows, ("commit_safety",), ("CONSUME-2",))
 
 
-@pytest.mark.req("CONSUME-5")
-def test_offsets_persist_every_5s_and_a_leaver_hands_over_cleanly(target) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.req("CONSUME-9")
+def test_offsets_persist_every_5s(target) -> None:  # type: ignore[no-untyped-def]
+    """Split from the shutdown test below: the period is upstream's (CONSUME-9), not seed 001's."""
     rows = _simulate(target, DROP)
-    leaver = next(r for r in rows if r["event"] == "UNSUBSCRIBE" and r["source"].startswith("client:"))
-    mine = [r for r in rows if r["source"] == leaver["source"]]
     gone = {r["source"] for r in rows if r["event"] in ("UNSUBSCRIBE", "CRASH") and r["source"].startswith("client:")}
     keeper = next(r["source"] for r in rows if r["event"] == "SUBSCRIBE" and r["source"].startswith("client:")
                   and r["source"] not in gone)
@@ -255,6 +274,13 @@ def test_offsets_persist_every_5s_and_a_leaver_hands_over_cleanly(target) -> Non
     assert all((t - started) % 5_000_000 == 0 and t - started >= 10_000_000 for t in persists), (
         "persisted every 5 s from 10 s after start"
     )
+
+
+@pytest.mark.req("CONSUME-5")
+def test_a_leaver_persists_gives_up_and_unregisters_and_the_rest_take_over(target) -> None:  # type: ignore[no-untyped-def]
+    rows = _simulate(target, DROP)
+    leaver = next(r for r in rows if r["event"] == "UNSUBSCRIBE" and r["source"].startswith("client:"))
+    mine = [r for r in rows if r["source"] == leaver["source"]]
     revoked = [r for r in mine if r["event"] == "REVOKE" and '"shutdown"' in r["detail"]]
     assert revoked and all(r["ts"] == leaver["ts"] for r in revoked)
     committed_at_leave = {r["queue_id"]: r["offset"] for r in mine
@@ -368,3 +394,11 @@ def test_broadcasting_consumers_each_get_everything(target) -> None:  # type: ig
     rows = _simulate(target, BROADCAST)
     _clean(rows, ("at_least_once", "ownership", "commit_safety", "start", "duplicates"),
            ("ALO-2", "ALO-3", "REBAL-3", "CONSUME-2", "REBAL-6"))
+
+
+@pytest.mark.req("ALO-4")
+def test_a_broadcasting_consumer_back_gets_what_was_sent_while_it_was_down(target) -> None:  # type: ignore[no-untyped-def]
+    """Split from the test above: the come-back clause is upstream's (LocalFileOffsetStore), not the seeds'."""
+    rows = _simulate(target, BROADCAST)
+    assert [r for r in rows if r["event"] == "CRASH" and r["source"].startswith("client:")], "a consumer must crash"
+    _clean(rows, ("at_least_once",), ("ALO-4",))

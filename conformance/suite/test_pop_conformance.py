@@ -846,6 +846,16 @@ def test_the_brokers_pull_mode_shares_partition_the_queues_evenly(target) -> Non
 
 @pytest.mark.req("ALLOC-17")
 @pytest.mark.needs("consumer_registry")
+def test_pop_allocation_with_more_consumers_than_queues_assigns_every_consumer(target) -> None:  # type: ignore[no-untyped-def]
+    """Seed 004 lines 385-387: with more consumers than queues, allocate4Pop makes sure each consumer is assigned."""
+    topic, group, cids = registered_group(target, 2, 4)
+    for share_num in (1, 2):
+        got = {cid: target.query_assignment(group, topic, cid, pop_share_queue_num=share_num) for cid in cids}
+        assert all(got.values()), f"popShareQueueNum {share_num}: a consumer got no queue: {got}"
+
+
+@pytest.mark.req("ALLOC-22")
+@pytest.mark.needs("consumer_registry")
 def test_pop_allocation_with_more_consumers_than_queues_gives_one_queue_each(target) -> None:  # type: ignore[no-untyped-def]
     """allocate4Pop with more consumers than queues (and popShareQueueNum neither <= 0 nor >= consumers - 1): the
     consumer at index i of the sorted ids gets the one queue at position i mod |mqAll|."""

@@ -27,10 +27,19 @@ def test_empty_queue_and_overflow(target) -> None:  # type: ignore[no-untyped-de
             assert r.next_begin_offset == 5
         else:
             assert r.status == want[0] and r.next_begin_offset in want[1], f"pull at {offset}: {r} not in {want}"
-        assert (r.min_offset, r.max_offset) == (0, 5)
     codes = {"OFFSET_OVERFLOW_ONE": "PULL_NOT_FOUND", "OFFSET_OVERFLOW_BADLY": "PULL_OFFSET_MOVED"}
     for offset, status in ((5, "OFFSET_OVERFLOW_ONE"), (6, "OFFSET_OVERFLOW_BADLY")):
         assert target.start_pull("G", "CT", 0, offset).result().code == codes[status]
+
+
+@pytest.mark.req("PULL-6")
+def test_every_answer_carries_min_and_max_offset(target) -> None:  # type: ignore[no-untyped-def]
+    """Split from test_empty_queue_and_overflow: the bounds are upstream's (PULL-6), not seed 002's (PULL-2)."""
+    target.create_topic("CT", 2)
+    fill(target, "CT", 5)
+    for offset in (0, 3, 5, 6, 50):
+        r = target.start_pull("G", "CT", 0, offset).result()
+        assert (r.min_offset, r.max_offset) == (0, 5), f"pull at {offset}: {r}"
 
 
 @pytest.mark.req("PULL-1", "PULL-2")
@@ -61,7 +70,7 @@ def test_tag_filter_and_no_matched_message(target) -> None:  # type: ignore[no-u
     assert (r.status, r.code, r.next_begin_offset) == ("NO_MATCHED_MESSAGE", "PULL_RETRY_IMMEDIATELY", 5)
 
 
-@pytest.mark.req("PULL-5")
+@pytest.mark.req("PULL-7")
 @pytest.mark.needs("consumer_registry")
 def test_registered_subscription_is_used_without_flag(target) -> None:  # type: ignore[no-untyped-def]
     target.create_topic("CT", 1)

@@ -291,8 +291,20 @@ def consumer_ids(conn: RemotingClient, group: str) -> list[str]:
     assert r.code == ResponseCode.SUCCESS, f"GET_CONSUMER_LIST_BY_GROUP {group}: code {r.code} {r.remark}"
     body = loads_body(r.body)
     assert isinstance(body, dict) and isinstance(body.get("consumerIdList"), list), (
-        f"REMOTING-11: the answer is not {{\"consumerIdList\": [...]}}: {r.body[:200]!r}")
+        f"REMOTING-13: the answer is not {{\"consumerIdList\": [...]}}: {r.body[:200]!r}")
     return sorted(body["consumerIdList"])
+
+
+def member_ids(conn: RemotingClient, group: str) -> list[str]:
+    """The client ids GET_CONSUMER_LIST_BY_GROUP answers, whatever JSON holds them (a list, or an object with one
+    list): their layout is REMOTING-13's, not REMOTING-11's."""
+    r = conn.invoke(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}, timeout_s=PATIENCE_S)
+    assert r.code == ResponseCode.SUCCESS, f"GET_CONSUMER_LIST_BY_GROUP {group}: code {r.code} {r.remark}"
+    body = loads_body(r.body)
+    lists = [body] if isinstance(body, list) else (
+        [v for v in body.values() if isinstance(v, list)] if isinstance(body, dict) else [])
+    assert len(lists) == 1, f"REMOTING-11: no one list of client ids in the answer: {r.body[:200]!r}"
+    return sorted(lists[0])
 
 
 def pull(conn: RemotingClient, group: str, topic: str, queue_id: int, offset: int) -> RemotingCommand:
@@ -957,12 +969,23 @@ def test_the_consumer_list_names_every_live_member_and_the_caller(target, client
     ca, cb = target.namespaced("ca"), target.namespaced("cb")
     a, b = client(target.broker_addr), client(target.broker_addr)
     heartbeat(a, ca, group, [topic])
-    assert consumer_ids(a, group) == [ca], "REMOTING-11: the caller, once its heartbeat registered it"
+    assert member_ids(a, group) == [ca], "REMOTING-11: the caller, once its heartbeat registered it"
     heartbeat(b, cb, group, [topic])
-    assert consumer_ids(a, group) == consumer_ids(b, group) == sorted([ca, cb]), "REMOTING-11: both members"
+    assert member_ids(a, group) == member_ids(b, group) == sorted([ca, cb]), "REMOTING-11: both members"
     b.close()
-    assert wait_until(lambda: consumer_ids(a, group) == [ca]), (
-        f"REMOTING-11: a closed member is still listed after {PATIENCE_S} s: {consumer_ids(a, group)}")
+    assert wait_until(lambda: member_ids(a, group) == [ca]), (
+        f"REMOTING-11: a closed member is still listed after {PATIENCE_S} s: {member_ids(a, group)}")
+
+
+@pytest.mark.req("REMOTING-13")
+@pytest.mark.needs("remoting_wire", "consumer_registry")
+def test_the_consumer_list_is_a_consumer_id_list_object(target, client) -> None:  # type: ignore[no-untyped-def]
+    """Split from the test above: the body's layout is upstream's (GetConsumerListByGroupResponseBody)."""
+    target.create_topic("W13", 1)
+    topic, group, ca = target.namespaced("W13"), target.namespaced("G13"), target.namespaced("ca")
+    a = client(target.broker_addr)
+    heartbeat(a, ca, group, [topic])
+    assert consumer_ids(a, group) == [ca]
 
 
 # -- REMOTING-12 ---------------------------------------------------------------------------------------------

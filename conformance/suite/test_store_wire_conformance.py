@@ -74,9 +74,10 @@ def _check_kept(target, sent, queues: int) -> None:  # type: ignore[no-untyped-d
 
 #: A clean restart, which also judges committed offsets (persisted at shutdown: QOFF-2), and one as after SIGKILL.
 RESTARTS = [
-    pytest.param(False, id="clean",
-                 marks=(pytest.mark.req("QOFF-2"), pytest.mark.needs("commit_offset", "query_offset"))),
-    pytest.param(True, id="kill", marks=pytest.mark.needs("kill_restart")),
+    pytest.param(False, id="clean", marks=(pytest.mark.req("STORE-5", "QOFF-2"),
+                                           pytest.mark.needs("commit_offset", "query_offset"))),
+    # A killed process is upstream's and mqtck's promise, not seed 002's (STORE-26, split from STORE-5).
+    pytest.param(True, id="kill", marks=(pytest.mark.req("STORE-26"), pytest.mark.needs("kill_restart"))),
 ]
 #: The topic of the topic-table check (three queues: a re-created topic would have another count).
 T3 = "SW3"
@@ -90,13 +91,13 @@ def restart(target, kill: bool) -> None:  # type: ignore[no-untyped-def]
         target.restart()
 
 
-@pytest.mark.req("STORE-5", "STORE-8")
+@pytest.mark.req("STORE-8")
 @pytest.mark.needs("pull", "restart")
 @pytest.mark.parametrize("kill", RESTARTS)
 def test_messages_topics_and_offsets_survive_a_restart(target, kill: bool) -> None:  # type: ignore[no-untyped-def]
     """One restart for what a broker must keep across it (a JVM broker takes 10-20 s to restart): every sent
-    message with its offsets and body (STORE-5), the topic table (STORE-8) and, after a clean restart, the
-    committed consumer offsets (QOFF-2)."""
+    message with its offsets and body (STORE-5 clean, STORE-26 killed), the topic table (STORE-8) and, after a
+    clean restart, the committed consumer offsets (QOFF-2)."""
     target.create_topic(T, 2)
     target.create_topic(T3, 3)
     sent = _send_mixed(target, 2)
@@ -208,9 +209,9 @@ def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target
 
     lo, hi = target.min_max(T, 0)
     assert hi == n, "the max offset does not move"
-    assert lo == first_kept, (
-        f"the min offset rises to the first message still in the commit log (offset {first_kept}, at "
-        f"commit-log offset {receipts[first_kept].commit_log_offset} >= {kept_from}); got {lo}"
+    assert 0 < lo <= first_kept, (
+        f"the min offset rises past the deleted messages, to no more than the first message still in the commit "
+        f"log (offset {first_kept}); got {lo}"
     )
     # RETAIN-5: the messages of the segment being written are all there.
     kept = pull_all(target, T, 0, lo, hi)
@@ -232,7 +233,24 @@ def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target
         assert (r.status, r.next_begin_offset) == ("OFFSET_OVERFLOW_BADLY", hi), f"pull at {offset} beyond [{lo}, {hi})"
     # QOFF-13: a group that never committed, on a queue whose min offset is above 0, is not found.
     assert target.query_offset("NEVER", T, 0) == ("QUERY_NOT_FOUND", -1)
-    # RETAIN-7: the min offset never falls.
+
+
+@pytest.mark.req("RETAIN-12")
+@pytest.mark.needs("pull", "retention_expire", "store_layout")
+def test_the_min_offset_rises_to_the_first_message_left_and_never_falls(target) -> None:  # type: ignore[no-untyped-def]
+    """Upstream's rule (ConsumeQueue.correctMinOffset), split from the test above: exactly the first unit pointing
+    into the commit log's kept segment, and no later expiry lowers it."""
+    segment = segment_bytes(target)
+    target.create_topic(T, 1)
+    receipts = fill_three_segments(target, T, 0, segment)
+    kept_from = receipts[-1].commit_log_offset // segment * segment
+    first_kept = next(r.queue_offset for r in receipts if r.commit_log_offset >= kept_from)
+    target.expire_retention()
+    lo, hi = target.min_max(T, 0)
+    assert lo == first_kept, (
+        f"the min offset rises to the first message still in the commit log (offset {first_kept}, at "
+        f"commit-log offset {receipts[first_kept].commit_log_offset} >= {kept_from}); got {lo}"
+    )
     assert target.expire_retention() == 0, "nothing but the segment being written is left"
     assert target.min_max(T, 0) == (lo, hi)
     more = target.send(T, 0, b"later")
@@ -241,7 +259,7 @@ def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target
     assert target.min_max(T, 0)[0] >= lo, "the min offset fell"
 
 
-@pytest.mark.req("RETAIN-7")
+@pytest.mark.req("RETAIN-12")
 @pytest.mark.needs("pull", "retention_expire", "store_layout", "restart")
 def test_raised_min_offsets_survive_a_restart(target) -> None:  # type: ignore[no-untyped-def]
     """Two queues, the second only written while the first two segments filled: after the expiry each

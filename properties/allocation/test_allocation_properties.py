@@ -97,7 +97,7 @@ def test_machine_room(config: str, prop: Property) -> None:
     _holds(config, prop)
 
 
-@pytest.mark.req("ALLOC-15", "ALLOC-16", "ALLOC-17")
+@pytest.mark.req("ALLOC-15", "ALLOC-16", "ALLOC-22")
 @pytest.mark.parametrize("config, prop", _configs("pop-share"))
 def test_pop_share(config: str, prop: Property) -> None:
     _holds(config, prop)

@@ -15,6 +15,7 @@ commit after drop       REBAL-5      a client's COMMIT for a queue after its REV
 start not committed     REBAL-6      an ASSIGN whose offset is not the committed offset of the queue
 unsafe commit           CONSUME-2    a COMMIT past an expected message not yet consumed (or handed over)
 lost                    ALO-1/ALO-2  an expected message never consumed OK by the group / each consumer
+                        ALO-4        ... broadcasting, sent while that consumer was down before it came back
 duplicate, no cause     ALO-3        a second OK consumption with no retry, crash, restart or REVOKE
 ownership               REBAL-2/3    at the end, a queue without exactly one owner (clustering), or a
                                      live broadcasting consumer without every queue
@@ -51,6 +52,9 @@ START_NOT_COMMITTED = "REBAL-6"
 UNSAFE_COMMIT = "CONSUME-2"
 LOST_CLUSTERING = "ALO-1"
 LOST_BROADCASTING = "ALO-2"
+#: Broadcasting, a message sent while the consumer was down (between its CRASH or UNSUBSCRIBE and its next
+#: SUBSCRIBE): the come-back clause, split from ALO-2 by the clause review (upstream LocalFileOffsetStore).
+LOST_BROADCASTING_WHILE_DOWN = "ALO-4"
 DUPLICATE_WITHOUT_CAUSE = "ALO-3"
 OWNERSHIP_CLUSTERING = "REBAL-2"
 OWNERSHIP_BROADCASTING = "REBAL-3"
@@ -431,11 +435,28 @@ def _live_clients(index: TraceIndex, group: _Group) -> set[str]:
     return live
 
 
+def _downtimes(index: TraceIndex) -> dict[str, list[tuple[int, int]]]:
+    """Per client, the [down, back) windows between a CRASH or UNSUBSCRIBE and its next SUBSCRIBE."""
+    down_since: dict[str, int] = {}
+    windows: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for row in index.rows:
+        client = _client(row)
+        if client is None:
+            continue
+        if row["event"] in ("CRASH", "UNSUBSCRIBE"):
+            down_since.setdefault(client, row["ts"])
+        elif row["event"] == "SUBSCRIBE" and client in down_since:
+            windows[client].append((down_since.pop(client), row["ts"]))
+    return windows
+
+
 def check_at_least_once(index: TraceIndex, pending_ms: int = 0) -> list[Finding]:
     """ALO-1 / ALO-2: at the end, every expected message is done (or expired); messages sent within
-    ``pending_ms`` of the horizon are pending, not lost."""
+    ``pending_ms`` of the horizon are pending, not lost. ALO-4: broadcasting, a lost message that was sent while
+    the consumer was down, before it came back."""
     outcomes = _outcomes(index)
     starts = _start_offsets(index)
+    downtimes = _downtimes(index)
     findings = []
     cutoff = index.horizon - pending_ms * 1000
     for group in index.groups.values():
@@ -461,8 +482,9 @@ def check_at_least_once(index: TraceIndex, pending_ms: int = 0) -> list[Finding]
                     if handovers and index.retention_after(handovers[0], None):
                         continue  # its retry copy may have been deleted by retention
                     who = f"{group.name}{' / ' + scope if scope else ''}"
+                    while_down = any(down <= send["ts"] < back for down, back in downtimes.get(scope, ()))
                     findings.append(Finding(
-                        "lost", requirement,
+                        "lost", LOST_BROADCASTING_WHILE_DOWN if scope and while_down else requirement,
                         f"message {msg_id} ({queue[0]}/{queue[1]} @{send['offset']}) was never consumed OK by {who}"
                         + ("" if start is not None else " (its queue was never assigned)"),
                         (send,), queue, msg_id,

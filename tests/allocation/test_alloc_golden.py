@@ -33,11 +33,11 @@ PROTOCOL_SAMPLE = 300
     [
         pytest.param("averagely", marks=pytest.mark.req("ALLOC-2", "ALLOC-1", "ALLOC-8")),
         pytest.param("by_circle", marks=pytest.mark.req("ALLOC-3", "ALLOC-1", "ALLOC-8")),
-        pytest.param("consistent_hash", marks=pytest.mark.req("ALLOC-4", "ALLOC-8")),
-        pytest.param("machine_room", marks=pytest.mark.req("ALLOC-5", "ALLOC-8")),
-        pytest.param("machine_room_nearby", marks=pytest.mark.req("ALLOC-6", "ALLOC-8")),
+        pytest.param("consistent_hash", marks=pytest.mark.req("ALLOC-19", "ALLOC-8")),
+        pytest.param("machine_room", marks=pytest.mark.req("ALLOC-20", "ALLOC-8")),
+        pytest.param("machine_room_nearby", marks=pytest.mark.req("ALLOC-21", "ALLOC-8")),
         pytest.param("by_config", marks=pytest.mark.req("ALLOC-7")),
-        pytest.param("pop_share", marks=pytest.mark.req("ALLOC-15", "ALLOC-16", "ALLOC-17")),
+        pytest.param("pop_share", marks=pytest.mark.req("ALLOC-15", "ALLOC-16", "ALLOC-22")),
     ],
 )
 def test_every_golden_line_is_reproduced(name: str) -> None:

@@ -111,6 +111,18 @@ def test_a_consumer_outside_the_group_gets_nothing() -> None:
 
 
 @pytest.mark.req("ALLOC-4")
+def test_consistent_hash_gives_each_queue_to_the_nearest_node_clockwise() -> None:
+    """The ring itself, whatever the hash: nodes and queues placed by a hash of our choosing."""
+    points = {"a-0": 100, "b-0": 200, "c-0": 300}
+    mq_all = queues(4)
+    at = {mq.java_str(): p for mq, p in zip(mq_all, (50, 100, 250, 350), strict=True)}
+    ring = AllocateMessageQueueConsistentHash(1, hash_function=lambda key: points.get(key, at.get(key, 0)))
+    owners = {cid: ids(ring.allocate("g", cid, mq_all, ["a", "b", "c"])) for cid in "abc"}
+    # 50 -> a (100), 100 -> a (at its point), 250 -> c (300), 350 wraps around to a (100)
+    assert owners == {"a": [0, 1, 3], "b": [], "c": [2]}
+
+
+@pytest.mark.req("ALLOC-19")
 def test_consistent_hash_uses_the_first_four_md5_bytes_big_endian() -> None:
     # md5("") = d41d8cd98f00b204e9800998ecf8427e
     assert md5_hash("") == 0xD41D8CD9
@@ -124,18 +136,38 @@ def test_consistent_hash_uses_the_first_four_md5_bytes_big_endian() -> None:
 def test_machine_room_takes_only_queues_of_the_groups_rooms() -> None:
     mq_all = queues(5, "room1@broker-a") + queues(5, "room2@broker-b")
     strategy = AllocateMessageQueueByMachineRoom({"room1"})
+    shares = [strategy.allocate("g", cid, mq_all, CIDS[:2]) for cid in CIDS[:2]]
+    taken = [mq for share in shares for mq in share]
+    assert sorted(taken) == sorted(queues(5, "room1@broker-a")), "every queue of the room, each to one consumer"
+
+
+@pytest.mark.req("ALLOC-20")
+def test_machine_room_deals_its_queues_in_order_remainder_first() -> None:
+    mq_all = queues(5, "room1@broker-a") + queues(5, "room2@broker-b")
+    strategy = AllocateMessageQueueByMachineRoom({"room1"})
     shares = [ids(strategy.allocate("g", cid, mq_all, CIDS[:2])) for cid in CIDS[:2]]
     assert shares == [[0, 1, 4], [2, 3]]
 
 
 @pytest.mark.req("ALLOC-6")
 def test_nearby_covers_a_room_without_consumers_from_every_room() -> None:
+    mq_all = sort_mq_all(queues(2, "IDC1-broker-a") + queues(2, "IDC2-broker-b") + queues(3, "IDC3-broker-c"))
+    cid_all = ["IDC1-c1", "IDC2-c2"]
+    strategy = AllocateMachineRoomNearby(AllocateMessageQueueAveragely(), DashPrefixResolver())
+    shares = {cid: strategy.allocate("g", cid, mq_all, cid_all) for cid in cid_all}
+    assert sorted(shares["IDC1-c1"] + shares["IDC2-c2"]) == mq_all, "the consumerless room's queues too, once each"
+    for cid, room in (("IDC1-c1", "IDC1-"), ("IDC2-c2", "IDC2-")):
+        own = [mq for mq in mq_all if mq.broker_name.startswith(room)]
+        assert set(own) <= set(shares[cid]), f"{cid} gets its own room's queues"
+
+
+@pytest.mark.req("ALLOC-21")
+def test_nearby_shares_every_room_and_refuses_a_roomless_consumer() -> None:
     mq_all = sort_mq_all(queues(2, "IDC1-broker-a") + queues(2, "IDC2-broker-b"))
     cid_all = ["IDC1-c1", "IDC1-c2"]
     strategy = AllocateMachineRoomNearby(AllocateMessageQueueAveragely(), DashPrefixResolver())
     shares = {cid: strategy.allocate("g", cid, mq_all, cid_all) for cid in cid_all}
     assert {mq.broker_name for mq in shares["IDC1-c1"]} == {"IDC1-broker-a", "IDC2-broker-b"}
-    assert sorted(shares["IDC1-c1"] + shares["IDC1-c2"]) == mq_all
     assert strategy.name == "MACHINE_ROOM_NEARBY-AVG"
     with pytest.raises(AllocationError, match="Machine room is null for consumer id -c2"):
         strategy.allocate("g", "IDC1-c1", mq_all, ["-c2", "IDC1-c1"])
@@ -156,6 +188,15 @@ def test_pop_shares_the_next_consumers_allocations_wrapping_around() -> None:
 
 
 @pytest.mark.req("ALLOC-17")
+def test_pop_with_more_consumers_than_queues_assigns_every_consumer() -> None:
+    for share_num in (0, 1, 2):
+        pop = strategy_from_params("pop_share", {"popShareQueueNum": share_num,
+                                                 "innerStrategy": "AllocateMessageQueueAveragely"})
+        cid_all = [f"c{i}" for i in range(5)]
+        assert all(pop.allocate("g", cid, queues(2), cid_all) for cid in cid_all), share_num
+
+
+@pytest.mark.req("ALLOC-22")
 def test_pop_with_more_consumers_than_queues_gives_one_queue_each_by_position() -> None:
     pop = strategy_from_params("pop_share", {"popShareQueueNum": 1, "innerStrategy": "AllocateMessageQueueAveragely"})
     cid_all = [f"c{i}" for i in range(5)]

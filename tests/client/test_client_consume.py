@@ -16,7 +16,7 @@ LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 
-@pytest.mark.req("CONSUME-1")
+@pytest.mark.req("CONSUME-7")
 def test_one_message_per_call_and_at_most_20_calls_at_once(env: ClientEnv) -> None:
     listener = RecordingListener()
     running: list[int] = []
@@ -37,7 +37,7 @@ def test_one_message_per_call_and_at_most_20_calls_at_once(env: ClientEnv) -> No
     assert not running
 
 
-@pytest.mark.req("CONSUME-1")
+@pytest.mark.req("CONSUME-7")
 def test_larger_batches_when_configured(env: ClientEnv) -> None:
     listener = RecordingListener()
     env.consumer(listener=listener, consume_message_batch_max_size=4)

@@ -1,4 +1,4 @@
-"""Offset stores and shutdown (CONSUME-5): remote for clustering, a local file for broadcasting."""
+"""Offset stores (CONSUME-9): remote for clustering, a local file for broadcasting; shutdown (CONSUME-5)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from .conftest import ClientEnv
 MQ = MessageQueue("T", "broker-a", 1)
 
 
-@pytest.mark.req("CONSUME-5")
+@pytest.mark.req("CONSUME-9")
 def test_remote_store_persists_every_5s_after_10s_and_forgets_queues_it_gave_away(env: ClientEnv) -> None:
     consumer = env.consumer("10.0.0.1@1")
     store = consumer.offset_store
@@ -57,7 +57,7 @@ def test_graceful_shutdown_persists_revokes_and_unregisters(env: ClientEnv) -> N
     a.shutdown()  # idempotent
 
 
-@pytest.mark.req("CONSUME-5")
+@pytest.mark.req("CONSUME-9")
 def test_local_store_merges_and_survives_a_restart(env: ClientEnv) -> None:
     path = env.root / "local" / "offsets.json"
     store = LocalFileOffsetStore(path, "G", "c", NULL_TRACE.source("client:c"))
@@ -79,7 +79,7 @@ def test_local_store_merges_and_survives_a_restart(env: ClientEnv) -> None:
     assert again.read_offset(MessageQueue("T", "broker-a", 3), ReadOffsetType.MEMORY_FIRST_THEN_STORE) == -1
 
 
-@pytest.mark.req("CONSUME-5", "REBAL-6")
+@pytest.mark.req("CONSUME-9", "REBAL-8")
 def test_a_broadcasting_consumer_resumes_from_its_file(env: ClientEnv) -> None:
     a = env.consumer("10.0.0.1@1", message_model=MessageModel.BROADCASTING)
     env.clock.advance(10)

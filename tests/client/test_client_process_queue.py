@@ -14,7 +14,7 @@ def msg(offset: int, body: bytes = b"abc") -> StoredMessage:
     return StoredMessage("T", 0, offset, offset * 100, 100, body, None, None, {}, 0, 0, 0, f"id{offset}", f"u{offset}")
 
 
-@pytest.mark.req("CONSUME-2")
+@pytest.mark.req("CONSUME-8")
 def test_commit_point_is_the_smallest_offset_still_cached() -> None:
     pq = ProcessQueue(0, 120_000)
     assert pq.remove_message([msg(0)]) == -1, "nothing cached: nothing to commit"
@@ -29,7 +29,7 @@ def test_commit_point_is_the_smallest_offset_still_cached() -> None:
     assert pq.put_message([msg(7)]) is False, "already cached: nothing new to dispatch"
 
 
-@pytest.mark.req("CONSUME-2")
+@pytest.mark.req("CONSUME-8")
 @given(
     offsets=st.lists(st.integers(0, 200), min_size=1, max_size=60, unique=True),
     data=st.data(),
@@ -54,7 +54,7 @@ def test_out_of_order_insertion_keeps_the_smallest_first() -> None:
     assert pq.remove_message([msg(3)]) == 10
 
 
-@pytest.mark.req("REBAL-7")
+@pytest.mark.req("REBAL-9")
 def test_pull_expired_after_the_idle_time() -> None:
     pq = ProcessQueue(1_000, 120_000)
     assert not pq.is_pull_expired(121_000)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reference.broker.protocol import PullResponse
+from reference.broker.protocol import PullResponse, PullSysFlag
 from reference.client.consume_service import ConsumeConcurrentlyStatus
 from reference.client.gateway import GatewayError
 from reference.client.pull_result import PullStatus, process_pull_result
@@ -57,6 +57,50 @@ def test_a_held_pull_is_answered_by_an_arrival_and_only_one_is_in_flight(env: Cl
     assert len(env.rows("PULL_REQ", "10.0.0.1@1")) == before + 1, "the woken queue pulls again, only it"
 
 
+@pytest.mark.req("CLIENT-8")
+def test_pulls_set_suspend_and_piggyback_only_a_positive_offset(env: ClientEnv) -> None:
+    """Split from CLIENT-1: the flags are upstream's (DefaultMQPushConsumerImpl.pullMessage), not seed 000's."""
+    consumer = env.consumer(start=False)
+    requests = []
+    original = consumer.gateway.pull
+
+    def spy(request, callback, timeout_ms):  # type: ignore[no-untyped-def]
+        requests.append(request)
+        return original(request, callback, timeout_ms)
+
+    consumer.gateway.pull = spy  # type: ignore[method-assign]
+    consumer.start()
+    env.produce(40, queue=0)
+    env.clock.advance(1_000)
+    env.clock.advance(20_000)
+    pulls = [r for r in requests if r.topic == "T" and r.queue_id == 0]
+    assert len(pulls) >= 3 and all(r.sys_flag & PullSysFlag.SUSPEND for r in pulls)
+    assert not pulls[0].sys_flag & PullSysFlag.COMMIT_OFFSET and pulls[0].commit_offset == 0, "offset 0: no commit"
+    assert all(bool(r.sys_flag & PullSysFlag.COMMIT_OFFSET) == (r.commit_offset > 0) for r in pulls)
+    assert any(r.commit_offset == 40 for r in pulls), "a positive in-memory offset is piggybacked"
+
+
+@pytest.mark.req("CLIENT-3")
+def test_each_pull_continues_from_the_answers_next_offset_and_a_failed_one_is_pulled_again(env: ClientEnv) -> None:
+    """The seed's part of CLIENT-3: the next pull of a queue asks for the nextBeginOffset the answer returned; the
+    found messages are consumed; a pull that failed is pulled again later."""
+    consumer = env.consumer()
+    env.produce(40, queue=0)
+    env.clock.advance(1_000)
+    rows = [r for r in env.sink.rows if r["source"] == "client:10.0.0.1@1" and r.get("queue_id") == 0
+            and r["event"] in ("PULL_REQ", "PULL_RESP")]
+    pairs = [(a, b) for a, b in zip(rows, rows[1:], strict=False)
+             if a["event"] == "PULL_RESP" and b["event"] == "PULL_REQ"]
+    assert len(pairs) >= 2 and all(b["offset"] == a["next_offset"] for a, b in pairs)
+    assert len(consumer.listener.consumed) == 40
+    env.host.broker = None
+    env.clock.advance(26_000)
+    env.host.broker = env.broker
+    env.produce(4, queue=0)
+    env.clock.advance(10_000)
+    assert len(consumer.listener.consumed) == 44, "pulled again after the failures"
+
+
 @pytest.mark.req("CLIENT-2")
 def test_flow_control_by_count_pauses_pulls_and_retries_after_50ms(env: ClientEnv) -> None:
     consumer = env.consumer(busy_ms=lambda msgs: 600_000, consume_thread_min=1)
@@ -96,7 +140,7 @@ def test_pulling_resumes_when_the_cache_drains(env: ClientEnv) -> None:
     assert len(consumer.listener.consumed) == 200
 
 
-@pytest.mark.req("CLIENT-3")
+@pytest.mark.req("CLIENT-9")
 def test_not_found_and_no_match_adopt_next_begin_and_commit_it(env: ClientEnv) -> None:
     consumer = env.consumer(expression="A", post_subscription_when_pull=True)
     env.produce(5, queue=0, tags="B")
@@ -108,7 +152,7 @@ def test_not_found_and_no_match_adopt_next_begin_and_commit_it(env: ClientEnv) -
     assert consumer.offset_store.offset_table[mq] == 5, "nothing cached: nextBeginOffset is the commit point"
 
 
-@pytest.mark.req("CLIENT-3")
+@pytest.mark.req("CLIENT-9")
 def test_the_client_rechecks_tags_with_equal_hash_codes(env: ClientEnv) -> None:
     assert tags_hash_code("Aa") == tags_hash_code("BB")
     listener = RecordingListener()
@@ -119,7 +163,7 @@ def test_the_client_rechecks_tags_with_equal_hash_codes(env: ClientEnv) -> None:
     assert listener.consumed == ["m-3", "m-4"]
 
 
-@pytest.mark.req("CLIENT-3")
+@pytest.mark.req("CLIENT-9")
 def test_a_failed_pull_is_retried_after_3s(env: ClientEnv) -> None:
     consumer = env.consumer()
     env.clock.advance(100)
@@ -135,7 +179,7 @@ def test_a_failed_pull_is_retried_after_3s(env: ClientEnv) -> None:
     assert len(consumer.listener.consumed) == 4
 
 
-@pytest.mark.req("CLIENT-3")
+@pytest.mark.req("CLIENT-9")
 def test_pull_status_mapping() -> None:
     sub = SubscriptionData.parse("T", "*")
     cases = {
@@ -156,7 +200,7 @@ def test_pull_status_mapping() -> None:
     assert process_pull_result(found, None).msg_found_list == [msg]
 
 
-@pytest.mark.req("CLIENT-3")
+@pytest.mark.req("CLIENT-9")
 def test_pull_interval_spaces_pulls(env: ClientEnv) -> None:
     consumer = env.consumer(pull_interval_ms=1_000)
     later = _spy_later(consumer)

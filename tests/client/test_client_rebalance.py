@@ -186,7 +186,7 @@ LAST, FIRST, TIMESTAMP = (ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, ConsumeFrom
 NOT_FOUND = QueryOffsetResult(ResponseCode.QUERY_NOT_FOUND)
 
 
-@pytest.mark.req("CLIENT-5")
+@pytest.mark.req("CLIENT-10")
 @pytest.mark.parametrize(
     "where, query, topic, expected",
     [
@@ -208,7 +208,7 @@ def test_compute_pull_from_where(where, query, topic, expected) -> None:  # type
     assert rebalance.compute_pull_from_where(MessageQueue(topic, "b", 0)) == expected
 
 
-@pytest.mark.req("CLIENT-5")
+@pytest.mark.req("CLIENT-10")
 def test_timestamp_defaults_to_half_an_hour_before_start_and_errors_skip_the_queue() -> None:
     gateway = FakeGateway(query=NOT_FOUND)
     owner = Owner(gateway, TIMESTAMP)
@@ -222,6 +222,17 @@ def test_timestamp_defaults_to_half_an_hour_before_start_and_errors_skip_the_que
     store = Owner(FakeGateway(query=NOT_FOUND), LAST).offset_store
     assert store.read_offset(MessageQueue("T", "b", 0), store_type()) == OFFSET_NOT_FOUND
     assert RebalancePullImpl(owner).compute_pull_from_where(MessageQueue("T", "b", 0)) == 0  # type: ignore[arg-type]
+
+
+@pytest.mark.req("CLIENT-5")
+@pytest.mark.parametrize("where", [LAST, FIRST, TIMESTAMP])
+def test_a_committed_offset_is_the_start_and_none_is_corrected_by_the_setting(where) -> None:  # type: ignore[no-untyped-def]
+    """The seed's part of CLIENT-5: a committed offset is where the queue starts, whatever the setting; without one
+    the setting corrects it to some offset >= 0 (which one is CLIENT-10's)."""
+    committed = RebalancePushImpl(Owner(FakeGateway(query=QueryOffsetResult(ResponseCode.SUCCESS, 7)), where))  # type: ignore[arg-type]
+    assert committed.compute_pull_from_where(MessageQueue("T", "b", 0)) == 7
+    corrected = RebalancePushImpl(Owner(FakeGateway(query=NOT_FOUND), where))  # type: ignore[arg-type]
+    assert corrected.compute_pull_from_where(MessageQueue("T", "b", 0)) >= 0
 
 
 def store_type():  # type: ignore[no-untyped-def]

@@ -149,7 +149,7 @@ EMPTIED_QUEUE = Program((2,), (s.Send(0, 1, count=2), s.Send(0, 0, large=True, c
                                s.MinMax(0, 1), s.Pull(0, 0, 1, 0), s.QueryOffset(1, 0, 1)))
 
 
-@pytest.mark.req("RETAIN-7", "RETAIN-9")
+@pytest.mark.req("RETAIN-12", "RETAIN-9")
 def test_reference_settings_run_the_reference_as_the_expectations_say(tmp_path: Path) -> None:
     """4.9.7's ``[[reference]]`` entry keeps an emptied queue's min: the reference run that way diverges from the
     reference as it is (RETAIN-9) at the emptied queue's min offset, and agrees with itself run that way."""

@@ -29,7 +29,7 @@ from conformance.client_check.scenarios import OFFSET_ABOVE_MAX  # noqa: E402
 
 
 @pytest.mark.req("CCLIENT-1", "CCLIENT-2", "CCLIENT-3", "CCLIENT-4", "CCLIENT-5", "CCLIENT-6", "CCLIENT-7",
-                 "CCLIENT-8")
+                 "CCLIENT-8", "CCLIENT-9")
 def test_cpp_push_consumer_verdicts(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "conformance.cli", "gate", "cpp-client-0.4.4", "--report-dir",
@@ -42,7 +42,7 @@ def test_cpp_push_consumer_verdicts(tmp_path: Path) -> None:
     status = {r["id"]: r["status"] for r in doc["requirements"]}
     assert status == {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "pass",
                       "CCLIENT-5": "pass", "CCLIENT-6": "expected-fail", "CCLIENT-7": "pass",
-                      "CCLIENT-8": "pass"}, status
+                      "CCLIENT-8": "pass", "CCLIENT-9": "pass"}, status
     moved = next(r for r in doc["requirements"] if r["id"] == "CCLIENT-6")
     failed = [t for t in moved["tests"] if t["outcome"] == "failed"]
     assert [t["nodeid"] for t in failed] == ["client::offset-moved::CCLIENT-6"]

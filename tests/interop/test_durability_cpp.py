@@ -159,7 +159,7 @@ def _route_broker(namesrv: str) -> str:
     return discover_route(namesrv)[0]
 
 
-@pytest.mark.req("STORE-20", "STORE-5", "STORE-7")
+@pytest.mark.req("STORE-20", "STORE-26", "STORE-7")
 @pytest.mark.parametrize("flush", ["SYNC", "ASYNC"])
 def test_sigkill_rounds_under_the_cpp_client_lose_no_acknowledged_send(tmp_path: Path, flush: str) -> None:
     home_for_client(tmp_path / "home")

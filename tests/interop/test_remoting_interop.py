@@ -148,7 +148,7 @@ def test_producer_sends_single_orderly_and_batch(workdir: Path) -> None:
     assert [b for b in got[batch_queue] if b.startswith("batch")] == ["batch-0", "batch-1", "batch-2"]
 
 
-@pytest.mark.req("REMOTING-9", "REMOTING-11")
+@pytest.mark.req("REMOTING-9", "REMOTING-11", "REMOTING-13")
 @pytest.mark.parametrize("members", [1, 2, 3])
 def test_clustering_consumers_consume_everything_with_the_averagely_split(workdir: Path, members: int) -> None:
     broker = start_broker(workdir, f"clustering-{members}")

@@ -1,4 +1,5 @@
-"""A full disk, for real: the HTTP broker on a 32 MiB tmpfs this test mounts (STORE-22, STORE-23).
+"""A full disk, for real: the HTTP broker on a 32 MiB tmpfs this test mounts (STORE-23, STORE-27; the mark itself,
+STORE-22, is judged by tests/store/test_disk_full_mark.py).
 
 Sends go on until the file system has no room for a new segment: each is acknowledged or refused with 503
 SERVICE_NOT_AVAILABLE naming the disk, the server never dies (it used to, with SIGBUS, after 4,678 sends on a
@@ -49,7 +50,7 @@ def _refused_for_disk(response: httpx.Response) -> str:
     return str(error["rule"])
 
 
-@pytest.mark.req("STORE-22", "STORE-23")
+@pytest.mark.req("STORE-23", "STORE-27")
 def test_a_full_disk_refuses_writes_loses_nothing_and_writes_resume(small_fs: Path) -> None:
     server = launch_broker("http", small_fs / "data", "--sim-clock", "--segment-bytes", SEGMENT,
                            "--file-reserved-hours", "1")

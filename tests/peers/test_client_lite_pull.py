@@ -12,6 +12,6 @@ from tests.peers.test_client_peers import OWN_FILE, assert_gate_verdicts
 
 
 @pytest.mark.req("CCLIENT-1", "CCLIENT-2", "CCLIENT-3", "CCLIENT-4", "CCLIENT-5", "CCLIENT-6", "CCLIENT-7",
-                 "CCLIENT-8")
+                 "CCLIENT-8", "CCLIENT-9")
 def test_the_lite_pull_consumers_verdicts(tmp_path: Path) -> None:
     assert_gate_verdicts(OWN_FILE, tmp_path)

@@ -24,12 +24,14 @@ from conformance.client_check.scenarios import OFFSET_ABOVE_MAX
 #: consumers) has no evidence.
 VERDICTS = {
     "java-client-4.9.8": {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "pass",
-                          "CCLIENT-5": "pass", "CCLIENT-6": "expected-fail", "CCLIENT-7": "pass", "CCLIENT-8": "pass"},
+                          "CCLIENT-5": "pass", "CCLIENT-6": "expected-fail", "CCLIENT-7": "pass", "CCLIENT-8": "pass",
+                          "CCLIENT-9": "pass"},
     "java-lite-pull-4.9.8": {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "pass",
                              "CCLIENT-5": "not-applicable", "CCLIENT-6": "pass", "CCLIENT-7": "pass",
-                             "CCLIENT-8": "pass"},
+                             "CCLIENT-8": "pass", "CCLIENT-9": "pass"},
     "go-client-2.1.2": {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "pass",
-                        "CCLIENT-5": "pass", "CCLIENT-6": "expected-fail", "CCLIENT-7": "pass", "CCLIENT-8": "pass"},
+                        "CCLIENT-5": "pass", "CCLIENT-6": "expected-fail", "CCLIENT-7": "pass", "CCLIENT-8": "pass",
+                        "CCLIENT-9": "pass"},
 }
 
 
@@ -39,7 +41,7 @@ OWN_FILE = "java-lite-pull-4.9.8"
 
 
 @pytest.mark.req("CCLIENT-1", "CCLIENT-2", "CCLIENT-3", "CCLIENT-4", "CCLIENT-5", "CCLIENT-6", "CCLIENT-7",
-                 "CCLIENT-8")
+                 "CCLIENT-8", "CCLIENT-9")
 @pytest.mark.parametrize("peer", sorted(set(VERDICTS) - {OWN_FILE}))
 def test_the_consumers_verdicts(peer: str, tmp_path: Path) -> None:
     assert_gate_verdicts(peer, tmp_path)

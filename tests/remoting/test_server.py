@@ -248,7 +248,7 @@ def test_pull_below_min_after_retention_is_offset_moved(tmp_path: Path) -> None:
     run(tmp_path, scenario, commit_log_segment_bytes=4096, file_reserved_time_hours=0)
 
 
-@pytest.mark.req("REMOTING-9", "REMOTING-11")
+@pytest.mark.req("REMOTING-9", "REMOTING-11", "REMOTING-13")
 def test_heartbeat_registers_and_members_are_notified_of_joins_and_closes(tmp_path: Path) -> None:
     async def scenario(servers: RemotingServers, ns: WireClient, br: WireClient) -> None:
         await ns.route("T")

@@ -8,7 +8,7 @@ Behaviour (the seeds' push consumer, reduced): heartbeat, rebalance with Allocat
 start, every REBALANCE_S and on NOTIFY_CONSUMER_IDS_CHANGED; one pull in flight per owned queue with the
 SUSPEND flag and the consume offset piggybacked; messages consumed (slept on) before the next pull of their
 queue, so at most one batch is cached; offsets committed every COMMIT_S and for a queue given up; when the
-broker's connection drops (a broker restart), reconnect after RETRY_S (CLIENT-3's 3 s), heartbeat and pull on from
+broker's connection drops (a broker restart), reconnect after RETRY_S (CLIENT-9's 3 s), heartbeat and pull on from
 the same offsets.
 
 Faults: ``ignore-next-begin-offset`` (after PULL_OFFSET_MOVED, pull the old offset again),

@@ -43,7 +43,7 @@ def test_well_behaved_client_passes_the_command(tmp_path: Path) -> None:
     status = {r["id"]: r["status"] for r in doc["requirements"]}
     assert status == {"CCLIENT-1": "pass", "CCLIENT-2": "pass", "CCLIENT-3": "pass", "CCLIENT-4": "not-covered",
                       "CCLIENT-5": "not-covered", "CCLIENT-6": "pass", "CCLIENT-7": "not-covered",
-                      "CCLIENT-8": "not-covered"}
+                      "CCLIENT-8": "not-covered", "CCLIENT-9": "not-covered"}
     run = tmp_path / "latest"
     assert {p.name for p in run.iterdir()} >= {"summary.json", "junit.xml", "report.html", "trace.jsonl"}
 
@@ -153,22 +153,32 @@ def test_a_successor_skipping_past_the_committed_offset_fails(tmp_path: Path) ->
     assert "beyond the group's committed offset" in found["CCLIENT-7"].message
 
 
-@pytest.mark.req("CCLIENT-8")
+@pytest.mark.req("CCLIENT-8", "CCLIENT-9")
 def test_a_client_comes_back_after_the_broker_restarts(tmp_path: Path) -> None:
     results = run_client_check(Options(MINI, ("broker-restarted",), duration_s=15.0, fault_at_s=3.0), tmp_path)
     found = {r.reqs[0]: r for r in results}
-    assert {k: r.outcome for k, r in found.items()} == {"CCLIENT-8": "passed", "CCLIENT-3": "passed"}
+    assert {k: r.outcome for k, r in found.items()} == {"CCLIENT-8": "passed", "CCLIENT-9": "passed",
+                                                        "CCLIENT-3": "passed"}
     resumed = dict(found["CCLIENT-8"].observations)["client.broker-restarted.resumed_after_s"]
     assert 0 < resumed < 15.0  # reconnects after 3 s, not at the end of the run
     rows = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
     assert [r["event"] for r in rows if r["event"] in ("CRASH", "RESTART")] == ["CRASH", "RESTART"]
 
 
-@pytest.mark.req("CCLIENT-8")
+@pytest.mark.req("CCLIENT-8", "CCLIENT-9")
 def test_a_client_that_never_comes_back_fails(tmp_path: Path) -> None:
     statuses = _statuses(Options(f"{MINI} --fault no-resume", ("broker-restarted",), duration_s=10.0,
                                  fault_at_s=3.0, resume_within_s=4.0), tmp_path)
-    assert statuses["CCLIENT-8"] == {"failed"}
+    assert statuses["CCLIENT-8"] == statuses["CCLIENT-9"] == {"failed"}
+
+
+@pytest.mark.req("CCLIENT-8", "CCLIENT-9")
+def test_a_late_comeback_fails_only_the_bound(tmp_path: Path) -> None:
+    """The mini client pulls again about 3 s after the broker's return: past a 1 s bound (CCLIENT-9, upstream's),
+    yet it came back without skipping (CCLIENT-8, the seed's)."""
+    statuses = _statuses(Options(MINI, ("broker-restarted",), duration_s=15.0, fault_at_s=3.0, resume_within_s=1.0),
+                         tmp_path)
+    assert (statuses["CCLIENT-8"], statuses["CCLIENT-9"]) == ({"passed"}, {"failed"})
 
 
 @pytest.mark.req("CCLIENT-1", "CCLIENT-6")

@@ -164,6 +164,19 @@ def test_broadcasting_each_live_consumer_must_consume() -> None:
     assert kinds(r, only=("at_least_once",)) == [], "only consumers alive at the end count"
 
 
+@pytest.mark.req("ALO-4")
+def test_broadcasting_a_consumer_back_must_consume_what_was_sent_while_it_was_down() -> None:
+    r = Rows().subscribe(0, "a", "BROADCASTING").subscribe(0, "b", "BROADCASTING").send(1, 0, 0, "m0")
+    r.q(2, "a", "ASSIGN", 0, offset=0, epoch=1).q(2, "b", "ASSIGN", 0, offset=0, epoch=1)
+    r.consume(3, "a", 0, 0, "m0").consume(3, "b", 0, 0, "m0")
+    r.at(4, "client:b", "CRASH")
+    r.send(5, 0, 1, "m1").consume(6, "a", 0, 1, "m1")
+    r.subscribe(7, "b", "BROADCASTING").q(8, "b", "ASSIGN", 0, offset=1, epoch=2)
+    assert kinds(r, only=("at_least_once",)) == [("ALO-4", "lost")], "sent while b was down: the come-back clause"
+    r.send(9, 0, 2, "m2").consume(10, "a", 0, 2, "m2")
+    assert sorted(kinds(r, only=("at_least_once",))) == [("ALO-2", "lost"), ("ALO-4", "lost")], "m2: b was up"
+
+
 @pytest.mark.req("ALO-3")
 def test_duplicates_need_a_cause() -> None:
     r = healthy().consume(30, "a", 0, 0, "m0")

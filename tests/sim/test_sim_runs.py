@@ -110,7 +110,7 @@ def test_retention_expires_unconsumed_messages_without_a_finding() -> None:
     assert report.stats["consumed_ok"] < 85, "some messages expired before they were consumed"
 
 
-@pytest.mark.req("ALO-2", "REBAL-3")
+@pytest.mark.req("ALO-2", "ALO-4", "REBAL-3")
 def test_broadcasting_revived_consumer_catches_up() -> None:
     scenario = Scenario(
         SimConfig(seed=8, consumers=2, model=MessageModel.BROADCASTING),

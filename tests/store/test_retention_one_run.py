@@ -27,7 +27,7 @@ def _store(make_store) -> MessageStore:  # type: ignore[no-untyped-def]
     return store
 
 
-@pytest.mark.req("RETAIN-5", "RETAIN-7")
+@pytest.mark.req("RETAIN-5", "RETAIN-12")
 def test_zero_hours_expires_every_segment_but_the_one_being_written(make_store, tmp_path: Path) -> None:
     store = _store(make_store)
     assert store.run_retention() == 0, "young files, not 04:00, no manual request: nothing goes"
@@ -57,7 +57,7 @@ def test_bad_hours_are_refused(make_store, hours) -> None:  # type: ignore[no-un
     assert store.run_retention(file_reserved_hours=0) == 2, "a refused run leaves nothing behind"
 
 
-@pytest.mark.req("RETAIN-7", "RETAIN-9")
+@pytest.mark.req("RETAIN-12", "RETAIN-9")
 def test_one_run_deletes_at_most_a_batch_and_expiry_runs_until_none_is_left(make_store, tmp_path: Path) -> None:
     """RocketMQ deletes at most 10 commit-log segments a clean run (DELETE_FILES_BATCH_MAX); each run corrects
     the min offsets to what it left. A queue whose messages end in the tenth segment keeps the min offset the

@@ -19,7 +19,7 @@ def test_consume_queue_units_are_20_bytes_big_endian(make_store, tmp_path: Path)
     store.create_topic("T", 2)
     results = [store.put_message(Message("T", b"x" * (i + 1), 1, tags=f"t{i}")) for i in range(5)]
     store.close()
-    path = tmp_path / "s" / "consumequeue" / "T" / "1" / f"{0:020d}"
+    (path,) = (tmp_path / "s" / "consumequeue" / "T" / "1").iterdir()  # one segment, whatever its name (STORE-24)
     raw = path.read_bytes()
     assert len(raw) == 10 * CQ_STORE_UNIT_SIZE  # the segment is preallocated: 10 units of 20 bytes
     for i, result in enumerate(results):
@@ -31,7 +31,7 @@ def test_consume_queue_units_are_20_bytes_big_endian(make_store, tmp_path: Path)
     assert not (tmp_path / "s" / "consumequeue" / "T" / "0").exists()  # queue 0 never written
 
 
-@pytest.mark.req("STORE-1")
+@pytest.mark.req("STORE-24")
 def test_consume_queue_segments_are_named_by_byte_offset(make_store, tmp_path: Path) -> None:
     store = make_store()
     store.create_topic("T", 1)
@@ -41,7 +41,7 @@ def test_consume_queue_segments_are_named_by_byte_offset(make_store, tmp_path: P
     assert names == [f"{0:020d}", f"{200:020d}", f"{400:020d}"]
 
 
-@pytest.mark.req("STORE-2")
+@pytest.mark.req("STORE-25")
 @pytest.mark.parametrize(
     "tag, code",
     [
@@ -58,7 +58,7 @@ def test_tags_hash_code_is_java_string_hash_code(tag: str, code: int) -> None:
     assert tags_hash_code(tag) == code
 
 
-@pytest.mark.req("STORE-2")
+@pytest.mark.req("STORE-25")
 def test_negative_hash_code_is_stored_sign_extended(make_store, tmp_path: Path) -> None:
     store = make_store()
     store.create_topic("T", 1)
@@ -69,6 +69,19 @@ def test_negative_hash_code_is_stored_sign_extended(make_store, tmp_path: Path) 
 
 
 @pytest.mark.req("STORE-2")
+def test_the_broker_filters_by_the_units_tag_hash_code(make_store) -> None:
+    sub = SubscriptionData.parse("T", " A || C ")
+    assert sub.matches(tags_hash_code("A")) and sub.matches(tags_hash_code("C"))
+    assert not sub.matches(tags_hash_code("D"))
+    store = make_store()
+    store.create_topic("T", 1)
+    for tag in ("A", "D", "C", None):
+        store.put_message(Message("T", b"b", 0, tags=tag))
+    got = store.get_message("g", "T", 0, 0, 32, sub)
+    assert [m.tags for m in got.messages] == ["A", "C"]
+
+
+@pytest.mark.req("STORE-25")
 def test_filter_matches_by_code_and_client_rechecks_the_tag(make_store) -> None:
     assert tags_hash_code("Aa") == tags_hash_code("BB")  # a real Java collision
     sub = SubscriptionData.parse("T", " Aa || C ")

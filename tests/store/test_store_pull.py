@@ -44,7 +44,7 @@ def _store_with_expired_half(make_store, clock, units_per_segment: int = 10) -> 
     return store
 
 
-@pytest.mark.req("OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-5", "OFFSET-6", "RETAIN-7")
+@pytest.mark.req("OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-5", "OFFSET-6", "RETAIN-12")
 def test_queue_holding_100_to_200_after_retention(make_store, clock) -> None:
     # 50 units per index segment, so that a batch of 32 from 100 or 150 stays inside one.
     store = _store_with_expired_half(make_store, clock, units_per_segment=50)

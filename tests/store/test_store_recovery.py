@@ -60,7 +60,7 @@ def test_messages_survive_close_and_reopen(make_store) -> None:
         assert all(_same(s, m) for s, m in zip(before[q], [m for m in sent if m.queue_id == q], strict=True))
 
 
-@pytest.mark.req("STORE-5")
+@pytest.mark.req("STORE-26")
 def test_messages_survive_a_killed_process(tmp_path: Path) -> None:
     """An append that returned is in the page cache: a process killed without close loses nothing."""
     script = textwrap.dedent(
@@ -211,7 +211,7 @@ def test_index_rebuilt_from_a_trimmed_commit_log_starts_at_its_first_message(
     assert [m.body for m in _all(third, "T", 0)] == [m.body for m in kept] + [b"y"]
 
 
-@pytest.mark.req("STORE-5")
+@pytest.mark.req("STORE-26")
 def test_sync_flush_msyncs_each_append(make_store, monkeypatch) -> None:
     flushed: list[tuple[int, int]] = []
     original = mapped_file.MappedFile.flush

@@ -57,7 +57,7 @@ def test_files_are_kept_for_file_reserved_time(make_store, clock) -> None:
     assert store.get_commit_log_min_offset() == 2 * SEGMENT_OF_10
 
 
-@pytest.mark.req("RETAIN-1")
+@pytest.mark.req("RETAIN-11")
 def test_a_young_segment_stops_deletion_of_the_ones_after_it(make_store, clock) -> None:
     store = _store(make_store, file_reserved_time_hours=1)
     _put(store, 10)  # segment 0: old
@@ -179,7 +179,7 @@ def _retain_with_queue_1_emptied(make_store, clock, **overrides):  # type: ignor
     return store, heard
 
 
-@pytest.mark.req("RETAIN-7", "RETAIN-9")
+@pytest.mark.req("RETAIN-12", "RETAIN-9")
 def test_min_offset_rises_and_listeners_hear_it(make_store, clock) -> None:
     store, heard = _retain_with_queue_1_emptied(make_store, clock)
     # RETAIN-7: queue 0's min is its young message; RETAIN-9: queue 1, emptied, rises to its max.
@@ -192,7 +192,7 @@ def test_min_offset_rises_and_listeners_hear_it(make_store, clock) -> None:
     assert len(heard) == 2  # nothing rose again
 
 
-@pytest.mark.req("RETAIN-7")
+@pytest.mark.req("RETAIN-12")
 def test_an_emptied_queue_keeps_its_min_as_rocketmq_4_does(make_store, clock) -> None:
     """raise_min_of_emptied_queue=False (RocketMQ 4.x, how the reference runs against a 4.x broker): the emptied
     queue's min stays; a pull there finds its messages removed and moves past them (MESSAGE_WAS_REMOVING)."""
