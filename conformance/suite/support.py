@@ -58,6 +58,27 @@ def visible(target, topic: str, queue: int, count: int) -> None:  # type: ignore
         time.sleep(0.02)
 
 
+#: OFFSET-10's batches: maxTransferCountOnMessageInMemory and maxTransferCountOnMessageInDisk (seed 002 §1
+#: isTheBatchFull); bodies of the byte-limit checks, and how many records of them a pull returns: 8 fit in 256 KiB
+#: and 2 in 64 KiB (a 9th or a 3rd would pass it) whatever a broker's record header adds, up to 2 KB.
+IN_MEMORY_COUNT, IN_DISK_COUNT = 32, 8
+BIG_BODY = 30_000
+IN_MEMORY_BIG, IN_DISK_BIG = 8, 2
+#: Messages of the batch tests' small-body queue: more than one in-memory batch holds.
+SMALL_MESSAGES, BIG_MESSAGES = 40, 10
+
+
+def batch_queues(target, topic: str) -> None:  # type: ignore[no-untyped-def]
+    """``topic`` with two queues: queue 0 holds 40 small messages, queue 1 ten of ``BIG_BODY`` bytes (tag A)."""
+    target.create_topic(topic, 2)
+    for i in range(SMALL_MESSAGES):
+        target.send(topic, 0, b"m%d" % i, "A")
+    for _ in range(BIG_MESSAGES):
+        target.send(topic, 1, bytes(BIG_BODY), "A")
+    visible(target, topic, 0, SMALL_MESSAGES)
+    visible(target, topic, 1, BIG_MESSAGES)
+
+
 def body(tag: str, i: int, size: int) -> bytes:
     """Message ``i``'s body of ``size`` bytes: recomputable, so nothing large is kept to compare."""
     stamp = f"{tag}:{i}:".encode()

@@ -15,17 +15,12 @@ import time
 
 import pytest
 
-from conformance.suite.support import PATIENCE_S, visible
+from conformance.suite.support import BIG_BODY, IN_MEMORY_BIG, IN_MEMORY_COUNT, PATIENCE_S, batch_queues, visible
 from conformance.targets import TargetError
 from reference.net.remoting.message_codec import decode_records
 
 #: CGRP-6: slack beyond channelExpiredTimeout and two housekeeping scans before a silent channel must be gone.
 EXPIRY_SLACK_S = 5.0
-#: OFFSET-10: maxTransferCountOnMessageInMemory, the most messages one pull of in-memory data returns.
-MAX_TRANSFER_COUNT_IN_MEMORY = 32
-#: OFFSET-10: bodies of the byte-limit check, and how many records of them fit in maxTransferBytesOnMessageInMemory
-#: (256 KiB) whatever a broker's record header adds, up to 2 KB (a 9th would pass it).
-BIG_BODY, IN_MEMORY_BIG = 30_000, 8
 #: OFFSET-12: one pull scans at most max(16000, maxMsgNums x 20) bytes of 20-byte consume-queue units.
 MAX_FILTER_BYTES, CQ_UNIT_BYTES = 16_000, 20
 #: Tags whose Java String.hashCode() is the same (2112): a broker filtering by hash code cannot tell them apart.
@@ -139,21 +134,15 @@ def test_a_commit_replaces_the_stored_offset_per_group_and_queue(target) -> None
 @pytest.mark.req("OFFSET-10.in-memory")
 @pytest.mark.needs("pull")
 def test_one_pull_of_in_memory_messages_returns_at_most_32_and_256_kib(target) -> None:  # type: ignore[no-untyped-def]
-    target.create_topic("OT", 2)
-    for i in range(40):
-        target.send("OT", 0, b"m%d" % i, "A")
-    for _ in range(10):
-        target.send("OT", 1, bytes(BIG_BODY), "A")
-    visible(target, "OT", 0, 40)
-    visible(target, "OT", 1, 10)
+    batch_queues(target, "OT")
     big = target.start_pull("G", "OT", 1, 0, max_nums=64).result()
     assert len(big.messages) == IN_MEMORY_BIG, (
         f"maxTransferBytesOnMessageInMemory: {len(big.messages)} bodies of {BIG_BODY} bytes in one pull")
     got = target.start_pull("G", "OT", 0, 0, max_nums=64).result()
-    assert got.status == "FOUND" and len(got.messages) == MAX_TRANSFER_COUNT_IN_MEMORY, (
+    assert got.status == "FOUND" and len(got.messages) == IN_MEMORY_COUNT, (
         f"maxTransferCountOnMessageInMemory: {len(got.messages)} messages in one pull"
     )
-    assert got.next_begin_offset == MAX_TRANSFER_COUNT_IN_MEMORY
+    assert got.next_begin_offset == IN_MEMORY_COUNT
     one = target.start_pull("G", "OT", 0, 0, max_nums=1).result()
     assert len(one.messages) == 1, "the first message is always returned"
 

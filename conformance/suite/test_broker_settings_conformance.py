@@ -27,7 +27,17 @@ from typing import Any
 
 import pytest
 
-from conformance.suite.support import fill_three_segments, segment_bytes, visible
+from conformance.suite.support import (
+    BIG_BODY,
+    IN_DISK_BIG,
+    IN_DISK_COUNT,
+    IN_MEMORY_BIG,
+    IN_MEMORY_COUNT,
+    batch_queues,
+    fill_three_segments,
+    segment_bytes,
+    visible,
+)
 
 #: The clean service's first run comes this long after the broker starts (RocketMQ's fixed initial delay).
 FIRST_CLEAN_S = 60.0
@@ -69,12 +79,6 @@ NOT_WOKEN_MS = 100
 
 #: accessMessageInMemoryMaxRatio 0: every message is further behind the commit log's end than 0 bytes, so "in disk".
 ALL_IN_DISK = 0
-#: maxTransferCountOnMessageInMemory and maxTransferCountOnMessageInDisk (seed 002 §1 isTheBatchFull).
-IN_MEMORY_COUNT, IN_DISK_COUNT = 32, 8
-#: Bodies of the byte-limit checks, and how many records of them a pull returns: 8 fit in 256 KiB and 2 in 64 KiB
-#: (a 9th or a 3rd would pass it) whatever a broker's record header adds, up to 2 KB.
-BIG_BODY = 30_000
-IN_MEMORY_BIG, IN_DISK_BIG = 8, 2
 
 pytestmark = pytest.mark.needs("pull", "broker_config")
 
@@ -285,13 +289,7 @@ def test_in_disk_messages_come_in_the_smaller_batches(target, settings) -> None:
     """With accessMessageInMemoryMaxRatio 0 every message is further behind the commit log's end than 0 % of
     memory, so in disk: a pull returns at most 8 messages, and of 30 KB bodies only 2 (a third would pass 64 KiB);
     at the default ratio the same fresh messages are in memory and come 32 and 8 at a time."""
-    target.create_topic("OD", 2)
-    for i in range(40):
-        target.send("OD", 0, b"m%d" % i, "A")
-    for _ in range(10):
-        target.send("OD", 1, bytes(BIG_BODY), "A")
-    visible(target, "OD", 0, 40)
-    visible(target, "OD", 1, 10)
+    batch_queues(target, "OD")
 
     def batch(queue_id: int, max_nums: int = 64) -> int:
         got = target.start_pull("G", "OD", queue_id, 0, max_nums=max_nums).result()

@@ -61,6 +61,7 @@ from reference.net.remoting.message_codec import (
     encode_properties,
 )
 from reference.rules.codes import ResponseCode
+from reference.rules.topics import dlq_topic, retry_topic
 from reference.store.message import store_host_bytes
 
 #: Poll interval while waiting for a change that a broker makes asynchronously (a route registered with the name
@@ -752,11 +753,11 @@ class SentBack:
 
     @property
     def retry(self) -> str:
-        return f"%RETRY%{self.group}"
+        return retry_topic(self.group)
 
     @property
     def dlq(self) -> str:
-        return f"%DLQ%{self.group}"
+        return dlq_topic(self.group)
 
 
 def sent_for_send_back(target, br: RemotingClient, name: str, body: bytes = b"fail me") -> SentBack:  # type: ignore[no-untyped-def]
