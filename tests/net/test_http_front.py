@@ -215,7 +215,8 @@ def test_http_target_gives_the_in_process_verdicts(http_broker, tmp_path: Path) 
                 assert _lacked(t) <= only_in_process or not _lacked(t) <= in_process_caps, (h["id"], t)
             continue
         assert h["status"] == r["status"], (h["id"], h["status"], r["status"])
-        if h["family"] in ("POP", "PACK", "REVIVE", "FLOW") and h["tests"]:
+        if h["family"] in ("POP", "PACK", "REVIVE", "FLOW") and h["tests"] and h["status"] != "not-applicable":
+            # (not applicable on both: a test of the remoting wire only, as REVIVE-1's reading of the revive log)
             assert h["status"] == "pass", (h["id"], h["status"])
 
 
