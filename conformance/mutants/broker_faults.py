@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from typing import Any
 
 from reference.broker.consumer_manage_processor import ConsumerManageProcessor
 from reference.broker.consumer_manager import ConsumerGroupInfo, ConsumerManager
@@ -30,17 +31,17 @@ class HoldWakesOnAnyArrival(PullRequestHoldService):
 
 
 class HoldAnswersTwice(PullRequestHoldService):
-    def suspend_pull_request(self, held: HeldPullRequest) -> None:
-        inner = self._wake
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        answer = self._wake
 
-        def wake_and_keep(request: HeldPullRequest) -> None:
-            inner(request)
+        def answer_and_keep(request: HeldPullRequest) -> None:
+            answer(request)
             key = (request.request.topic, request.request.queue_id)
             if self.clock.now_ms() < request.deadline_ms and request not in self._table.get(key, []):
                 self._table.setdefault(key, []).append(request)  # still held: its deadline answers it again
 
-        self._wake = wake_and_keep
-        super().suspend_pull_request(held)
+        self._wake = answer_and_keep
 
 
 class HoldIgnoresDeadline(PullRequestHoldService):

@@ -458,7 +458,9 @@ def _property(value: object) -> str:
 
 def _typed(name: str, text: str) -> object:
     """A RocketMQ property value typed as the control channel's setting ``name`` is."""
-    if name in ("longPollingEnable", "enablePopBufferMerge"):
+    from conformance.targets.control import BOOLEAN_SETTINGS
+
+    if name in BOOLEAN_SETTINGS:
         return text.lower() == "true"
     if name == "deleteWhen":
         return text

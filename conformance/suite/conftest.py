@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -72,6 +73,22 @@ def target(request: pytest.FixtureRequest, tmp_path):  # type: ignore[no-untyped
     request.node.stash[CALLS] = recorded.calls
     yield recorded
     t.close()
+
+
+@pytest.fixture
+def settings(target) -> Iterator[Callable[..., None]]:  # type: ignore[no-untyped-def]
+    """``settings(name=value, ...)`` changes broker settings (RocketMQ's names, capability ``broker_config``); each
+    is put back afterwards."""
+    saved: dict[str, Any] = {}
+
+    def change(**values: Any) -> None:
+        previous = target.configure(values)
+        for name, value in previous.items():
+            saved.setdefault(name, value)
+
+    yield change
+    if saved:
+        target.configure(saved)
 
 
 #: Where the ``target`` fixture leaves a test's calls for :func:`pytest_runtest_makereport`.

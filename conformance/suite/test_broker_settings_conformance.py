@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
@@ -81,21 +80,6 @@ NOT_WOKEN_MS = 100
 ALL_IN_DISK = 0
 
 pytestmark = pytest.mark.needs("pull", "broker_config")
-
-
-@pytest.fixture
-def settings(target) -> Iterator[Callable[..., None]]:  # type: ignore[no-untyped-def]
-    """``settings(name=value, ...)`` changes broker settings (RocketMQ's names); each is put back afterwards."""
-    saved: dict[str, Any] = {}
-
-    def change(**values: Any) -> None:
-        previous = target.configure(values)
-        for name, value in previous.items():
-            saved.setdefault(name, value)
-
-    yield change
-    if saved:
-        target.configure(saved)
 
 
 def _hours(offsets: tuple[int, ...]) -> str:

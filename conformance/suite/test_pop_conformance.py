@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -73,17 +72,11 @@ UNBUFFERED = pytest.param(False, id="unbuffered", marks=pytest.mark.needs("broke
 
 
 @pytest.fixture
-def buffering(request, target) -> Iterator[bool | None]:  # type: ignore[no-untyped-def]
+def buffering(request, settings) -> bool | None:  # type: ignore[no-untyped-def]
     """The test's checkpoint buffering (its ``buffering`` parameter): set for the test, put back afterwards."""
-    wanted = request.param
-    if wanted is None:
-        yield None
-        return
-    previous = target.configure({"enablePopBufferMerge": wanted})
-    try:
-        yield wanted
-    finally:
-        target.configure(previous)
+    if request.param is not None:
+        settings(enablePopBufferMerge=request.param)
+    return request.param
 
 
 def slack(target) -> int:  # type: ignore[no-untyped-def]

@@ -287,24 +287,27 @@ def heartbeat(conn: RemotingClient, client_id: str, group: str, topics: list[str
     assert r.code == ResponseCode.SUCCESS, f"HEART_BEAT of {client_id}: code {r.code} {r.remark}"
 
 
-def consumer_ids(conn: RemotingClient, group: str) -> list[str]:
+def consumer_list(conn: RemotingClient, group: str) -> tuple[Any, bytes]:
+    """GET_CONSUMER_LIST_BY_GROUP's answer for ``group``, asserted SUCCESS: (its body parsed, the raw body)."""
     r = conn.invoke(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}, timeout_s=PATIENCE_S)
     assert r.code == ResponseCode.SUCCESS, f"GET_CONSUMER_LIST_BY_GROUP {group}: code {r.code} {r.remark}"
-    body = loads_body(r.body)
+    return loads_body(r.body), r.body
+
+
+def consumer_ids(conn: RemotingClient, group: str) -> list[str]:
+    body, raw_body = consumer_list(conn, group)
     assert isinstance(body, dict) and isinstance(body.get("consumerIdList"), list), (
-        f"REMOTING-13: the answer is not {{\"consumerIdList\": [...]}}: {r.body[:200]!r}")
+        f"REMOTING-13: the answer is not {{\"consumerIdList\": [...]}}: {raw_body[:200]!r}")
     return sorted(body["consumerIdList"])
 
 
 def member_ids(conn: RemotingClient, group: str) -> list[str]:
     """The client ids GET_CONSUMER_LIST_BY_GROUP answers, whatever JSON holds them (a list, or an object with one
     list): their layout is REMOTING-13's, not REMOTING-11's."""
-    r = conn.invoke(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}, timeout_s=PATIENCE_S)
-    assert r.code == ResponseCode.SUCCESS, f"GET_CONSUMER_LIST_BY_GROUP {group}: code {r.code} {r.remark}"
-    body = loads_body(r.body)
+    body, raw_body = consumer_list(conn, group)
     lists = [body] if isinstance(body, list) else (
         [v for v in body.values() if isinstance(v, list)] if isinstance(body, dict) else [])
-    assert len(lists) == 1, f"REMOTING-11: no one list of client ids in the answer: {r.body[:200]!r}"
+    assert len(lists) == 1, f"REMOTING-11: no one list of client ids in the answer: {raw_body[:200]!r}"
     return sorted(lists[0])
 
 
@@ -312,6 +315,11 @@ def pull(conn: RemotingClient, group: str, topic: str, queue_id: int, offset: in
     r = conn.invoke(RequestCode.PULL_MESSAGE, pull_fields(group, topic, queue_id, offset), timeout_s=PATIENCE_S)
     assert r.code in PULL_CODES, f"PULL_MESSAGE {topic}:{queue_id}@{offset}: code {r.code} {r.remark}"
     return r
+
+
+def found_records(response: RemotingCommand) -> list[DecodedRecord]:
+    """A pull's records when it found some, else [] (nothing there yet, or a topic that does not exist)."""
+    return decode_records(response.body) if response.code == ResponseCode.SUCCESS and response.body else []
 
 
 def records(response: RemotingCommand) -> list[DecodedRecord]:
@@ -783,7 +791,7 @@ def send_back_fields(sent: SentBack, delay_level: int, **extra: Any) -> dict[str
 def copies(br: RemotingClient, group: str, topic: str) -> list[DecodedRecord]:
     """What queue 0 of ``topic`` (a retry or dead-letter topic) holds, [] while it holds nothing or does not exist."""
     r = br.invoke(RequestCode.PULL_MESSAGE, pull_fields(group, topic, 0, 0), timeout_s=PATIENCE_S)
-    return decode_records(r.body) if r.code == ResponseCode.SUCCESS and r.body else []
+    return found_records(r)
 
 
 def wait_for_copies(target, br: RemotingClient, group: str, topic: str, count: int,  # type: ignore[no-untyped-def]
@@ -922,7 +930,7 @@ class ReviveLogReader:
         out = []
         for queue_id, offset in self.start.items():
             got = pull(self.conn, "mqtck-revive-reader", self.log, queue_id, offset)
-            for record in decode_records(got.body) if got.code == ResponseCode.SUCCESS and got.body else []:
+            for record in found_records(got):
                 with contextlib.suppress(ValueError):
                     body = json.loads(record.body)
                     if isinstance(body, dict) and (body.get("t"), body.get("c")) == (self.topic, self.group):
@@ -932,33 +940,30 @@ class ReviveLogReader:
 
 @pytest.mark.req("REVIVE-1")
 @pytest.mark.needs("remoting_wire", "pop", "broker_config")
-def test_a_buffered_checkpoint_acknowledged_in_full_never_reaches_the_revive_log(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_a_buffered_checkpoint_acknowledged_in_full_never_reaches_the_revive_log(target, client, settings) -> None:  # type: ignore[no-untyped-def]
     """With checkpoints buffered (enablePopBufferMerge): a pop whose revive time is at least 4.5 s away keeps its
     checkpoint in memory, and acknowledged in full within its stay it is never written, nor its ack; a pop revived
     sooner is written to the revive log (RocketMQ delivers the record a second before its revive time)."""
-    previous = target.configure({"enablePopBufferMerge": True})
-    try:
-        target.create_topic("R1", 1)
-        topic, group = target.namespaced("R1"), target.namespaced("GR1")
-        reader = ReviveLogReader(target, client(target.broker_addr), topic, group)
-        for i in range(2):
-            target.send("R1", 0, b"r1-%d" % i)
-        settle(target, "R1", 0, 2)
-        (kept,) = target.pop("GR1", "R1", 0, 1, BUFFERED_INVISIBLE_MS, 0).result().messages
-        target.ack("GR1", "R1", kept.handle)
-        (written,) = target.pop("GR1", "R1", 0, 1, UNBUFFERED_INVISIBLE_MS, 0).result().messages
-        if "clock_control" in target.capabilities:
-            target.advance(BUFFERED_INVISIBLE_MS + REVIVE_WAIT_MS)
-        else:
-            time.sleep((BUFFERED_INVISIBLE_MS + REVIVE_WAIT_MS) / 1000)
-        records = reader.mine()
-        offsets = sorted({int(body.get("so", -1)) for _, body in records})
-        assert offsets == [written.queue_offset], (
-            f"REVIVE-1: revive-log records of this test's pops {records}: expected only the checkpoint of the pop "
-            f"at offset {written.queue_offset} (revived in {UNBUFFERED_INVISIBLE_MS} ms), none of the acknowledged "
-            f"buffered one at {kept.queue_offset}")
-    finally:
-        target.configure(previous)
+    settings(enablePopBufferMerge=True)
+    target.create_topic("R1", 1)
+    topic, group = target.namespaced("R1"), target.namespaced("GR1")
+    reader = ReviveLogReader(target, client(target.broker_addr), topic, group)
+    for i in range(2):
+        target.send("R1", 0, b"r1-%d" % i)
+    settle(target, "R1", 0, 2)
+    (kept,) = target.pop("GR1", "R1", 0, 1, BUFFERED_INVISIBLE_MS, 0).result().messages
+    target.ack("GR1", "R1", kept.handle)
+    (written,) = target.pop("GR1", "R1", 0, 1, UNBUFFERED_INVISIBLE_MS, 0).result().messages
+    if "clock_control" in target.capabilities:
+        target.advance(BUFFERED_INVISIBLE_MS + REVIVE_WAIT_MS)
+    else:
+        time.sleep((BUFFERED_INVISIBLE_MS + REVIVE_WAIT_MS) / 1000)
+    records = reader.mine()
+    offsets = sorted({int(body.get("so", -1)) for _, body in records})
+    assert offsets == [written.queue_offset], (
+        f"REVIVE-1: revive-log records of this test's pops {records}: expected only the checkpoint of the pop "
+        f"at offset {written.queue_offset} (revived in {UNBUFFERED_INVISIBLE_MS} ms), none of the acknowledged "
+        f"buffered one at {kept.queue_offset}")
 
 
 # -- REMOTING-11 ---------------------------------------------------------------------------------------------

@@ -113,6 +113,8 @@ BROKER_SETTINGS: dict[str, str] = {
     "accessMessageInMemoryMaxRatio": "an integer in [0, 100]",
     "enablePopBufferMerge": "true or false",
 }
+#: The settings whose value is true or false (a runner reads them back from RocketMQ's text properties as such).
+BOOLEAN_SETTINGS = frozenset(name for name, rule in BROKER_SETTINGS.items() if rule == "true or false")
 #: How long the client waits for ``GET /capabilities`` (a runner answers it at once).
 PROBE_TIMEOUT_S = 5.0
 #: How long the client waits for a restart or an expire: a JVM broker may take tens of seconds to come back.
@@ -230,7 +232,7 @@ def check_race(doc: dict[str, Any]) -> tuple[str, int, list[tuple[bytes, str | N
 
 
 def _setting_ok(name: str, value: object) -> bool:
-    if name in ("longPollingEnable", "enablePopBufferMerge"):
+    if name in BOOLEAN_SETTINGS:
         return isinstance(value, bool)
     if name == "deleteWhen":
         return isinstance(value, str) and all(p.isascii() and p.isdigit() and 0 <= int(p) <= 23
