@@ -79,7 +79,7 @@ async def change_invisible_time(front: Front, group: GroupPath, topic: TopicPath
 async def query_assignment(
     front: Front, group: GroupPath, topic: TopicPath,
     clientId: Annotated[str, Query(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f]+$")],  # noqa: N803
-    strategy: Annotated[m.PopStrategy, Query()] = DEFAULT_STRATEGY,
+    strategy: Annotated[m.PopStrategy, Query()] = DEFAULT_STRATEGY,  # type: ignore[assignment]  # one of them
     popShareQueueNum: Annotated[int, Query(ge=-1, le=m.INT32_MAX)] = -1,  # noqa: N803
     messageModel: Annotated[m.MessageModel, Query()] = "CLUSTERING",  # noqa: N803
     mode: Annotated[m.RequestMode, Query(description="POP (allocate4Pop) or PULL (the strategy's own)")] = "POP",
