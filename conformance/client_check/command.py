@@ -20,7 +20,7 @@ from pathlib import Path
 from rich.console import Console
 
 from conformance import expectations, report
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 from conformance.client_check.harness import Options, run_client_check
 from conformance.client_check.scenarios import SCENARIOS
 

@@ -19,8 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from conformance import expectations, report, spec
-from conformance.cli import UsageError
-from conformance.cliargs import report_dir
+from conformance.cliargs import UsageError, report_dir
 from conformance.mutants import killing
 from conformance.progress import Ticker
 from conformance.targets.registry import parse_target, target_capabilities

@@ -25,8 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.cli import UsageError
-from conformance.cliargs import report_dir
+from conformance.cliargs import UsageError, report_dir
 from conformance.progress import plain_every_s
 
 #: Default steps per sequence at most.

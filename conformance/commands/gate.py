@@ -14,8 +14,8 @@ import sys
 import time
 
 from conformance import expectations
-from conformance.cli import UsageError, build_parser
-from conformance.cliargs import report_dir
+from conformance.cli import build_parser
+from conformance.cliargs import UsageError, report_dir
 from conformance.peers import PeerError, PeerInfo, peer_info
 
 

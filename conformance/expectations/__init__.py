@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conformance import spec
+from conformance.cliargs import UsageError
 from reference.store.config import MessageStoreConfig
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parent
@@ -221,8 +222,6 @@ def _reference_settings(path: Path, raw: list[dict[str, object]],
 def load_option(name_or_file: str | None) -> Expectations | None:
     """What ``--expect NAME|FILE`` names, loaded and checked (None when the option is absent); a UsageError (one line,
     exit 2) naming the problem when it cannot be used. Shared by ``mqtck conform`` and its ``--client`` run."""
-    from conformance.cli import UsageError
-
     if name_or_file is None:
         return None
     try:
