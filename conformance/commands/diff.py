@@ -115,7 +115,8 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.diff.compare import rules_for, settings_for
+    from conformance.diff.compare import rules_for
+    from conformance.diff.settings import settings_for
     from conformance.expectations import ExpectationError
     from conformance.targets.http import UnreachableTarget
     from conformance.targets.registry import parse_target
