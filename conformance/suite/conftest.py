@@ -9,6 +9,7 @@ import pytest
 
 from conformance.report import CALLS as CALLS_OBSERVATION
 from conformance.suite.calls import RecordedTarget
+from conformance.targets import SettingsTarget
 from conformance.targets.registry import open_target
 
 NOT_APPLICABLE = "not applicable: target lacks capability"
@@ -60,7 +61,7 @@ def slow(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def target(request: pytest.FixtureRequest, tmp_path):  # type: ignore[no-untyped-def]
+def target(request: pytest.FixtureRequest, tmp_path):
     spec = request.config.getoption("--mqtck-target", default="reference") or "reference"
     t = open_target(spec, str(tmp_path / "target"))
     missing = sorted(
@@ -76,7 +77,7 @@ def target(request: pytest.FixtureRequest, tmp_path):  # type: ignore[no-untyped
 
 
 @pytest.fixture
-def settings(target) -> Iterator[Callable[..., None]]:  # type: ignore[no-untyped-def]
+def settings(target: SettingsTarget) -> Iterator[Callable[..., None]]:
     """``settings(name=value, ...)`` changes broker settings (RocketMQ's names, capability ``broker_config``); each
     is put back afterwards."""
     saved: dict[str, Any] = {}
@@ -96,7 +97,7 @@ CALLS = pytest.StashKey[Any]()
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     """A failed test's report carries its last calls on the target (``calls``), for the report's cause block."""
     outcome = yield
     report = outcome.get_result()

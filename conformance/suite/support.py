@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from conformance.targets import StoreLayoutTarget, Target
+
 #: OFFSET-4: beyond the max offset of a queue whose min is 0, the seed's broker (RocketMQ up to 4.9.3) goes
 #: back to 0; since 4.9.4 (ISSUE #4215, DefaultMessageStore.getMessage) Apache RocketMQ goes to the max offset
 #: instead, to stop a consumer re-reading the whole queue. Both conform.
@@ -37,7 +39,7 @@ PATIENCE_S = 30.0
 WIRE_WAKE_S = 3.0
 
 
-def fill(target, topic: str, n: int, tags: str = "A", queue: int = 0) -> None:  # type: ignore[no-untyped-def]
+def fill(target: Target, topic: str, n: int, tags: str = "A", queue: int = 0) -> None:
     """Send ``n`` messages of about 100 bytes with ``tags`` to one queue, and return once a pull can see them:
     Apache RocketMQ builds the consume queue after it acknowledged the send, so a pull at once may miss the last."""
     last = None
@@ -47,7 +49,7 @@ def fill(target, topic: str, n: int, tags: str = "A", queue: int = 0) -> None:  
         visible(target, topic, queue, last.queue_offset + 1)
 
 
-def visible(target, topic: str, queue: int, count: int) -> None:  # type: ignore[no-untyped-def]
+def visible(target: Target, topic: str, queue: int, count: int) -> None:
     """Return once the queue's max offset reaches ``count``: Apache RocketMQ builds the consume queue after it
     acknowledged a send, so a read at once may miss the last messages (at once with clock control)."""
     if "clock_control" in target.capabilities:
@@ -68,7 +70,7 @@ IN_MEMORY_BIG, IN_DISK_BIG = 8, 2
 SMALL_MESSAGES, BIG_MESSAGES = 40, 10
 
 
-def batch_queues(target, topic: str) -> None:  # type: ignore[no-untyped-def]
+def batch_queues(target: Target, topic: str) -> None:
     """``topic`` with two queues: queue 0 holds 40 small messages, queue 1 ten of ``BIG_BODY`` bytes (tag A)."""
     target.create_topic(topic, 2)
     for i in range(SMALL_MESSAGES):
@@ -85,7 +87,7 @@ def body(tag: str, i: int, size: int) -> bytes:
     return (stamp * (size // len(stamp) + 1))[:size]
 
 
-def segment_bytes(target) -> int:  # type: ignore[no-untyped-def]
+def segment_bytes(target: StoreLayoutTarget) -> int:
     """The target's commit-log segment size (capability ``store_layout``); not applicable when too large to fill."""
     size = target.store_layout().commitlog_segment_bytes
     if size > MAX_SEGMENT_BYTES:
@@ -94,7 +96,7 @@ def segment_bytes(target) -> int:  # type: ignore[no-untyped-def]
     return size
 
 
-def fill_three_segments(target, topic: str, queue: int, segment: int) -> list:  # type: ignore[no-untyped-def]
+def fill_three_segments(target: Target, topic: str, queue: int, segment: int) -> list:
     """Send bodies of an eighth of a segment to one queue until they reach a third commit-log segment: the
     first two are then complete and the third is the one being written. The receipts, in order."""
     size = min(segment // 8, MAX_BODY_BYTES)
@@ -118,7 +120,7 @@ HOUR_MS = 3_600_000
 FILE_RESERVED_MS = 72 * HOUR_MS
 
 
-def aged_queue(target, topic: str, young: int = 50) -> tuple[int, int, int]:  # type: ignore[no-untyped-def]
+def aged_queue(target: StoreLayoutTarget, topic: str, young: int = 50) -> tuple[int, int, int]:
     """A queue whose first two commit-log segments hold only messages past fileReservedTime, retention run:
     ``(old, min, max)`` with ``old`` the messages sent before the clock moved. Sized from the target's own
     segments (``store_layout``), never the reference's: a broker started with its default segment size is judged
@@ -157,7 +159,7 @@ def allowed_corrections(offset: int, lo: int, hi: int) -> tuple[str, frozenset[i
     return status, frozenset({nxt})
 
 
-def answered(target, pending) -> bool:  # type: ignore[no-untyped-def]
+def answered(target: Target, pending) -> bool:
     """Whether a request is answered: at once on simulated time (capability ``clock_control``), within
     :data:`WIRE_WAKE_S` on the wire."""
     if "clock_control" in target.capabilities:
