@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 
 from conformance.report import CALLS as CALLS_OBSERVATION
 from conformance.suite.calls import RecordedTarget
-from conformance.targets import SettingsTarget
+from conformance.targets import SettingsTarget, Target
 from conformance.targets.registry import open_target
 
 NOT_APPLICABLE = "not applicable: target lacks capability"
@@ -61,7 +63,7 @@ def slow(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def target(request: pytest.FixtureRequest, tmp_path):
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
     spec = request.config.getoption("--mqtck-target", default="reference") or "reference"
     t = open_target(spec, str(tmp_path / "target"))
     missing = sorted(
@@ -97,7 +99,9 @@ CALLS = pytest.StashKey[Any]()
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     """A failed test's report carries its last calls on the target (``calls``), for the report's cause block."""
     outcome = yield
     report = outcome.get_result()

@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from typing import TypeAlias
 
 import pytest
 
-from conformance.targets import StoreLayoutTarget, Target
+from conformance.targets import PendingPop, PendingPull, StoreLayoutTarget, Target
 
 #: OFFSET-4: beyond the max offset of a queue whose min is 0, the seed's broker (RocketMQ up to 4.9.3) goes
 #: back to 0; since 4.9.4 (ISSUE #4215, DefaultMessageStore.getMessage) Apache RocketMQ goes to the max offset
 #: instead, to stop a consumer re-reading the whole queue. Both conform.
+
+
+#: The ``settings`` fixture (conftest): ``settings(name=value, ...)`` changes broker settings for the test.
+Settings: TypeAlias = Callable[..., None]
+#: pytest's ``record_property`` fixture: ``record_property(name, value)``.
+RecordProperty: TypeAlias = Callable[[str, object], None]
 
 
 #: Bodies for the retention tests are an eighth of a commit-log segment, capped at this: well under RocketMQ's
@@ -159,7 +167,7 @@ def allowed_corrections(offset: int, lo: int, hi: int) -> tuple[str, frozenset[i
     return status, frozenset({nxt})
 
 
-def answered(target: Target, pending) -> bool:
+def answered(target: Target, pending: PendingPull | PendingPop) -> bool:
     """Whether a request is answered: at once on simulated time (capability ``clock_control``), within
     :data:`WIRE_WAKE_S` on the wire."""
     if "clock_control" in target.capabilities:

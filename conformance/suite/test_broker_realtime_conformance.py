@@ -232,14 +232,14 @@ def _expire_a_silent_member(target: WireTarget, slow: bool) -> tuple[float, list
 
 @pytest.mark.req("CGRP-6.expiry")
 @pytest.mark.needs("consumer_registry", "remoting_wire")
-def test_a_silent_channel_expires_and_a_live_one_stays(target: WireTarget, slow) -> None:
+def test_a_silent_channel_expires_and_a_live_one_stays(target: WireTarget, slow: bool) -> None:
     """After channelExpiredTimeout and the next housekeeping scan only the live member is left."""
     _expire_a_silent_member(target, slow)
 
 
 @pytest.mark.req("CGRP-8")
 @pytest.mark.needs("consumer_registry", "remoting_wire")
-def test_the_live_member_is_told_when_a_silent_one_expires(target: WireTarget, slow) -> None:
+def test_the_live_member_is_told_when_a_silent_one_expires(target: WireTarget, slow: bool) -> None:
     """The strict rule: the expiry notifies the group's remaining members, as a close does."""
     _, told = _expire_a_silent_member(target, slow)
     assert told == ["GX"], f"the live member got {told} when the silent one expired, not one notification of GX"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.suite.support import RecordProperty
 from conformance.targets import Target, TraceTarget
 
 pytestmark = pytest.mark.needs("pull", "long_poll", "clock_control")
@@ -64,7 +65,7 @@ WAKE_BOUND_MS = 1_000
 
 
 @pytest.mark.req("LPOLL-4")
-def test_wake_latency(target: Target, record_property) -> None:
+def test_wake_latency(target: Target, record_property: RecordProperty) -> None:
     """Held pulls on eight queues, each woken by a matching send after a different wait; the time from
     the send to the answer is recorded for the report's histogram."""
     target.create_topic("LW", 8)

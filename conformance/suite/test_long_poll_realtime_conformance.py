@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from conformance.suite.support import RecordProperty
 from conformance.targets import Target
 
 pytestmark = pytest.mark.needs("pull", "long_poll")
@@ -45,7 +46,7 @@ NOT_APPLICABLE_WITH_CLOCK = "not applicable: the target has clock_control; the s
 
 
 @pytest.fixture
-def realtime(target: Target):
+def realtime(target: Target) -> Target:
     """The target, if it runs on real time (these tests would only be slower and looser otherwise)."""
     if "clock_control" in target.capabilities:
         pytest.skip(NOT_APPLICABLE_WITH_CLOCK)
@@ -70,7 +71,7 @@ def test_held_pull_times_out_after_its_suspend_time_in_real_time(realtime: Targe
 
 
 @pytest.mark.req("LPOLL-4", "LPOLL-7")
-def test_matching_arrival_wakes_the_held_pull_in_real_time(realtime: Target, record_property) -> None:
+def test_matching_arrival_wakes_the_held_pull_in_real_time(realtime: Target, record_property: RecordProperty) -> None:
     """Held pulls on four queues, each woken by a matching send after a different wait; the time from
     the send to the answer goes to the report's wake-latency histogram."""
     realtime.create_topic("LRW", len(WAKE_WAITS_S))

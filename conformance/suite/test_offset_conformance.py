@@ -4,15 +4,17 @@ the reference's code."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from conformance.suite.support import FILE_RESERVED_MS, HOUR_MS, aged_queue, fill, fill_three_segments, segment_bytes
-from conformance.targets import StoreLayoutTarget, Target
+from conformance.targets import PullReply, StoreLayoutTarget, Target
 
 pytestmark = pytest.mark.needs("pull")
 
 
-def pull(target: Target, offset: int, **kw):
+def pull(target: Target, offset: int, **kw: Any) -> PullReply:
     return target.start_pull("G", "OT", 0, offset, **kw).result()
 
 

@@ -18,13 +18,22 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 import pytest
 
 from conformance.suite import support
-from conformance.suite.support import WIRE_WAKE_S, answered
-from conformance.targets import PopTarget, RestartTarget, Target, TargetError
+from conformance.suite.support import WIRE_WAKE_S, RecordProperty, Settings, answered
+from conformance.targets import (
+    PendingPop,
+    PendingPull,
+    PoppedRecord,
+    PopReply,
+    PopTarget,
+    RestartTarget,
+    Target,
+    TargetError,
+)
 
 
 class RestartablePopTarget(PopTarget, RestartTarget, Protocol):
@@ -78,7 +87,7 @@ UNBUFFERED = pytest.param(False, id="unbuffered", marks=pytest.mark.needs("broke
 
 
 @pytest.fixture
-def buffering(request, settings) -> bool | None:
+def buffering(request: pytest.FixtureRequest, settings: Settings) -> bool | None:
     """The test's checkpoint buffering (its ``buffering`` parameter): set for the test, put back afterwards."""
     if request.param is not None:
         settings(enablePopBufferMerge=request.param)
@@ -93,13 +102,14 @@ def tolerance(target: Target) -> int:
     return 0 if clocked(target) else WIRE_TOLERANCE_MS
 
 
-def pop_now(target: PopTarget, queue_id=-1, max_nums=32, invisible_ms=60_000, group=G, topic=T):
+def pop_now(target: PopTarget, queue_id: int = -1, max_nums: int = 32, invisible_ms: int = 60_000, group: str = G,
+            topic: str = T) -> PopReply:
     pending = target.pop(group, topic, queue_id, max_nums, invisible_ms, 0)
     assert answered(target, pending), "a pop with poll time 0 must be answered at once"
     return pending.result()
 
 
-def late_answer(pending, since: float) -> str:
+def late_answer(pending: PendingPull | PendingPop, since: float) -> str:
     """Why a held request missed :data:`~conformance.suite.support.WIRE_WAKE_S`: when its answer came after all
     (waiting up to its hold time), and which; a late wake-up and a lost one (answered only at the deadline) are
     different faults."""
@@ -130,11 +140,11 @@ def past_pop_millisecond(target: Target, handle: str) -> None:
         time.sleep(0.001)
 
 
-def bodies(reply) -> list[bytes]:
+def bodies(reply: PopReply) -> list[bytes]:
     return [m.body for m in reply.messages]
 
 
-def wait_for_redelivery(target: PopTarget, ms: int, step: int = 500, **kw) -> tuple[int, list]:
+def wait_for_redelivery(target: PopTarget, ms: int, step: int = 500, **kw: Any) -> tuple[int, list[PoppedRecord]]:
     """Pop every ``step`` ms for at most ``ms`` (plus the wire's revive slack over the wire); (elapsed, messages)
     of the first non-empty answer. Elapsed is simulated time, or real time over the wire."""
     started, elapsed = time.monotonic(), 0
@@ -148,9 +158,9 @@ def wait_for_redelivery(target: PopTarget, ms: int, step: int = 500, **kw) -> tu
     return elapsed, []
 
 
-def collect_redeliveries(target: PopTarget, count: int, ms: int, **kw) -> list:
+def collect_redeliveries(target: PopTarget, count: int, ms: int, **kw: Any) -> list[PoppedRecord]:
     """Pop until ``count`` messages came back or ``ms`` (plus the wire's revive slack) passed."""
-    out: list = []
+    out: list[PoppedRecord] = []
     waited = 0
     while len(out) < count:
         elapsed, got = wait_for_redelivery(target, max(ms - waited, 0), **kw)
@@ -263,7 +273,7 @@ def test_held_pop_stays_held_and_times_out(target: PopTarget) -> None:
 
 
 @pytest.mark.req("POP-12")
-def test_held_pop_answered_by_a_matching_arrival(target: PopTarget, record_property) -> None:
+def test_held_pop_answered_by_a_matching_arrival(target: PopTarget, record_property: RecordProperty) -> None:
     """A matching arrival answers a held pop at once, and a pop with nothing to read and poll time 0 is answered
     POLLING_TIMEOUT at once. One held pop, no second chance: a broker that misses the wake-up (answers only at the
     deadline) fails, and the miss is recorded as ``pop.lost_wakeups``."""
@@ -432,7 +442,7 @@ def test_receipt_handles_are_unique_per_delivery(target: PopTarget) -> None:
 
 @pytest.mark.req("PACK-3")
 @pytest.mark.parametrize("buffering", [AS_IS, BUFFERED, UNBUFFERED], indirect=True)
-def test_acked_messages_are_never_delivered_again(target: PopTarget, buffering) -> None:
+def test_acked_messages_are_never_delivered_again(target: PopTarget, buffering: bool | None) -> None:
     target.create_topic(T, 1)
     send_n(target, 0, 3)
     popped = pop_now(target, invisible_ms=5_000).messages
@@ -448,7 +458,7 @@ def test_acked_messages_are_never_delivered_again(target: PopTarget, buffering) 
 
 @pytest.mark.req("REVIVE-3", "PACK-3")
 @pytest.mark.parametrize("buffering", [AS_IS, BUFFERED, UNBUFFERED], indirect=True)
-def test_ack_after_the_checkpoint_left_memory(target: PopTarget, buffering) -> None:
+def test_ack_after_the_checkpoint_left_memory(target: PopTarget, buffering: bool | None) -> None:
     """RocketMQ #7724: an ack that comes after the checkpoint was written to the revive log."""
     target.create_topic(T, 1)
     send_n(target, 0, 2)
@@ -673,7 +683,7 @@ def test_revived_messages_are_popped_again_with_growing_reconsume_times(target: 
 @pytest.mark.req("REVIVE-6")
 @pytest.mark.needs("restart")
 @pytest.mark.parametrize("buffering", [AS_IS, BUFFERED], indirect=True)
-def test_restart_loses_nothing_and_revives_nothing_twice(target: RestartablePopTarget, buffering) -> None:
+def test_restart_loses_nothing_and_revives_nothing_twice(target: RestartablePopTarget, buffering: bool | None) -> None:
     target.create_topic(T, 1)
     send_n(target, 0, 4)
     m0, m1, m2, m3 = pop_now(target, invisible_ms=RESTART_INVISIBLE_MS).messages

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from conformance.suite.support import aged_queue, allowed_corrections, answered, fill
@@ -147,7 +149,9 @@ STRICT_REFUSED_PULLS = [
 ]
 
 
-def _refusals(target: Target, cases) -> list[tuple[list, dict, str, TargetError]]:
+def _refusals(
+    target: Target, cases: list[tuple[dict[str, Any], str]]
+) -> list[tuple[list[Any], dict[str, Any], str, TargetError]]:
     """Each pull refused, however long its answer takes; each carried a commit piggyback, and none of them moved
     the group's offset."""
     target.create_topic("CT", 2)

@@ -42,11 +42,11 @@ import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import pytest
 
-from conformance.suite.support import PATIENCE_S
+from conformance.suite.support import PATIENCE_S, Settings
 from conformance.targets import PopTarget, RestartTarget, Target, WireTarget
 from conformance.targets.remoting import subscription_data
 from reference.net.remoting.client import CLIENT_VERSION, RemotingClient, split_address
@@ -234,8 +234,14 @@ def header_frame(header: bytes, body: bytes = b"", serialize_type: int = 0) -> b
     return struct.pack(">II", 4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
 
 
+#: The ``raw`` fixture: ``raw(address)`` opens a raw connection, closed after the test.
+RawConnections: TypeAlias = Callable[[str], RawConnection]
+#: The ``client`` fixture: ``client(address)`` opens a reference-codec client, closed after the test.
+Clients: TypeAlias = Callable[[str], RemotingClient]
+
+
 @pytest.fixture
-def raw() -> Iterator[Callable[[str], RawConnection]]:
+def raw() -> Iterator[RawConnections]:
     """Opens raw connections and closes them after the test."""
     opened: list[RawConnection] = []
 
@@ -249,7 +255,7 @@ def raw() -> Iterator[Callable[[str], RawConnection]]:
 
 
 @pytest.fixture
-def client() -> Iterator[Callable[[str], RemotingClient]]:
+def client() -> Iterator[Clients]:
     """Opens reference-codec clients (responses matched by opaque, server requests recorded) and closes them."""
     opened: list[RemotingClient] = []
 
@@ -380,7 +386,7 @@ def broker_name(target: WireTarget) -> str:
 # -- REMOTING-1 ----------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-1")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_every_answer_is_a_json_frame_that_echoes_the_opaque(target: WireTarget, raw) -> None:
+def test_every_answer_is_a_json_frame_that_echoes_the_opaque(target: WireTarget, raw: RawConnections) -> None:
     target.create_topic("W1", 1)
     topic = target.namespaced("W1")
     ns, br = raw(target.namesrv), raw(target.broker_addr)
@@ -409,7 +415,9 @@ def test_every_answer_is_a_json_frame_that_echoes_the_opaque(target: WireTarget,
 # -- REMOTING-2 ----------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-2")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_request_fields_may_be_numbers_or_strings_and_answer_fields_are_strings(target: WireTarget, raw) -> None:
+def test_request_fields_may_be_numbers_or_strings_and_answer_fields_are_strings(
+    target: WireTarget, raw: RawConnections
+) -> None:
     target.create_topic("W2", 2)
     topic, group = target.namespaced("W2"), target.namespaced("G2")
     br = raw(target.broker_addr)
@@ -467,7 +475,9 @@ BROKEN_FRAMES = {
 @pytest.mark.req("REMOTING-3")
 @pytest.mark.needs("remoting_wire")
 @pytest.mark.parametrize("case", sorted(BROKEN_FRAMES))
-def test_a_frame_that_breaks_the_layout_closes_only_its_connection(target: WireTarget, raw, case: str) -> None:
+def test_a_frame_that_breaks_the_layout_closes_only_its_connection(
+    target: WireTarget, raw: RawConnections, case: str
+) -> None:
     for address in (target.namesrv, target.broker_addr):
         bystander = raw(address)
         probe = (RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"}) if address == target.namesrv else (
@@ -484,7 +494,7 @@ def test_a_frame_that_breaks_the_layout_closes_only_its_connection(target: WireT
 # -- REMOTING-4 ----------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-4")
 @pytest.mark.needs("remoting_wire")
-def test_an_unknown_code_is_answered_not_supported_naming_it(target: WireTarget, raw) -> None:
+def test_an_unknown_code_is_answered_not_supported_naming_it(target: WireTarget, raw: RawConnections) -> None:
     br = raw(target.broker_addr)
     for code in (UNKNOWN_CODE, 31_337):
         r = br.request(code, {"topic": "TBW102"})
@@ -500,7 +510,7 @@ def test_an_unknown_code_is_answered_not_supported_naming_it(target: WireTarget,
 
 @pytest.mark.req("REMOTING-4")
 @pytest.mark.needs("remoting_wire")
-def test_the_name_server_keeps_a_connection_that_sent_an_unknown_code(target: WireTarget, raw) -> None:
+def test_the_name_server_keeps_a_connection_that_sent_an_unknown_code(target: WireTarget, raw: RawConnections) -> None:
     ns = raw(target.namesrv)
     unknown = ns.send(UNKNOWN_CODE, {"topic": "TBW102"})
     known = ns.send(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
@@ -528,7 +538,9 @@ def _route_body(ns: RemotingClient, topic: str) -> dict[str, Any] | None:
 
 @pytest.mark.req("REMOTING-5")
 @pytest.mark.needs("remoting_wire", "consumer_registry")
-def test_a_route_names_the_brokers_reachable_address_and_an_invalid_name_has_none(target: WireTarget, client) -> None:
+def test_a_route_names_the_brokers_reachable_address_and_an_invalid_name_has_none(
+    target: WireTarget, client: Clients
+) -> None:
     target.create_topic("W5", 4)
     topic, group = target.namespaced("W5"), target.namespaced("G5")
     ns, br = client(target.namesrv), client(target.broker_addr)
@@ -553,7 +565,7 @@ def test_a_route_names_the_brokers_reachable_address_and_an_invalid_name_has_non
 # -- REMOTING-6 ----------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-6")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_pull_answers_carry_v1_records_and_the_offset_headers(target: WireTarget, client) -> None:
+def test_pull_answers_carry_v1_records_and_the_offset_headers(target: WireTarget, client: Clients) -> None:
     target.create_topic("W6", 2)
     topic, group = target.namespaced("W6"), target.namespaced("G6")
     sent = [target.send("W6", 1, b"body-%d" % i * (i + 1), "TagA") for i in range(3)]
@@ -590,7 +602,7 @@ def test_pull_answers_carry_v1_records_and_the_offset_headers(target: WireTarget
 # -- REMOTING-7 ----------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-7")
 @pytest.mark.needs("remoting_wire", "long_poll")
-def test_a_held_pull_is_answered_when_a_message_arrives(target: WireTarget, client) -> None:
+def test_a_held_pull_is_answered_when_a_message_arrives(target: WireTarget, client: Clients) -> None:
     target.create_topic("W7", 1)
     topic, group = target.namespaced("W7"), target.namespaced("G7")
     target.send("W7", 0, b"first")
@@ -614,7 +626,9 @@ def test_a_held_pull_is_answered_when_a_message_arrives(target: WireTarget, clie
 
 @pytest.mark.req("PULL-3")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_a_pull_without_the_suspend_flag_is_answered_at_once_whatever_its_timeout(target: WireTarget, client) -> None:
+def test_a_pull_without_the_suspend_flag_is_answered_at_once_whatever_its_timeout(
+    target: WireTarget, client: Clients
+) -> None:
     """The flag decides, not suspendTimeoutMillis: a pull of an empty queue with a 15 s timeout but no SUSPEND bit
     is answered PULL_NOT_FOUND at once (a broker holding it would answer at a hold check, seconds later)."""
     target.create_topic("P3", 1)
@@ -630,7 +644,7 @@ def test_a_pull_without_the_suspend_flag_is_answered_at_once_whatever_its_timeou
 
 @pytest.mark.req("LPOLL-1.once")
 @pytest.mark.needs("remoting_wire", "long_poll")
-def test_a_held_pull_is_answered_exactly_once(target: WireTarget, raw) -> None:
+def test_a_held_pull_is_answered_exactly_once(target: WireTarget, raw: RawConnections) -> None:
     """Two held pulls on one connection: one woken by an arrival, one left to time out. Each gets one answer, and
     nothing more comes for either over the hold checks and time-outs that follow (a broker that kept a woken request
     in its hold table, or answered a timed-out one again at the next check, writes a second frame with its opaque)."""
@@ -655,7 +669,7 @@ def test_a_held_pull_is_answered_exactly_once(target: WireTarget, raw) -> None:
 
 @pytest.mark.req("REMOTING-7")
 @pytest.mark.needs("remoting_wire", "long_poll")
-def test_a_held_pull_times_out_not_found_with_the_offset_unchanged(target: WireTarget, client) -> None:
+def test_a_held_pull_times_out_not_found_with_the_offset_unchanged(target: WireTarget, client: Clients) -> None:
     target.create_topic("W7", 1)
     topic, group = target.namespaced("W7"), target.namespaced("G7")
     target.send("W7", 0, b"only")
@@ -688,7 +702,7 @@ def test_a_held_pull_times_out_not_found_with_the_offset_unchanged(target: WireT
 # -- REMOTING-8 ----------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-8")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_a_batch_send_stores_each_record_at_consecutive_offsets(target: WireTarget, client) -> None:
+def test_a_batch_send_stores_each_record_at_consecutive_offsets(target: WireTarget, client: Clients) -> None:
     target.create_topic("W8", 2)
     topic, group = target.namespaced("W8"), target.namespaced("G8")
     br = client(target.broker_addr)
@@ -711,7 +725,7 @@ def test_a_batch_send_stores_each_record_at_consecutive_offsets(target: WireTarg
 
 @pytest.mark.req("REMOTING-8")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_a_zlib_body_reaches_the_consumer_as_sent(target: WireTarget, client) -> None:
+def test_a_zlib_body_reaches_the_consumer_as_sent(target: WireTarget, client: Clients) -> None:
     target.create_topic("W8", 1)
     topic, group = target.namespaced("W8"), target.namespaced("G8")
     br = client(target.broker_addr)
@@ -735,7 +749,7 @@ def _notified(conn: RemotingClient, group: str) -> list[RemotingCommand]:
 
 @pytest.mark.req("REMOTING-9")
 @pytest.mark.needs("remoting_wire", "consumer_registry")
-def test_group_changes_notify_the_other_members_oneway(target: WireTarget, client) -> None:
+def test_group_changes_notify_the_other_members_oneway(target: WireTarget, client: Clients) -> None:
     target.create_topic("W9", 2)
     topic, group = target.namespaced("W9"), target.namespaced("G9")
     a, b = client(target.broker_addr), client(target.broker_addr)
@@ -831,7 +845,7 @@ def absent_for(target: Target, br: RemotingClient, group: str, topic: str, secon
 
 @pytest.mark.req("REMOTING-10")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_send_back_stores_a_retry_copy_found_by_physical_offset(target: WireTarget, client) -> None:
+def test_send_back_stores_a_retry_copy_found_by_physical_offset(target: WireTarget, client: Clients) -> None:
     br = client(target.broker_addr)
     target.create_topic("W10", 1)
     target.send("W10", 0, b"filler")
@@ -855,7 +869,7 @@ def test_send_back_stores_a_retry_copy_found_by_physical_offset(target: WireTarg
 
 @pytest.mark.req("CONSUME-3.broker")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_a_message_sent_back_comes_again_through_the_retry_topic(target: WireTarget, client) -> None:
+def test_a_message_sent_back_comes_again_through_the_retry_topic(target: WireTarget, client: Clients) -> None:
     """Seed 001 §5: RECONSUME_LATER means "consume again"; the broker keeps the retry topic in a property and holds
     the message for its delay level. Judged here is only that the copy comes again in %RETRY%{group} with its body
     and its topic (the rest of the broker's rules are CONSUME-10)."""
@@ -870,7 +884,9 @@ def test_a_message_sent_back_comes_again_through_the_retry_topic(target: WireTar
 
 @pytest.mark.req("CONSUME-10.retry")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_a_send_back_without_a_level_waits_level_three_plus_reconsume_times(target: WireTarget, client) -> None:
+def test_a_send_back_without_a_level_waits_level_three_plus_reconsume_times(
+    target: WireTarget, client: Clients
+) -> None:
     br = client(target.broker_addr)
     sent = sent_for_send_back(target, br, "C10R")
     back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_fields(sent, 0), timeout_s=PATIENCE_S)
@@ -884,7 +900,9 @@ def test_a_send_back_without_a_level_waits_level_three_plus_reconsume_times(targ
 
 @pytest.mark.req("CONSUME-10.dead-letter")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_a_negative_level_or_the_last_retry_dead_letters_at_once(target: WireTarget, client, raw) -> None:
+def test_a_negative_level_or_the_last_retry_dead_letters_at_once(
+    target: WireTarget, client: Clients, raw: RawConnections
+) -> None:
     br = client(target.broker_addr)
     sent = sent_for_send_back(target, br, "C10D")
     back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_fields(sent, -1), timeout_s=PATIENCE_S)
@@ -910,7 +928,9 @@ def test_a_negative_level_or_the_last_retry_dead_letters_at_once(target: WireTar
 
 @pytest.mark.req("CONSUME-10.restart")
 @pytest.mark.needs("remoting_wire", "pull", "restart")
-def test_a_waiting_retry_copy_is_delivered_after_a_broker_restart(target: RestartableWireTarget, client) -> None:
+def test_a_waiting_retry_copy_is_delivered_after_a_broker_restart(
+    target: RestartableWireTarget, client: Clients
+) -> None:
     br = client(target.broker_addr)
     sent = sent_for_send_back(target, br, "C10S")
     back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_fields(sent, 0), timeout_s=PATIENCE_S)
@@ -950,7 +970,9 @@ class ReviveLogReader:
 
 @pytest.mark.req("REVIVE-1")
 @pytest.mark.needs("remoting_wire", "pop", "broker_config")
-def test_a_buffered_checkpoint_acknowledged_in_full_never_reaches_the_revive_log(target: WirePopTarget, client, settings) -> None:
+def test_a_buffered_checkpoint_acknowledged_in_full_never_reaches_the_revive_log(
+    target: WirePopTarget, client: Clients, settings: Settings
+) -> None:
     """With checkpoints buffered (enablePopBufferMerge): a pop whose revive time is at least 4.5 s away keeps its
     checkpoint in memory, and acknowledged in full within its stay it is never written, nor its ack; a pop revived
     sooner is written to the revive log (RocketMQ delivers the record a second before its revive time)."""
@@ -979,7 +1001,7 @@ def test_a_buffered_checkpoint_acknowledged_in_full_never_reaches_the_revive_log
 # -- REMOTING-11 ---------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-11")
 @pytest.mark.needs("remoting_wire", "consumer_registry")
-def test_the_consumer_list_names_every_live_member_and_the_caller(target: WireTarget, client) -> None:
+def test_the_consumer_list_names_every_live_member_and_the_caller(target: WireTarget, client: Clients) -> None:
     target.create_topic("W11", 2)
     topic, group = target.namespaced("W11"), target.namespaced("G11")
     ca, cb = target.namespaced("ca"), target.namespaced("cb")
@@ -995,7 +1017,7 @@ def test_the_consumer_list_names_every_live_member_and_the_caller(target: WireTa
 
 @pytest.mark.req("REMOTING-13")
 @pytest.mark.needs("remoting_wire", "consumer_registry")
-def test_the_consumer_list_is_a_consumer_id_list_object(target: WireTarget, client) -> None:
+def test_the_consumer_list_is_a_consumer_id_list_object(target: WireTarget, client: Clients) -> None:
     """Split from the test above: the body's layout is upstream's (GetConsumerListByGroupResponseBody)."""
     target.create_topic("W13", 1)
     topic, group, ca = target.namespaced("W13"), target.namespaced("G13"), target.namespaced("ca")
@@ -1007,7 +1029,9 @@ def test_the_consumer_list_is_a_consumer_id_list_object(target: WireTarget, clie
 # -- REMOTING-12 ---------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-12")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_queue_locks_go_to_a_free_or_own_holder_and_unlock_only_releases_own(target: WireTarget, client) -> None:
+def test_queue_locks_go_to_a_free_or_own_holder_and_unlock_only_releases_own(
+    target: WireTarget, client: Clients
+) -> None:
     target.create_topic("W12", 3)
     topic, group, name = target.namespaced("W12"), target.namespaced("G12"), broker_name(target)
     br = client(target.broker_addr)

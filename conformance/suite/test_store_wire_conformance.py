@@ -32,6 +32,8 @@ from conformance.targets import (
     FreshStoreTarget,
     KillRestartTarget,
     MalformedAnswer,
+    PulledMessage,
+    SendReceipt,
     Target,
     TargetError,
     TornRestartTarget,
@@ -52,9 +54,9 @@ RESTART_SIZES = (1, 100, 1_000, 4_000, 12_000, 30_000, 7)
 T = "SW"
 
 
-def pull_all(target: Target, topic: str, queue: int, start: int, end: int, group: str = "G"):
+def pull_all(target: Target, topic: str, queue: int, start: int, end: int, group: str = "G") -> list[PulledMessage]:
     """Every message in ``[start, end)`` of one queue, by consecutive pulls from ``start``."""
-    out = []
+    out: list[PulledMessage] = []
     offset = start
     while offset < end:
         r = target.start_pull(group, topic, queue, offset).result()
@@ -65,7 +67,7 @@ def pull_all(target: Target, topic: str, queue: int, start: int, end: int, group
     return out
 
 
-def _send_mixed(target: Target, queues: int) -> list[tuple[int, object, bytes]]:
+def _send_mixed(target: Target, queues: int) -> list[tuple[int, SendReceipt, bytes]]:
     """Messages of RESTART_SIZES round-robin over the queues: (queue, receipt, body)."""
     sent = []
     for i, size in enumerate(RESTART_SIZES * 2):
@@ -75,7 +77,7 @@ def _send_mixed(target: Target, queues: int) -> list[tuple[int, object, bytes]]:
     return sent
 
 
-def _check_kept(target: Target, sent, queues: int) -> None:
+def _check_kept(target: Target, sent: list[tuple[int, SendReceipt, bytes]], queues: int) -> None:
     """Every sent message is pullable at its queue offset with its body, tags, id and commit-log offset."""
     for q in range(queues):
         mine = [(r, b) for queue, r, b in sent if queue == q]

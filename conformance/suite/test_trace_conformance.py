@@ -15,12 +15,13 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import pytest
 
 from conformance.suite.support import visible
-from conformance.targets import ExpiryTarget, PopTarget, Target, TargetError, TraceTarget
+from conformance.targets import ExpiryTarget, PopTarget, PullReply, Target, TargetError, TraceTarget
 from reference.rules.trace_schema import BASE_COLUMNS, COLUMNS, EVENT_REQUIRED, SCHEMA_VERSION, missing_columns
 
 
@@ -45,7 +46,7 @@ KNOWN_COLUMNS = frozenset(name for name, _, _ in COLUMNS)
 INTEGER_COLUMNS = frozenset(name for name, _, jtype in COLUMNS if jtype == "integer")
 
 
-def rows_until(target: TraceTarget, done) -> list[dict]:
+def rows_until(target: TraceTarget, done: Callable[[list[dict[str, Any]]], bool]) -> list[dict[str, Any]]:
     """The target's trace rows once ``done(rows)`` holds (at once in process; over the wire the runner records
     after it answered, so wait a little)."""
     deadline = time.monotonic() + ROW_WAIT_S
@@ -79,7 +80,7 @@ def check_schema(rows: list[dict]) -> None:
         last[key] = row["seq"]
 
 
-def held_pull(target: Target, group: str, topic: str, offset: int):
+def held_pull(target: Target, group: str, topic: str, offset: int) -> PullReply:
     pending = target.start_pull(group, topic, 0, offset, suspend_ms=HOLD_MS)
     if "clock_control" in target.capabilities:
         target.advance(TIMEOUT_ADVANCE_MS)
