@@ -14,7 +14,7 @@ from typing import TypeAlias
 
 import pytest
 
-from conformance.targets import PendingPop, PendingPull, StoreLayoutTarget, Target
+from conformance.targets import PendingPop, PendingPull, SendReceipt, StoreLayoutTarget, Target
 
 #: OFFSET-4: beyond the max offset of a queue whose min is 0, the seed's broker (RocketMQ up to 4.9.3) goes
 #: back to 0; since 4.9.4 (ISSUE #4215, DefaultMessageStore.getMessage) Apache RocketMQ goes to the max offset
@@ -104,24 +104,33 @@ def segment_bytes(target: StoreLayoutTarget) -> int:
     return size
 
 
-def fill_three_segments(target: Target, topic: str, queue: int, segment: int) -> list:
+def fill_three_segments(target: Target, topic: str, queue: int, segment: int) -> list[SendReceipt]:
     """Send bodies of an eighth of a segment to one queue until they reach a third commit-log segment: the
     first two are then complete and the third is the one being written. The receipts, in order."""
     size = min(segment // 8, MAX_BODY_BYTES)
     limit = math.ceil(4 * segment / size) + 8
-    receipts = []
+    receipts: list[SendReceipt] = []
+    offsets: list[int] = []
     for i in range(limit):
         r = target.send(topic, queue, body(topic, i, size))
         if r.commit_log_offset is None:
             pytest.skip("not applicable: the target does not report commit-log offsets")
         receipts.append(r)
-        if r.commit_log_offset // segment >= receipts[0].commit_log_offset // segment + 2:
+        offsets.append(r.commit_log_offset)
+        if offsets[-1] // segment >= offsets[0] // segment + 2:
             visible(target, topic, queue, r.queue_offset + 1)
             return receipts
-    span = f"{receipts[0].commit_log_offset} .. {receipts[-1].commit_log_offset}"
+    span = f"{offsets[0]} .. {offsets[-1]}"
     raise AssertionError(f"{limit} messages of {size} bytes did not span three commit-log segments of {segment} "
                          f"bytes: commit-log offsets {span}")
 
+
+
+def log_offset(receipt: SendReceipt) -> int:
+    """Where a sent message starts in the commit log, on a target that tells (:func:`fill_three_segments` skips a
+    test on one that does not)."""
+    assert receipt.commit_log_offset is not None, f"the target reported no commit-log offset for {receipt}"
+    return receipt.commit_log_offset
 
 #: Seed 002 §2: fileReservedTime, 72 h; an aged queue's old messages are this much plus an hour old.
 HOUR_MS = 3_600_000

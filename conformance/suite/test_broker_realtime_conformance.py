@@ -355,16 +355,17 @@ def test_no_record_spans_two_commit_log_segments(target: StoreLayoutTarget) -> N
     for i in range(count):
         target.send("ST4", 0, bytes([65 + i % 26]) * (segment // 8 - 300), "A")
     visible(target, "ST4", 0, count)
-    starts: list[int] = []
+    starts: list[int | None] = []
     offset = 0
     while offset < count:
         reply = target.start_pull("G", "ST4", 0, offset).result()
         assert reply.status == "FOUND", (offset, reply.code)
         starts += [m.commit_log_offset for m in reply.messages]
         offset = reply.next_begin_offset
-    assert None not in starts and len(starts) == count
+    offsets = [s for s in starts if s is not None]
+    assert offsets == starts and len(starts) == count
     boundaries = 0
-    for start, following in itertools.pairwise(starts):
+    for start, following in itertools.pairwise(offsets):
         if following // segment != start // segment:  # the next record is in a later segment
             assert following % segment == 0, f"a record at {following} does not start its segment"
             boundaries += 1

@@ -154,7 +154,7 @@ class Retention:
 
 
 @pytest.fixture
-def retention(target: Target) -> Retention:
+def retention(target: StoreLayoutTarget) -> Retention:
     if "clock_control" in target.capabilities:
         pytest.skip("not applicable: the target runs on simulated time, and these tests watch its clean service run "
                     "in real time at the wall clock's hours (a runner on real time gates them; the store's own "

@@ -103,7 +103,7 @@ def test_pull_loop_and_trace_rows(target: SimulationTarget) -> None:
     client_rows = [r for r in rows if r["source"].startswith("client:")]
     events = {r["event"] for r in client_rows}
     assert {"SUBSCRIBE", "ASSIGN", "REVOKE", "PULL_REQ", "PULL_RESP", "DELIVER", "CONSUME", "COMMIT", "CRASH"} <= events
-    in_flight: dict[tuple[str, str, int], int] = {}
+    in_flight: dict[tuple[str, str | None, int | None], int] = {}
     for row in client_rows:
         key = (row["source"], row.get("topic"), row.get("queue_id"))
         if row["event"] == "PULL_REQ":
@@ -193,7 +193,7 @@ def test_commits_never_pass_a_message_in_flight(target: SimulationTarget) -> Non
 @pytest.mark.req("CLIENT-3")
 def test_each_pull_continues_from_the_answer(target: SimulationTarget) -> None:
     rows = [r for r in _simulate(target, STORM) if r["source"].startswith("client:")]
-    last_answer: dict[tuple[str, str, int], dict[str, Any]] = {}
+    last_answer: dict[tuple[str, str | None, int | None], dict[str, Any]] = {}
     checked = 0
     for row in rows:
         key = (row["source"], row.get("topic"), row.get("queue_id"))
@@ -214,7 +214,7 @@ def test_a_dropped_queues_waiting_batches_never_reach_the_listener(target: Simul
     """Seed 001 lines 777-780: a batch whose queue was dropped before its call is skipped: no listener call
     (DELIVER) of a queue after its REVOKE, until it is assigned again."""
     rows = _simulate(target, DROP)
-    dropped: set[tuple[str, str, int]] = set()
+    dropped: set[tuple[str, str | None, int | None]] = set()
     for row in rows:
         if not row["source"].startswith("client:"):
             continue

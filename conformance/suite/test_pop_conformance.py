@@ -210,8 +210,10 @@ def test_query_assignment_is_allocate4pop(target: PopTarget) -> None:
     owners = [sum(q in s for s in shared.values()) for q in range(4)]
     assert owners == [2, 2, 2, 2], "with popShareQueueNum 1 every queue has two owners"
     assert [q[2] for q in target.query_assignment(G, T, "c1", model="BROADCASTING")] == [0, 1, 2, 3]
-    for args, kwargs in (((("NoSuchGroup", T, "c1")), {}), (((G, "NoSuchTopic", "c1")), {}),
-                         (((G, T, "c1")), {"strategy": "NoSuchStrategy"})):
+    refused: list[tuple[tuple[str, str, str], dict[str, Any]]] = [
+        (("NoSuchGroup", T, "c1"), {}), ((G, "NoSuchTopic", "c1"), {}), ((G, T, "c1"), {"strategy": "NoSuchStrategy"})
+    ]
+    for args, kwargs in refused:
         with pytest.raises(TargetError):
             target.query_assignment(*args, **kwargs)
 
@@ -363,7 +365,9 @@ def test_pops_of_no_queue_are_refused_and_change_nothing(target: PopTarget) -> N
     target.create_topic(T, 2)
     send_n(target, 0, 2)
     for change in ({"topic": "NoSuchTopic"}, {"queue_id": 2}, {"max_nums": 33}):
-        kwargs = {"group": G, "topic": T, "queue_id": -1, "max_nums": 32, "invisible_ms": 30_000, "poll_ms": 0}
+        kwargs: dict[str, Any] = {
+            "group": G, "topic": T, "queue_id": -1, "max_nums": 32, "invisible_ms": 30_000, "poll_ms": 0
+        }
         kwargs.update(change)
         with pytest.raises(TargetError):
             target.pop(kwargs["group"], kwargs["topic"], kwargs["queue_id"], kwargs["max_nums"],
@@ -375,7 +379,7 @@ def test_pops_of_no_queue_are_refused_and_change_nothing(target: PopTarget) -> N
 def test_malformed_pops_are_refused_and_change_nothing(target: PopTarget) -> None:
     target.create_topic(T, 2)
     send_n(target, 0, 2)
-    bad = [
+    bad: list[tuple[dict[str, Any], str | None]] = [
         ({"topic": "NoSuchTopic"}, "topic"),
         ({"queue_id": 2}, "queueId"),
         ({"queue_id": -2}, "queueId"),
@@ -389,7 +393,9 @@ def test_malformed_pops_are_refused_and_change_nothing(target: PopTarget) -> Non
         ({"expression": "a b"}, "expression"),
     ]
     for change, field in bad:
-        kwargs = {"group": G, "topic": T, "queue_id": -1, "max_nums": 32, "invisible_ms": 30_000, "poll_ms": 0}
+        kwargs: dict[str, Any] = {
+            "group": G, "topic": T, "queue_id": -1, "max_nums": 32, "invisible_ms": 30_000, "poll_ms": 0
+        }
         kwargs.update(change)
         if field is None:  # "A || " is a valid expression (empty pieces are ignored)
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -144,12 +145,13 @@ def test_the_members_are_told_when_a_silent_channel_expires(target: Target) -> N
 @pytest.mark.req("INPUT-3")
 def test_bad_heartbeats_are_refused(target: Target) -> None:
     target.create_topic("RT", 1)
-    for args, kwargs, field in (
+    refused: list[tuple[tuple[str, str, str, dict[str, str]], dict[str, Any], str]] = [
         (("c1", "", "G", {"RT": "*"}), {}, "clientID"),
         (("c1", "client-1", "", {"RT": "*"}), {}, "consumerData.groupName"),
         (("c1", "client-1", "G", {"RT": "*"}), {"model": "SOMETIMES"}, "consumerData.messageModel"),
         (("c1", "client-1", "G", {"RT": "||"}), {}, "expression"),
-    ):
+    ]
+    for args, kwargs, field in refused:
         with pytest.raises(TargetError) as err:
             target.heartbeat(*args, **kwargs)
         assert err.value.field == field

@@ -31,6 +31,7 @@ both do and leaves the rest to the project's own tests (``tests/remoting``):
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import select
@@ -547,7 +548,7 @@ def test_a_route_names_the_brokers_reachable_address_and_an_invalid_name_has_non
     # A group's retry topic is made by its first heartbeat (Apache) or by the lookup (the reference).
     heartbeat(br, target.namespaced("c5"), group, [topic])
     for name, queues in ((topic, 4), (f"%RETRY%{group}", 1)):
-        body = wait_until(lambda name=name: _route_body(ns, name))
+        body = wait_until(functools.partial(_route_body, ns, name))
         assert body is not None, f"REMOTING-5: no route for {name} within {PATIENCE_S} s"
         assert body.get("orderTopicConf") is None, f"REMOTING-5: orderTopicConf {body.get('orderTopicConf')!r}"
         assert [(q["readQueueNums"], q["writeQueueNums"], q["perm"]) for q in body["queueDatas"]] == [
@@ -590,12 +591,13 @@ def test_pull_answers_carry_v1_records_and_the_offset_headers(target: WireTarget
     assert [s.commit_log_offset for s in sent] in ([None] * 3, phys), "the send answers' msgIds name the same offsets"
     assert found.ext_fields["nextBeginOffset"] == "3"
     for offset, queue in ((3, 1), (0, 0), (9, 1)):  # caught up; an empty queue; beyond the max
-        r = pull(br, group, topic, queue, offset)
-        assert r.code != ResponseCode.SUCCESS and not r.body, f"REMOTING-6: code {r.code} with {len(r.body)} bytes"
-        answers.append(r)
-    for r in answers:
-        missing = [h for h in PULL_HEADERS if h not in r.ext_fields]
-        assert not missing, f"REMOTING-6: pull answer {r.code} lacks {missing}"
+        answer = pull(br, group, topic, queue, offset)
+        assert answer.code != ResponseCode.SUCCESS and not answer.body, (
+            f"REMOTING-6: code {answer.code} with {len(answer.body)} bytes")
+        answers.append(answer)
+    for answer in answers:
+        missing = [h for h in PULL_HEADERS if h not in answer.ext_fields]
+        assert not missing, f"REMOTING-6: pull answer {answer.code} lacks {missing}"
     assert [int(answers[i].ext_fields["maxOffset"]) for i in (0, 1, 3)] == [3, 3, 3]
 
 
@@ -755,7 +757,7 @@ def test_group_changes_notify_the_other_members_oneway(target: WireTarget, clien
     a, b = client(target.broker_addr), client(target.broker_addr)
     heartbeat(a, target.namespaced("ca"), group, [topic])
 
-    def after(change: str, act: Callable[[], None]) -> None:
+    def after(change: str, act: Callable[[], object]) -> None:
         before = len(_notified(a, group))
         act()
         assert wait_until(lambda: len(_notified(a, group)) > before), (

@@ -26,7 +26,7 @@ from typing import Protocol
 
 import pytest
 
-from conformance.suite.support import MAX_BODY_BYTES, body, fill_three_segments, segment_bytes, visible
+from conformance.suite.support import MAX_BODY_BYTES, body, fill_three_segments, log_offset, segment_bytes, visible
 from conformance.targets import (
     ExpiryTarget,
     FreshStoreTarget,
@@ -174,8 +174,8 @@ def test_recovery_cuts_the_log_at_a_torn_record(target: TornRestartTarget) -> No
     assert len(pulled) == kept, f"{len(pulled)} messages before the torn one, {kept} sent"
     for m, (r, b) in zip(pulled, sent, strict=False):
         assert (m.queue_offset, m.body, m.msg_id) == (r.queue_offset, b, r.msg_id), f"offset {m.queue_offset}"
-    r = target.start_pull("G", topic, 0, kept).result()
-    assert r.status != "FOUND", f"the torn record was returned: {r.messages}"
+    reply = target.start_pull("G", topic, 0, kept).result()
+    assert reply.status != "FOUND", f"the torn record was returned: {reply.messages}"
     again = target.send(topic, 0, b"after the tear", "A")
     assert again.queue_offset == kept, "the next send takes the torn record's queue offset"
     if again.commit_log_offset == torn.commit_log_offset:
@@ -222,8 +222,8 @@ def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target
     n = len(receipts)
     assert target.min_max(T, 0) == (0, n)
     # The segment being written is the one holding the newest message; every one before it expires.
-    kept_from = receipts[-1].commit_log_offset // segment * segment
-    first_kept = next(r.queue_offset for r in receipts if r.commit_log_offset >= kept_from)
+    kept_from = log_offset(receipts[-1]) // segment * segment
+    first_kept = next(r.queue_offset for r in receipts if log_offset(r) >= kept_from)
     deleted = target.expire_retention()
     assert deleted >= 2, f"two full commit-log segments of this test's messages were expired, {deleted} deleted"
 
@@ -263,8 +263,8 @@ def test_the_min_offset_rises_to_the_first_message_left_and_never_falls(target: 
     segment = segment_bytes(target)
     target.create_topic(T, 1)
     receipts = fill_three_segments(target, T, 0, segment)
-    kept_from = receipts[-1].commit_log_offset // segment * segment
-    first_kept = next(r.queue_offset for r in receipts if r.commit_log_offset >= kept_from)
+    kept_from = log_offset(receipts[-1]) // segment * segment
+    first_kept = next(r.queue_offset for r in receipts if log_offset(r) >= kept_from)
     target.expire_retention()
     lo, hi = target.min_max(T, 0)
     assert lo == first_kept, (
@@ -290,11 +290,11 @@ def test_raised_min_offsets_survive_a_restart(target: RestartableExpiryTarget) -
     early = [target.send(T, 1, body("early", i, 10)) for i in range(3)]
     receipts = fill_three_segments(target, T, 0, segment)
     late = target.send(T, 1, body("late", 0, 10))
-    kept_from = late.commit_log_offset // segment * segment
-    assert kept_from <= receipts[-1].commit_log_offset, "the late message is in the segment being written"
-    assert all(r.commit_log_offset < kept_from for r in early), "the early messages are in expired segments"
+    kept_from = log_offset(late) // segment * segment
+    assert kept_from <= log_offset(receipts[-1]), "the late message is in the segment being written"
+    assert all(log_offset(r) < kept_from for r in early), "the early messages are in expired segments"
     target.expire_retention()
-    first_kept = next(r.queue_offset for r in receipts if r.commit_log_offset >= kept_from)
+    first_kept = next(r.queue_offset for r in receipts if log_offset(r) >= kept_from)
     expected = {0: (first_kept, len(receipts)), 1: (len(early), len(early) + 1)}
     for q, bounds in expected.items():
         assert target.min_max(T, q) == bounds, f"queue {q}: [min, max) after the expiry"
@@ -317,8 +317,8 @@ def test_a_queue_with_every_message_expired_reads_from_its_max(target: ExpiryTar
     target.create_topic(T, 2)
     early = [target.send(T, 1, body("early", i, 10)) for i in range(3)]
     receipts = fill_three_segments(target, T, 0, segment)
-    kept_from = receipts[-1].commit_log_offset // segment * segment
-    assert all(r.commit_log_offset < kept_from for r in early), "queue 1's messages are all in expired segments"
+    kept_from = log_offset(receipts[-1]) // segment * segment
+    assert all(log_offset(r) < kept_from for r in early), "queue 1's messages are all in expired segments"
     target.expire_retention()
     assert target.min_max(T, 1) == (3, 3), "queue 1: no message left, so [min, max) is empty at its max"
     r = target.start_pull("G", T, 1, 0).result()
