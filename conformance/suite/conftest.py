@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +11,7 @@ import pytest
 
 from conformance.report import CALLS as CALLS_OBSERVATION
 from conformance.suite.calls import RecordedTarget
+from conformance.suite.support import Settings
 from conformance.targets import SettingsTarget, Target
 from conformance.targets.registry import open_target
 
@@ -79,7 +80,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
 
 
 @pytest.fixture
-def settings(target: SettingsTarget) -> Iterator[Callable[..., None]]:
+def settings(target: SettingsTarget) -> Iterator[Settings]:
     """``settings(name=value, ...)`` changes broker settings (RocketMQ's names, capability ``broker_config``); each
     is put back afterwards."""
     saved: dict[str, Any] = {}

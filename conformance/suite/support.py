@@ -125,12 +125,12 @@ def fill_three_segments(target: Target, topic: str, queue: int, segment: int) ->
                          f"bytes: commit-log offsets {span}")
 
 
-
 def log_offset(receipt: SendReceipt) -> int:
     """Where a sent message starts in the commit log, on a target that tells (:func:`fill_three_segments` skips a
     test on one that does not)."""
     assert receipt.commit_log_offset is not None, f"the target reported no commit-log offset for {receipt}"
     return receipt.commit_log_offset
+
 
 #: Seed 002 §2: fileReservedTime, 72 h; an aged queue's old messages are this much plus an hour old.
 HOUR_MS = 3_600_000
