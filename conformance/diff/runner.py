@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
@@ -24,7 +24,7 @@ from conformance.diff.compare import Difference, compare
 from conformance.diff.program import Program, programs
 from conformance.diff.steps import LARGE_BODY_BYTES, MAX_LARGE_BODY_BYTES, Side, Step
 from conformance.expectations import DiffRule
-from conformance.targets import MalformedAnswer, Target, TargetError
+from conformance.targets import FullTarget, MalformedAnswer, Target, TargetError
 from conformance.targets.registry import open_target
 
 _salts = itertools.count()
@@ -78,7 +78,7 @@ class Stats:
 class Lockstep:
     """Runs programs on two targets in lockstep."""
 
-    def __init__(self, a: Target, b: Target, rules: tuple[DiffRule, ...] = (),
+    def __init__(self, a: FullTarget, b: FullTarget, rules: tuple[DiffRule, ...] = (),
                  on_sequence: Callable[[Stats], None] | None = None) -> None:
         self.a, self.b = a, b
         self.large_bytes = large_body_bytes(a, b)
@@ -140,24 +140,30 @@ class Lockstep:
 
 
 def open_pair(target: str, against: str, workdir: Path,
-              store_settings: dict[str, object] | None = None) -> tuple[Target, Target]:
+              store_settings: dict[str, object] | None = None) -> tuple[FullTarget, FullTarget]:
     """Open both targets; an in-process reference (or mutant) gets the other's segment sizes when that one
     tells them (capability ``store_layout``), so that a retention step deletes the same messages on both, and
     the MessageStoreConfig fields of ``store_settings`` (the other's expectations, ``settings_for``)."""
-    a = open_target(target, str(workdir / "a"), store_settings=store_settings)
+    a = _driven(open_target(target, str(workdir / "a"), store_settings=store_settings))
     try:
         layout = a.store_layout() if "store_layout" in a.capabilities else None
-        b = open_target(against, str(workdir / "b"), layout=layout, store_settings=store_settings)
+        b = _driven(open_target(against, str(workdir / "b"), layout=layout, store_settings=store_settings))
         if layout is None and "store_layout" in b.capabilities:
             a.close()
-            a = open_target(target, str(workdir / "a2"), layout=b.store_layout(), store_settings=store_settings)
+            a = _driven(open_target(target, str(workdir / "a2"), layout=b.store_layout(),
+                                    store_settings=store_settings))
     except BaseException:
         a.close()
         raise
     return a, b
 
 
-def large_body_bytes(a: Target, b: Target) -> int:
+def _driven(target: Target) -> FullTarget:
+    """``target`` as the steps drive it: each calls only methods of capabilities the target declares."""
+    return cast(FullTarget, target)
+
+
+def large_body_bytes(a: FullTarget, b: FullTarget) -> int:
     """Half the smaller commit-log segment of the two (at most MAX_LARGE_BODY_BYTES); the in-process
     conformance store's half segment when neither tells its layout."""
     sizes = [t.store_layout().commitlog_segment_bytes for t in (a, b) if "store_layout" in t.capabilities]

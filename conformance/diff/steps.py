@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from conformance.suite.support import visible
-from conformance.targets import MalformedAnswer, PendingPop, PendingPull, PullReply, Target, TargetError
+from conformance.targets import FullTarget, MalformedAnswer, PendingPop, PendingPull, PullReply, TargetError
 from conformance.targets.remoting import derive_status
 from reference.rules.codes import ResponseCode
 
@@ -42,7 +42,7 @@ EXPRESSIONS = ("*", "A", "B", "A || B")
 class Side:
     """One target's state during a sequence: how its symbolic names resolve."""
 
-    target: Target
+    target: FullTarget
     prefix: str
     queues: tuple[int, ...]
     #: Both targets are on simulated time: when an answer came is compared too (held_ms), not only its kind.

@@ -163,7 +163,7 @@ def load(name_or_file: str) -> Expectations:
         intermittent = entry.get("intermittent", False)
         if not isinstance(intermittent, bool):
             raise ExpectationError(f"{path}: entry {n}: field 'intermittent' must be true or false")
-        entries[rid] = Expectation(*(" ".join(entry[k].split()) for k in FIELDS), intermittent=intermittent)
+        entries[rid] = Expectation(**{k: " ".join(entry[k].split()) for k in FIELDS}, intermittent=intermittent)
     return Expectations(path.stem, str(data.get("implementation", path.stem)), str(data.get("version", "")),
                         entries, _diff_rules(path, data.get("diff", []), reqs),
                         _reference_settings(path, data.get("reference", []), reqs))
@@ -184,7 +184,7 @@ def _diff_rules(path: Path, raw: list[dict[str, object]], reqs: dict[str, spec.R
         when = entry.get("when", "")
         if not isinstance(when, str) or (when and "=" not in when):
             raise ExpectationError(f"{path}: diff entry {n}: field 'when' must be a string KEY=VALUE")
-        rules.append(DiffRule(*(" ".join(str(entry[k]).split()) for k in DIFF_FIELDS), when=when))
+        rules.append(DiffRule(**{k: " ".join(str(entry[k]).split()) for k in DIFF_FIELDS}, when=when))
     return tuple(rules)
 
 

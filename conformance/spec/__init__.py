@@ -163,7 +163,7 @@ def scan_test_markers(roots: Iterable[Path]) -> dict[str, set[str]]:
     for root in roots:
         for path in sorted(Path(root).rglob("test_*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-            module_ids = set()
+            module_ids: set[str] = set()
             for stmt in tree.body:  # module-level ``pytestmark = pytest.mark.req(...)``
                 if isinstance(stmt, ast.Assign) and any(
                     isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets
@@ -171,7 +171,7 @@ def scan_test_markers(roots: Iterable[Path]) -> dict[str, set[str]]:
                     module_ids.update(_marker_ids(stmt.value))
             for node in ast.walk(tree):
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                    ids = set()
+                    ids: set[str] = set()
                     for deco in node.decorator_list:
                         ids.update(_marker_ids(deco))
                     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(

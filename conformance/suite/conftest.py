@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Generator, Iterator
+from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 
 from conformance.report import CALLS as CALLS_OBSERVATION
 from conformance.suite.calls import RecordedTarget
+from conformance.suite.support import Settings
+from conformance.targets import SettingsTarget, Target
 from conformance.targets.registry import open_target
 
 NOT_APPLICABLE = "not applicable: target lacks capability"
@@ -60,7 +64,7 @@ def slow(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def target(request: pytest.FixtureRequest, tmp_path):  # type: ignore[no-untyped-def]
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
     spec = request.config.getoption("--mqtck-target", default="reference") or "reference"
     t = open_target(spec, str(tmp_path / "target"))
     missing = sorted(
@@ -76,7 +80,7 @@ def target(request: pytest.FixtureRequest, tmp_path):  # type: ignore[no-untyped
 
 
 @pytest.fixture
-def settings(target) -> Iterator[Callable[..., None]]:  # type: ignore[no-untyped-def]
+def settings(target: SettingsTarget) -> Iterator[Settings]:
     """``settings(name=value, ...)`` changes broker settings (RocketMQ's names, capability ``broker_config``); each
     is put back afterwards."""
     saved: dict[str, Any] = {}
@@ -96,7 +100,9 @@ CALLS = pytest.StashKey[Any]()
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     """A failed test's report carries its last calls on the target (``calls``), for the report's cause block."""
     outcome = yield
     report = outcome.get_result()

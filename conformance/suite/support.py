@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from typing import TypeAlias
 
 import pytest
+
+from conformance.targets import PendingPop, PendingPull, SendReceipt, StoreLayoutTarget, Target
 
 #: OFFSET-4: beyond the max offset of a queue whose min is 0, the seed's broker (RocketMQ up to 4.9.3) goes
 #: back to 0; since 4.9.4 (ISSUE #4215, DefaultMessageStore.getMessage) Apache RocketMQ goes to the max offset
 #: instead, to stop a consumer re-reading the whole queue. Both conform.
+
+
+#: The ``settings`` fixture (conftest): ``settings(name=value, ...)`` changes broker settings for the test.
+Settings: TypeAlias = Callable[..., None]
+#: pytest's ``record_property`` fixture: ``record_property(name, value)``.
+RecordProperty: TypeAlias = Callable[[str, object], None]
 
 
 #: Bodies for the retention tests are an eighth of a commit-log segment, capped at this: well under RocketMQ's
@@ -37,7 +47,7 @@ PATIENCE_S = 30.0
 WIRE_WAKE_S = 3.0
 
 
-def fill(target, topic: str, n: int, tags: str = "A", queue: int = 0) -> None:  # type: ignore[no-untyped-def]
+def fill(target: Target, topic: str, n: int, tags: str = "A", queue: int = 0) -> None:
     """Send ``n`` messages of about 100 bytes with ``tags`` to one queue, and return once a pull can see them:
     Apache RocketMQ builds the consume queue after it acknowledged the send, so a pull at once may miss the last."""
     last = None
@@ -47,7 +57,7 @@ def fill(target, topic: str, n: int, tags: str = "A", queue: int = 0) -> None:  
         visible(target, topic, queue, last.queue_offset + 1)
 
 
-def visible(target, topic: str, queue: int, count: int) -> None:  # type: ignore[no-untyped-def]
+def visible(target: Target, topic: str, queue: int, count: int) -> None:
     """Return once the queue's max offset reaches ``count``: Apache RocketMQ builds the consume queue after it
     acknowledged a send, so a read at once may miss the last messages (at once with clock control)."""
     if "clock_control" in target.capabilities:
@@ -68,7 +78,7 @@ IN_MEMORY_BIG, IN_DISK_BIG = 8, 2
 SMALL_MESSAGES, BIG_MESSAGES = 40, 10
 
 
-def batch_queues(target, topic: str) -> None:  # type: ignore[no-untyped-def]
+def batch_queues(target: Target, topic: str) -> None:
     """``topic`` with two queues: queue 0 holds 40 small messages, queue 1 ten of ``BIG_BODY`` bytes (tag A)."""
     target.create_topic(topic, 2)
     for i in range(SMALL_MESSAGES):
@@ -85,7 +95,7 @@ def body(tag: str, i: int, size: int) -> bytes:
     return (stamp * (size // len(stamp) + 1))[:size]
 
 
-def segment_bytes(target) -> int:  # type: ignore[no-untyped-def]
+def segment_bytes(target: StoreLayoutTarget) -> int:
     """The target's commit-log segment size (capability ``store_layout``); not applicable when too large to fill."""
     size = target.store_layout().commitlog_segment_bytes
     if size > MAX_SEGMENT_BYTES:
@@ -94,23 +104,32 @@ def segment_bytes(target) -> int:  # type: ignore[no-untyped-def]
     return size
 
 
-def fill_three_segments(target, topic: str, queue: int, segment: int) -> list:  # type: ignore[no-untyped-def]
+def fill_three_segments(target: Target, topic: str, queue: int, segment: int) -> list[SendReceipt]:
     """Send bodies of an eighth of a segment to one queue until they reach a third commit-log segment: the
     first two are then complete and the third is the one being written. The receipts, in order."""
     size = min(segment // 8, MAX_BODY_BYTES)
     limit = math.ceil(4 * segment / size) + 8
-    receipts = []
+    receipts: list[SendReceipt] = []
+    offsets: list[int] = []
     for i in range(limit):
         r = target.send(topic, queue, body(topic, i, size))
         if r.commit_log_offset is None:
             pytest.skip("not applicable: the target does not report commit-log offsets")
         receipts.append(r)
-        if r.commit_log_offset // segment >= receipts[0].commit_log_offset // segment + 2:
+        offsets.append(r.commit_log_offset)
+        if offsets[-1] // segment >= offsets[0] // segment + 2:
             visible(target, topic, queue, r.queue_offset + 1)
             return receipts
-    span = f"{receipts[0].commit_log_offset} .. {receipts[-1].commit_log_offset}"
+    span = f"{offsets[0]} .. {offsets[-1]}"
     raise AssertionError(f"{limit} messages of {size} bytes did not span three commit-log segments of {segment} "
                          f"bytes: commit-log offsets {span}")
+
+
+def log_offset(receipt: SendReceipt) -> int:
+    """Where a sent message starts in the commit log, on a target that tells (:func:`fill_three_segments` skips a
+    test on one that does not)."""
+    assert receipt.commit_log_offset is not None, f"the target reported no commit-log offset for {receipt}"
+    return receipt.commit_log_offset
 
 
 #: Seed 002 §2: fileReservedTime, 72 h; an aged queue's old messages are this much plus an hour old.
@@ -118,7 +137,7 @@ HOUR_MS = 3_600_000
 FILE_RESERVED_MS = 72 * HOUR_MS
 
 
-def aged_queue(target, topic: str, young: int = 50) -> tuple[int, int, int]:  # type: ignore[no-untyped-def]
+def aged_queue(target: StoreLayoutTarget, topic: str, young: int = 50) -> tuple[int, int, int]:
     """A queue whose first two commit-log segments hold only messages past fileReservedTime, retention run:
     ``(old, min, max)`` with ``old`` the messages sent before the clock moved. Sized from the target's own
     segments (``store_layout``), never the reference's: a broker started with its default segment size is judged
@@ -157,7 +176,7 @@ def allowed_corrections(offset: int, lo: int, hi: int) -> tuple[str, frozenset[i
     return status, frozenset({nxt})
 
 
-def answered(target, pending) -> bool:  # type: ignore[no-untyped-def]
+def answered(target: Target, pending: PendingPull | PendingPop) -> bool:
     """Whether a request is answered: at once on simulated time (capability ``clock_control``), within
     :data:`WIRE_WAKE_S` on the wire."""
     if "clock_control" in target.capabilities:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.suite.support import RecordProperty
+from conformance.targets import AllocationTarget
+
 pytestmark = pytest.mark.needs("allocation")
 #: (queues, consumers) pairs: fewer, equal and more queues than consumers, with and without remainder.
 GRID = [(q, n) for q in (1, 3, 4, 6, 8, 13) for n in (1, 2, 3, 4, 5, 7)]
@@ -19,7 +22,7 @@ def cids(n: int) -> list[str]:
     return [f"10.0.0.{i}@{i}" for i in range(n)]
 
 
-def shares(target, strategy: str, q: int, n: int, record_property) -> list[list[int]]:  # type: ignore[no-untyped-def]
+def shares(target: AllocationTarget, strategy: str, q: int, n: int, record_property: RecordProperty) -> list[list[int]]:
     mq_all, cid_all = queues(q), cids(n)
     out = [[qid for _, _, qid in target.allocate(strategy, "G", cid, mq_all, cid_all)] for cid in cid_all]
     record_property("alloc.balance", [{"strategy": strategy, "queues": q, "consumers": n,
@@ -35,7 +38,7 @@ def partition_and_balance(got: list[list[int]], q: int) -> None:
 
 
 @pytest.mark.req("ALLOC-2", "ALLOC-10", "ALLOC-11")
-def test_averagely_contiguous_blocks_remainder_first(target, record_property) -> None:  # type: ignore[no-untyped-def]
+def test_averagely_contiguous_blocks_remainder_first(target: AllocationTarget, record_property: RecordProperty) -> None:
     for q, n in GRID:
         got = shares(target, "averagely", q, n, record_property)
         partition_and_balance(got, q)
@@ -47,7 +50,7 @@ def test_averagely_contiguous_blocks_remainder_first(target, record_property) ->
 
 
 @pytest.mark.req("ALLOC-3", "ALLOC-10", "ALLOC-11")
-def test_by_circle_deals_round_robin(target, record_property) -> None:  # type: ignore[no-untyped-def]
+def test_by_circle_deals_round_robin(target: AllocationTarget, record_property: RecordProperty) -> None:
     for q, n in GRID:
         got = shares(target, "by_circle", q, n, record_property)
         partition_and_balance(got, q)

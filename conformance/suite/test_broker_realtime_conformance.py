@@ -16,7 +16,14 @@ import time
 import pytest
 
 from conformance.suite.support import BIG_BODY, IN_MEMORY_BIG, IN_MEMORY_COUNT, PATIENCE_S, batch_queues, visible
-from conformance.targets import TargetError
+from conformance.targets import (
+    ChannelCloseTarget,
+    KillRestartTarget,
+    StoreLayoutTarget,
+    Target,
+    TargetError,
+    WireTarget,
+)
 from reference.net.remoting.message_codec import decode_records
 
 #: CGRP-6: slack beyond channelExpiredTimeout and two housekeeping scans before a silent channel must be gone.
@@ -30,7 +37,7 @@ COLLIDING_TAGS = ("Aa", "BB")
 # -- STORE ------------------------------------------------------------------------------------------------
 @pytest.mark.req("STORE-2")
 @pytest.mark.needs("pull")
-def test_tag_subscriptions_are_matched(target) -> None:  # type: ignore[no-untyped-def]
+def test_tag_subscriptions_are_matched(target: Target) -> None:
     """A subscription to one tag gets the messages with that tag, and none with another tag or none."""
     target.create_topic("ST2M", 1)
     for tag in ("A", "C", None, "A"):
@@ -42,7 +49,7 @@ def test_tag_subscriptions_are_matched(target) -> None:  # type: ignore[no-untyp
 
 @pytest.mark.req("STORE-25")
 @pytest.mark.needs("pull")
-def test_tag_subscriptions_are_matched_by_java_hash_code(target) -> None:  # type: ignore[no-untyped-def]
+def test_tag_subscriptions_are_matched_by_java_hash_code(target: Target) -> None:
     """"Aa" and "BB" share a Java hash code: the broker answers a subscription to one with both (the client
     re-checks the string); an untagged message (hash 0) and another tag are not matched."""
     target.create_topic("ST2", 1)
@@ -59,7 +66,7 @@ def test_tag_subscriptions_are_matched_by_java_hash_code(target) -> None:  # typ
 
 @pytest.mark.req("STORE-3")
 @pytest.mark.needs("pull", "remoting_wire")
-def test_offset_message_id_is_store_host_port_and_commit_log_offset(target) -> None:  # type: ignore[no-untyped-def]
+def test_offset_message_id_is_store_host_port_and_commit_log_offset(target: WireTarget) -> None:
     """The send's msgId is 32 upper-case hex digits: the store host's IPv4 address, its port, the commit-log
     offset; the pulled record's store host and PHYSICALOFFSET give the same id."""
     from reference.net.remoting.client import RemotingClient
@@ -101,7 +108,7 @@ def test_offset_message_id_is_store_host_port_and_commit_log_offset(target) -> N
 # -- QOFF ---------------------------------------------------------------------------------------------------
 @pytest.mark.req("QOFF-12")
 @pytest.mark.needs("query_offset")
-def test_a_new_group_starts_at_zero_on_a_hot_queue_from_zero(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_new_group_starts_at_zero_on_a_hot_queue_from_zero(target: Target) -> None:
     """No committed offset, min offset 0, and the message at 0 in memory (a few fresh messages): 0."""
     target.create_topic("QT", 1)
     assert target.query_offset("NewG", "QT", 0) == ("SUCCESS", 0), "empty queue: nothing at 0 is in disk"
@@ -113,7 +120,7 @@ def test_a_new_group_starts_at_zero_on_a_hot_queue_from_zero(target) -> None:  #
 
 @pytest.mark.req("QOFF-1")
 @pytest.mark.needs("query_offset", "commit_offset")
-def test_a_commit_replaces_the_stored_offset_per_group_and_queue(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_commit_replaces_the_stored_offset_per_group_and_queue(target: Target) -> None:
     """The table holds one next offset per topic@group and queue: a commit replaces it (also with a smaller
     one), and neither another group nor another queue sees it."""
     target.create_topic("QT", 2)
@@ -133,7 +140,7 @@ def test_a_commit_replaces_the_stored_offset_per_group_and_queue(target) -> None
 # -- OFFSET -------------------------------------------------------------------------------------------------
 @pytest.mark.req("OFFSET-10.in-memory")
 @pytest.mark.needs("pull")
-def test_one_pull_of_in_memory_messages_returns_at_most_32_and_256_kib(target) -> None:  # type: ignore[no-untyped-def]
+def test_one_pull_of_in_memory_messages_returns_at_most_32_and_256_kib(target: Target) -> None:
     batch_queues(target, "OT")
     big = target.start_pull("G", "OT", 1, 0, max_nums=64).result()
     assert len(big.messages) == IN_MEMORY_BIG, (
@@ -149,7 +156,7 @@ def test_one_pull_of_in_memory_messages_returns_at_most_32_and_256_kib(target) -
 
 @pytest.mark.req("OFFSET-12")
 @pytest.mark.needs("pull")
-def test_a_filter_matching_nothing_advances_by_the_units_scanned(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_filter_matching_nothing_advances_by_the_units_scanned(target: StoreLayoutTarget) -> None:
     """900 messages tagged A, a pull for tag B from 0: one pull scans max(16000, 32 x 20) bytes = 800 units (or
     up to the end of the consume-queue segment, when that comes first), answers NO_MATCHED_MESSAGE and moves
     nextBeginOffset past what it scanned; the next pull moves on from there."""
@@ -170,7 +177,7 @@ def test_a_filter_matching_nothing_advances_by_the_units_scanned(target) -> None
 # -- CGRP ---------------------------------------------------------------------------------------------------
 @pytest.mark.req("CGRP-6.closed")
 @pytest.mark.needs("consumer_registry", "channel_close")
-def test_a_closed_channel_leaves_its_group_and_the_others_are_told(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_closed_channel_leaves_its_group_and_the_others_are_told(target: ChannelCloseTarget) -> None:
     target.create_topic("RT", 1)
     target.heartbeat("c1", "client-1", "G", {"RT": "*"})
     target.heartbeat("c2", "client-2", "G", {"RT": "*"})
@@ -192,7 +199,7 @@ SLOW_EXPIRY_WAIT_MS = 200_000
 KEEPALIVE_S = 0.5
 
 
-def _expire_a_silent_member(target, slow: bool) -> tuple[float, list[str]]:  # type: ignore[no-untyped-def]
+def _expire_a_silent_member(target: WireTarget, slow: bool) -> tuple[float, list[str]]:
     """Two members of GX; one keeps sending heartbeats, the other falls silent. Returns once only the live one is
     left: (seconds the silent one lasted, the notifications the live one got meanwhile). Not applicable when the
     target does not say when channels expire, or when that is longer than the run may wait."""
@@ -225,14 +232,14 @@ def _expire_a_silent_member(target, slow: bool) -> tuple[float, list[str]]:  # t
 
 @pytest.mark.req("CGRP-6.expiry")
 @pytest.mark.needs("consumer_registry", "remoting_wire")
-def test_a_silent_channel_expires_and_a_live_one_stays(target, slow) -> None:  # type: ignore[no-untyped-def]
+def test_a_silent_channel_expires_and_a_live_one_stays(target: WireTarget, slow: bool) -> None:
     """After channelExpiredTimeout and the next housekeeping scan only the live member is left."""
     _expire_a_silent_member(target, slow)
 
 
 @pytest.mark.req("CGRP-8")
 @pytest.mark.needs("consumer_registry", "remoting_wire")
-def test_the_live_member_is_told_when_a_silent_one_expires(target, slow) -> None:  # type: ignore[no-untyped-def]
+def test_the_live_member_is_told_when_a_silent_one_expires(target: WireTarget, slow: bool) -> None:
     """The strict rule: the expiry notifies the group's remaining members, as a close does."""
     _, told = _expire_a_silent_member(target, slow)
     assert told == ["GX"], f"the live member got {told} when the silent one expired, not one notification of GX"
@@ -241,7 +248,7 @@ def test_the_live_member_is_told_when_a_silent_one_expires(target, slow) -> None
 # -- LPOLL --------------------------------------------------------------------------------------------------
 @pytest.mark.req("LPOLL-8")
 @pytest.mark.needs("long_poll")
-def test_non_matching_growth_never_answers_a_held_pull_early(target) -> None:  # type: ignore[no-untyped-def]
+def test_non_matching_growth_never_answers_a_held_pull_early(target: Target) -> None:
     """A pull for tag A held 12 s; only B messages arrive: it must still be held past a periodic check (RocketMQ
     checks every 5 s), and a matching arrival then answers it."""
     target.create_topic("LT", 1)
@@ -259,7 +266,7 @@ def test_non_matching_growth_never_answers_a_held_pull_early(target) -> None:  #
 # -- STORE: a kill while appending -------------------------------------------------------------------------
 @pytest.mark.req("STORE-20", "STORE-7")
 @pytest.mark.needs("kill_restart", "pull")
-def test_a_kill_while_appending_loses_no_acknowledged_message(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_kill_while_appending_loses_no_acknowledged_message(target: KillRestartTarget) -> None:
     """A sender appends to two queues while the broker is killed (SIGKILL): after the restart every message whose
     send was acknowledged is read back at its queue offset with its bytes, each queue's offsets are contiguous
     from 0, and the next append takes the next offset. Sends in flight at the kill may or may not be there."""
@@ -312,7 +319,7 @@ MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 
 @pytest.mark.req("STORE-9")
 @pytest.mark.needs("pull")
-def test_appends_past_the_queues_or_over_max_message_size_are_refused(target) -> None:  # type: ignore[no-untyped-def]
+def test_appends_past_the_queues_or_over_max_message_size_are_refused(target: Target) -> None:
     target.create_topic("ST9", 2)
     target.send("ST9", 0, b"kept", "A")
     visible(target, "ST9", 0, 1)
@@ -325,7 +332,7 @@ def test_appends_past_the_queues_or_over_max_message_size_are_refused(target) ->
 
 @pytest.mark.req("STORE-21")
 @pytest.mark.needs("pull")
-def test_malformed_appends_are_refused_naming_the_field(target) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_appends_are_refused_naming_the_field(target: Target) -> None:
     target.create_topic("ST9", 1)
     for topic, tags, field in (("ST9", "a b", "tags"), ("ST9", "a||b", "tags"), ("ST9", "t" * 256, "tags"),
                                ("NoSuchTopic", "A", "topic")):
@@ -337,7 +344,7 @@ def test_malformed_appends_are_refused_naming_the_field(target) -> None:  # type
 
 @pytest.mark.req("STORE-4")
 @pytest.mark.needs("pull", "store_layout", "remoting_wire")
-def test_no_record_spans_two_commit_log_segments(target) -> None:  # type: ignore[no-untyped-def]
+def test_no_record_spans_two_commit_log_segments(target: StoreLayoutTarget) -> None:
     """Records of an eighth of a segment (less the header), past two segment boundaries: each lies within one
     segment file, and the one that did not fit starts the next segment (the rest was left blank)."""
     segment = target.store_layout().commitlog_segment_bytes
@@ -348,16 +355,17 @@ def test_no_record_spans_two_commit_log_segments(target) -> None:  # type: ignor
     for i in range(count):
         target.send("ST4", 0, bytes([65 + i % 26]) * (segment // 8 - 300), "A")
     visible(target, "ST4", 0, count)
-    starts: list[int] = []
+    starts: list[int | None] = []
     offset = 0
     while offset < count:
         reply = target.start_pull("G", "ST4", 0, offset).result()
         assert reply.status == "FOUND", (offset, reply.code)
         starts += [m.commit_log_offset for m in reply.messages]
         offset = reply.next_begin_offset
-    assert None not in starts and len(starts) == count
+    offsets = [s for s in starts if s is not None]
+    assert offsets == starts and len(starts) == count
     boundaries = 0
-    for start, following in itertools.pairwise(starts):
+    for start, following in itertools.pairwise(offsets):
         if following // segment != start // segment:  # the next record is in a later segment
             assert following % segment == 0, f"a record at {following} does not start its segment"
             boundaries += 1

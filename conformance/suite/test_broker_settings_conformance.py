@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable
 
 import pytest
 
@@ -32,11 +31,13 @@ from conformance.suite.support import (
     IN_DISK_COUNT,
     IN_MEMORY_BIG,
     IN_MEMORY_COUNT,
+    Settings,
     batch_queues,
     fill_three_segments,
     segment_bytes,
     visible,
 )
+from conformance.targets import SettingsTarget, StoreLayoutTarget, Target
 
 #: The clean service's first run comes this long after the broker starts (RocketMQ's fixed initial delay).
 FIRST_CLEAN_S = 60.0
@@ -97,7 +98,7 @@ class Retention:
     """One test's view of the clean service: topics filled past two closed commit-log segments each, and
     waits for the deletion that raises a topic's min offset, or for several runs without one."""
 
-    def __init__(self, target, name: str) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, target: StoreLayoutTarget, name: str) -> None:
         self.target = target
         self.name = name
         self.segment = segment_bytes(target)
@@ -134,7 +135,7 @@ class Retention:
             assert lo == 0, f"{why}: segments of {topic} were deleted (its min offset rose to {lo})"
             time.sleep(min(0.2, self.interval_s / 2))
 
-    def running(self, settings: Callable[..., None]) -> None:
+    def running(self, settings: Settings) -> None:
         """Show the clean service is running now: expired segments deleted at a clean hour."""
         settings(fileReservedTime=0, deleteWhen=_hours(NOW), diskMaxUsedSpaceRatio=95)
         self.deleted(self.fill(), "the clean service at a deleteWhen hour with fileReservedTime 0")
@@ -153,7 +154,7 @@ class Retention:
 
 
 @pytest.fixture
-def retention(target) -> Retention:  # type: ignore[no-untyped-def]
+def retention(target: StoreLayoutTarget) -> Retention:
     if "clock_control" in target.capabilities:
         pytest.skip("not applicable: the target runs on simulated time, and these tests watch its clean service run "
                     "in real time at the wall clock's hours (a runner on real time gates them; the store's own "
@@ -165,7 +166,7 @@ def retention(target) -> Retention:  # type: ignore[no-untyped-def]
 
 # -- short polling ---------------------------------------------------------------------------------------
 @pytest.mark.req("LPOLL-6")
-def test_short_polling_holds_a_pull_one_short_polling_time(target, settings) -> None:  # type: ignore[no-untyped-def]
+def test_short_polling_holds_a_pull_one_short_polling_time(target: Target, settings: Settings) -> None:
     """With long polling off a pull that asks 15 s is held shortPollingTimeMills (1 s) and answered at the check
     after it: a second or two, not fifteen."""
     if "clock_control" in target.capabilities:
@@ -186,7 +187,7 @@ def test_short_polling_holds_a_pull_one_short_polling_time(target, settings) -> 
 
 
 @pytest.mark.req("LPOLL-6")
-def test_short_polling_arrivals_wake_nothing(target, settings) -> None:  # type: ignore[no-untyped-def]
+def test_short_polling_arrivals_wake_nothing(target: Target, settings: Settings) -> None:
     """With long polling off a message sent to a held pull is answered by the next check, not by its arrival:
     each answer holds the message, none comes later than one check, and they are spread over the interval."""
     if "clock_control" in target.capabilities:
@@ -214,7 +215,9 @@ def test_short_polling_arrivals_wake_nothing(target, settings) -> None:  # type:
 
 # -- retention ----------------------------------------------------------------------------------------------
 @pytest.mark.req("RETAIN-2")
-def test_expired_segments_go_at_a_clean_hour_and_not_at_others(target, settings, retention) -> None:  # type: ignore[no-untyped-def]
+def test_expired_segments_go_at_a_clean_hour_and_not_at_others(
+    target: Target, settings: Settings, retention: Retention
+) -> None:
     retention.require_disk()
     retention.running(settings)
     settings(deleteWhen=_hours(ELSEWHERE))
@@ -225,7 +228,7 @@ def test_expired_segments_go_at_a_clean_hour_and_not_at_others(target, settings,
 
 
 @pytest.mark.req("RETAIN-1", "RETAIN-5")
-def test_reserved_segments_stay_until_they_expire(target, settings, retention) -> None:  # type: ignore[no-untyped-def]
+def test_reserved_segments_stay_until_they_expire(target: Target, settings: Settings, retention: Retention) -> None:
     """Unconsumed segments younger than fileReservedTime stay at a clean hour; once the reservation is 0 h they
     go (whether or not anyone consumed them); the segment being written stays throughout."""
     retention.require_disk()
@@ -241,7 +244,9 @@ def test_reserved_segments_stay_until_they_expire(target, settings, retention) -
 
 
 @pytest.mark.req("RETAIN-3")
-def test_a_full_disk_deletes_expired_segments_at_any_hour_and_only_those(target, settings, retention) -> None:  # type: ignore[no-untyped-def]
+def test_a_full_disk_deletes_expired_segments_at_any_hour_and_only_those(
+    target: Target, settings: Settings, retention: Retention
+) -> None:
     """With diskMaxUsedSpaceRatio below the disk's usage: reserved segments stay, expired ones go outside the
     deleteWhen hours."""
     retention.require_disk(lowest=LOWEST_RATIO / 100 + 0.01)
@@ -254,7 +259,9 @@ def test_a_full_disk_deletes_expired_segments_at_any_hour_and_only_those(target,
 
 
 @pytest.mark.req("RETAIN-4")
-def test_a_manual_delete_request_deletes_expired_segments_at_any_hour(target, settings, retention) -> None:  # type: ignore[no-untyped-def]
+def test_a_manual_delete_request_deletes_expired_segments_at_any_hour(
+    target: SettingsTarget, settings: Settings, retention: Retention
+) -> None:
     """Last of the module: the request goes on forcing the next clean runs (20)."""
     if "manual_delete" not in target.capabilities:
         pytest.skip("not applicable: the target's runner offers no manual delete request (manual_delete)")
@@ -269,7 +276,7 @@ def test_a_manual_delete_request_deletes_expired_segments_at_any_hour(target, se
 
 # -- in disk: accessMessageInMemoryMaxRatio ----------------------------------------------------------------
 @pytest.mark.req("OFFSET-10.in-disk", "OFFSET-11")
-def test_in_disk_messages_come_in_the_smaller_batches(target, settings) -> None:  # type: ignore[no-untyped-def]
+def test_in_disk_messages_come_in_the_smaller_batches(target: Target, settings: Settings) -> None:
     """With accessMessageInMemoryMaxRatio 0 every message is further behind the commit log's end than 0 % of
     memory, so in disk: a pull returns at most 8 messages, and of 30 KB bodies only 2 (a third would pass 64 KiB);
     at the default ratio the same fresh messages are in memory and come 32 and 8 at a time."""
@@ -289,7 +296,7 @@ def test_in_disk_messages_come_in_the_smaller_batches(target, settings) -> None:
 
 @pytest.mark.req("QOFF-13.in-disk")
 @pytest.mark.needs("query_offset")
-def test_a_new_group_on_a_queue_whose_first_message_is_in_disk_is_not_found(target, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_new_group_on_a_queue_whose_first_message_is_in_disk_is_not_found(target: Target, settings: Settings) -> None:
     target.create_topic("QD", 1)
     for i in range(3):
         target.send("QD", 0, b"m%d" % i, "A")

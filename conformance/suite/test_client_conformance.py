@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from conformance.targets import SimulationTarget
 from reference.broker.send_back import DELAY_LEVELS_MS, FIRST_RETRY_DELAY_LEVEL
 from reference.client.config import MessageModel
 from reference.rules.trace_schema import missing_columns
@@ -82,7 +83,7 @@ BROADCAST = Scenario(
 )
 
 
-def _simulate(target, scenario: Scenario) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+def _simulate(target: SimulationTarget, scenario: Scenario) -> list[dict[str, Any]]:
     rows = target.simulate(scenario)
     assert rows, "the simulation recorded no rows"
     return rows
@@ -95,14 +96,14 @@ def _clean(rows: list[dict[str, Any]], checks: tuple[str, ...], requirements: tu
 
 
 @pytest.mark.req("CLIENT-1", "CLIENT-6")
-def test_pull_loop_and_trace_rows(target) -> None:  # type: ignore[no-untyped-def]
+def test_pull_loop_and_trace_rows(target: SimulationTarget) -> None:
     rows = _simulate(target, STORM)
     bad = [(r["event"], missing_columns(r)) for r in rows if missing_columns(r)]
     assert not bad, f"rows lacking required columns: {bad[:5]}"
     client_rows = [r for r in rows if r["source"].startswith("client:")]
     events = {r["event"] for r in client_rows}
     assert {"SUBSCRIBE", "ASSIGN", "REVOKE", "PULL_REQ", "PULL_RESP", "DELIVER", "CONSUME", "COMMIT", "CRASH"} <= events
-    in_flight: dict[tuple[str, str, int], int] = {}
+    in_flight: dict[tuple[str, str | None, int | None], int] = {}
     for row in client_rows:
         key = (row["source"], row.get("topic"), row.get("queue_id"))
         if row["event"] == "PULL_REQ":
@@ -120,14 +121,14 @@ def test_pull_loop_and_trace_rows(target) -> None:  # type: ignore[no-untyped-de
 
 
 @pytest.mark.req("REBAL-4")
-def test_a_dropped_queue_is_not_pulled(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_dropped_queue_is_not_pulled(target: SimulationTarget) -> None:
     rows = _simulate(target, DROP)
     assert any(r["event"] == "REVOKE" for r in rows), "the scenario must take queues away"
     _clean(rows, ("drop",), ("REBAL-4",))
 
 
 @pytest.mark.req("REBAL-5")
-def test_in_flight_results_of_a_dropped_queue_are_not_committed(target) -> None:  # type: ignore[no-untyped-def]
+def test_in_flight_results_of_a_dropped_queue_are_not_committed(target: SimulationTarget) -> None:
     rows = _simulate(target, DROP)
     discarded = [r for r in rows if r["event"] == "CONSUME" and '"dropped"' in (r.get("detail") or "")]
     assert discarded, "the scenario must drop queues while their listeners run"
@@ -135,19 +136,19 @@ def test_in_flight_results_of_a_dropped_queue_are_not_committed(target) -> None:
 
 
 @pytest.mark.req("REBAL-6")
-def test_new_owner_starts_from_the_committed_offset(target) -> None:  # type: ignore[no-untyped-def]
+def test_new_owner_starts_from_the_committed_offset(target: SimulationTarget) -> None:
     for scenario in (DROP, STORM):
         _clean(_simulate(target, scenario), ("start",), ("REBAL-6",))
 
 
 @pytest.mark.req("REBAL-2")
-def test_each_queue_ends_with_one_owner(target) -> None:  # type: ignore[no-untyped-def]
+def test_each_queue_ends_with_one_owner(target: SimulationTarget) -> None:
     for scenario in OWNERSHIP:
         _clean(_simulate(target, scenario), ("ownership",), ("REBAL-2",))
 
 
 @pytest.mark.req("REBAL-1")
-def test_members_rebalance_at_start_and_when_the_group_changes(target) -> None:  # type: ignore[no-untyped-def]
+def test_members_rebalance_at_start_and_when_the_group_changes(target: SimulationTarget) -> None:
     rows = _simulate(target, OWNERSHIP[0])
     subscribed = {r["client_id"]: r["ts"] for r in rows
                   if r["event"] == "SUBSCRIBE" and r["source"].startswith("client")}
@@ -184,15 +185,15 @@ def _owners_at(rows: list[dict[str, Any]], ts: int) -> dict[int, set[str]]:
 
 
 @pytest.mark.req("CONSUME-2")
-def test_commits_never_pass_a_message_in_flight(target) -> None:  # type: ignore[no-untyped-def]
+def test_commits_never_pass_a_message_in_flight(target: SimulationTarget) -> None:
     for scenario in (STREAM, DROP, STORM):
         _clean(_simulate(target, scenario), ("commit_safety",), ("CONSUME-2",))
 
 
 @pytest.mark.req("CLIENT-3")
-def test_each_pull_continues_from_the_answer(target) -> None:  # type: ignore[no-untyped-def]
+def test_each_pull_continues_from_the_answer(target: SimulationTarget) -> None:
     rows = [r for r in _simulate(target, STORM) if r["source"].startswith("client:")]
-    last_answer: dict[tuple[str, str, int], dict[str, Any]] = {}
+    last_answer: dict[tuple[str, str | None, int | None], dict[str, Any]] = {}
     checked = 0
     for row in rows:
         key = (row["source"], row.get("topic"), row.get("queue_id"))
@@ -209,11 +210,11 @@ def test_each_pull_continues_from_the_answer(target) -> None:  # type: ignore[no
 
 
 @pytest.mark.req("CONSUME-1")
-def test_a_dropped_queues_waiting_batches_never_reach_the_listener(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_dropped_queues_waiting_batches_never_reach_the_listener(target: SimulationTarget) -> None:
     """Seed 001 lines 777-780: a batch whose queue was dropped before its call is skipped: no listener call
     (DELIVER) of a queue after its REVOKE, until it is assigned again."""
     rows = _simulate(target, DROP)
-    dropped: set[tuple[str, str, int]] = set()
+    dropped: set[tuple[str, str | None, int | None]] = set()
     for row in rows:
         if not row["source"].startswith("client:"):
             continue
@@ -229,7 +230,7 @@ def test_a_dropped_queues_waiting_batches_never_reach_the_listener(target) -> No
 
 
 @pytest.mark.req("CONSUME-7")
-def test_at_most_20_listener_calls_at_once(target) -> None:  # type: ignore[no-untyped-def]
+def test_at_most_20_listener_calls_at_once(target: SimulationTarget) -> None:
     rows = _simulate(target, STREAM)
     running: dict[str, int] = defaultdict(int)
     peak: dict[str, int] = defaultdict(int)
@@ -244,7 +245,7 @@ def test_at_most_20_listener_calls_at_once(target) -> None:  # type: ignore[no-u
 
 
 @pytest.mark.req("CONSUME-4")
-def test_a_failed_send_back_is_consumed_again_locally(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_failed_send_back_is_consumed_again_locally(target: SimulationTarget) -> None:
     rows = _simulate(target, RETRY)
     local = [r for r in rows if r["event"] == "CONSUME" and r.get("detail") == '{"retry": "local"}']
     assert local, "the scenario must make a send-back fail"
@@ -259,7 +260,7 @@ def test_a_failed_send_back_is_consumed_again_locally(target) -> None:  # type: 
 
 
 @pytest.mark.req("CONSUME-9")
-def test_offsets_persist_every_5s(target) -> None:  # type: ignore[no-untyped-def]
+def test_offsets_persist_every_5s(target: SimulationTarget) -> None:
     """Split from the shutdown test below: the period is upstream's (CONSUME-9), not seed 001's."""
     rows = _simulate(target, DROP)
     gone = {r["source"] for r in rows if r["event"] in ("UNSUBSCRIBE", "CRASH") and r["source"].startswith("client:")}
@@ -277,7 +278,7 @@ def test_offsets_persist_every_5s(target) -> None:  # type: ignore[no-untyped-de
 
 
 @pytest.mark.req("CONSUME-5")
-def test_a_leaver_persists_gives_up_and_unregisters_and_the_rest_take_over(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_leaver_persists_gives_up_and_unregisters_and_the_rest_take_over(target: SimulationTarget) -> None:
     rows = _simulate(target, DROP)
     leaver = next(r for r in rows if r["event"] == "UNSUBSCRIBE" and r["source"].startswith("client:"))
     mine = [r for r in rows if r["source"] == leaver["source"]]
@@ -301,7 +302,7 @@ def test_a_leaver_persists_gives_up_and_unregisters_and_the_rest_take_over(targe
 
 
 @pytest.mark.req("CONSUME-6")
-def test_broadcasting_drops_failed_messages(target) -> None:  # type: ignore[no-untyped-def]
+def test_broadcasting_drops_failed_messages(target: SimulationTarget) -> None:
     rows = _simulate(target, BROADCAST)
     failed = [r for r in rows if r["event"] == "CONSUME" and r["status"] != "OK"
               and '"dropped"' not in (r.get("detail") or "")]
@@ -310,7 +311,7 @@ def test_broadcasting_drops_failed_messages(target) -> None:  # type: ignore[no-
 
 
 @pytest.mark.req("CONSUME-3.client", "CONSUME-3.broker")
-def test_failed_messages_are_consumed_again_from_the_retry_topic(target) -> None:  # type: ignore[no-untyped-def]
+def test_failed_messages_are_consumed_again_from_the_retry_topic(target: SimulationTarget) -> None:
     rows = _simulate(target, RETRY)
     consumes = [r for r in rows if r["event"] == "CONSUME"]
     retried_ok = [r for r in consumes if r["status"] == "OK" and "retry_topic" in (r.get("detail") or "")]
@@ -321,7 +322,7 @@ def test_failed_messages_are_consumed_again_from_the_retry_topic(target) -> None
 
 
 @pytest.mark.req("CONSUME-10.retry", "CONSUME-10.dead-letter", "CONSUME-10.restart")
-def test_failed_messages_wait_their_level_and_dead_letter_at_max_reconsume_times(target) -> None:  # type: ignore[no-untyped-def]
+def test_failed_messages_wait_their_level_and_dead_letter_at_max_reconsume_times(target: SimulationTarget) -> None:
     """The RETRY simulation seen from the broker's side of send-back (CONSUME-10): a copy from %RETRY% waits its
     delay level after the failure that sent it back, a copy sent back before the broker's clean restart is delivered
     after it, and a message failing at maxReconsumeTimes (2 here) goes to %DLQ% instead."""
@@ -361,7 +362,7 @@ def test_failed_messages_wait_their_level_and_dead_letter_at_max_reconsume_times
 
 
 @pytest.mark.req("CLIENT-4")
-def test_illegal_offset_moves_to_next_begin(target) -> None:  # type: ignore[no-untyped-def]
+def test_illegal_offset_moves_to_next_begin(target: SimulationTarget) -> None:
     rows = _simulate(target, MOVED)
     moved = [r for r in rows if r["event"] == "PULL_RESP" and r["source"].startswith("client:")
              and r["status"] == "OFFSET_TOO_SMALL"]
@@ -382,7 +383,7 @@ def test_illegal_offset_moves_to_next_begin(target) -> None:  # type: ignore[no-
 
 
 @pytest.mark.req("ALO-1", "ALO-3")
-def test_nothing_lost_under_faults(target) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_lost_under_faults(target: SimulationTarget) -> None:
     for scenario in (STORM, DROP, *OWNERSHIP):
         rows = _simulate(target, scenario)
         report = check_trace(rows, only=("at_least_once", "duplicates"))
@@ -390,14 +391,14 @@ def test_nothing_lost_under_faults(target) -> None:  # type: ignore[no-untyped-d
 
 
 @pytest.mark.req("ALO-2", "REBAL-3")
-def test_broadcasting_consumers_each_get_everything(target) -> None:  # type: ignore[no-untyped-def]
+def test_broadcasting_consumers_each_get_everything(target: SimulationTarget) -> None:
     rows = _simulate(target, BROADCAST)
     _clean(rows, ("at_least_once", "ownership", "commit_safety", "start", "duplicates"),
            ("ALO-2", "ALO-3", "REBAL-3", "CONSUME-2", "REBAL-6"))
 
 
 @pytest.mark.req("ALO-4")
-def test_a_broadcasting_consumer_back_gets_what_was_sent_while_it_was_down(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_broadcasting_consumer_back_gets_what_was_sent_while_it_was_down(target: SimulationTarget) -> None:
     """Split from the test above: the come-back clause is upstream's (LocalFileOffsetStore), not the seeds'."""
     rows = _simulate(target, BROADCAST)
     assert [r for r in rows if r["event"] == "CRASH" and r["source"].startswith("client:")], "a consumer must crash"

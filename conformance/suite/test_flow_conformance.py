@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import pytest
 
-from conformance.targets import TargetError
+from conformance.targets import PermitTarget, RestartTarget, Target, TargetError
+
+
+class RestartablePermitTarget(PermitTarget, RestartTarget, Protocol):
+    """A target with flow_permits and restart."""
+
 
 pytestmark = pytest.mark.needs("flow_permits")
 T = "FlowT"
 S = "FlowSub"
 
 
-def singles(target, n: int, start: int = 0) -> None:  # type: ignore[no-untyped-def]
+def singles(target: Target, n: int, start: int = 0) -> None:
     for i in range(start, start + n):
         target.send(T, 0, b"s%d" % i)
 
 
 @pytest.mark.req("FLOW-1")
-def test_flow_adds_incremental_credit_and_refuses_bad_permits(target) -> None:  # type: ignore[no-untyped-def]
+def test_flow_adds_incremental_credit_and_refuses_bad_permits(target: PermitTarget) -> None:
     target.create_topic(T, 1)
     target.subscribe_permits(S, T, "c1")
     assert target.permits(S, "c1", T) == 0, "a consumer starts with no permits"
@@ -35,7 +42,7 @@ def test_flow_adds_incremental_credit_and_refuses_bad_permits(target) -> None:  
 
 
 @pytest.mark.req("FLOW-2")
-def test_dispatch_never_exceeds_the_permits_granted(target) -> None:  # type: ignore[no-untyped-def]
+def test_dispatch_never_exceeds_the_permits_granted(target: PermitTarget) -> None:
     target.create_topic(T, 1)
     target.subscribe_permits(S, T, "c1")
     singles(target, 3)
@@ -53,7 +60,7 @@ def test_dispatch_never_exceeds_the_permits_granted(target) -> None:  # type: ig
 
 
 @pytest.mark.req("FLOW-3")
-def test_no_freeze_while_permits_and_messages_are_there(target) -> None:  # type: ignore[no-untyped-def]
+def test_no_freeze_while_permits_and_messages_are_there(target: PermitTarget) -> None:
     target.create_topic(T, 1)
     target.subscribe_permits(S, T, "c1", "Shared")
     target.flow(S, "c1", T, 3)
@@ -69,7 +76,7 @@ def test_no_freeze_while_permits_and_messages_are_there(target) -> None:  # type
 
 
 @pytest.mark.req("FLOW-4")
-def test_exclusive_and_failover_have_one_active_consumer(target) -> None:  # type: ignore[no-untyped-def]
+def test_exclusive_and_failover_have_one_active_consumer(target: PermitTarget) -> None:
     target.create_topic(T, 1)
     target.create_topic("FailT", 1)
     target.subscribe_permits(S, T, "c1", "Exclusive")
@@ -93,7 +100,7 @@ def test_exclusive_and_failover_have_one_active_consumer(target) -> None:  # typ
 
 
 @pytest.mark.req("FLOW-5", "FLOW-6")
-def test_shared_subscription_replays_before_new_messages(target) -> None:  # type: ignore[no-untyped-def]
+def test_shared_subscription_replays_before_new_messages(target: PermitTarget) -> None:
     target.create_topic(T, 1)
     for cid in ("c1", "c2"):
         target.subscribe_permits(S, T, cid, "Shared")
@@ -120,7 +127,7 @@ def test_shared_subscription_replays_before_new_messages(target) -> None:  # typ
 
 @pytest.mark.req("FLOW-10")
 @pytest.mark.needs("restart")
-def test_subscription_survives_a_restart(target) -> None:  # type: ignore[no-untyped-def]
+def test_subscription_survives_a_restart(target: RestartablePermitTarget) -> None:
     target.create_topic(T, 1)
     target.subscribe_permits(S, T, "c1")
     target.flow(S, "c1", T, 10)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.suite.support import RecordProperty
+from conformance.targets import Target, TraceTarget
+
 pytestmark = pytest.mark.needs("pull", "long_poll", "clock_control")
 CHECK_MS = 5_000  # the long-polling check interval (seed 000)
 
 
 @pytest.mark.req("LPOLL-1.held", "LPOLL-2", "LPOLL-3", "LPOLL-7")
-def test_held_pull_times_out_within_one_check(target) -> None:  # type: ignore[no-untyped-def]
+def test_held_pull_times_out_within_one_check(target: Target) -> None:
     target.create_topic("LP", 1)
     pending = target.start_pull("G", "LP", 0, 0, suspend_ms=7_000)
     assert not pending.done(), "a pull that finds nothing with SUSPEND must be held"
@@ -24,7 +27,7 @@ def test_held_pull_times_out_within_one_check(target) -> None:  # type: ignore[n
 
 
 @pytest.mark.req("LPOLL-4", "LPOLL-7")
-def test_matching_arrival_wakes_at_once(target) -> None:  # type: ignore[no-untyped-def]
+def test_matching_arrival_wakes_at_once(target: Target) -> None:
     target.create_topic("LP", 1)
     pending = target.start_pull("G", "LP", 0, 0, suspend_ms=15_000, expression="A")
     target.advance(1_234)
@@ -35,7 +38,7 @@ def test_matching_arrival_wakes_at_once(target) -> None:  # type: ignore[no-unty
 
 
 @pytest.mark.req("LPOLL-5")
-def test_non_matching_arrival_does_not_wake(target) -> None:  # type: ignore[no-untyped-def]
+def test_non_matching_arrival_does_not_wake(target: Target) -> None:
     target.create_topic("LP", 1)
     pending = target.start_pull("G", "LP", 0, 0, suspend_ms=15_000, expression="A")
     target.send("LP", 0, b"other", "B")
@@ -46,7 +49,7 @@ def test_non_matching_arrival_does_not_wake(target) -> None:  # type: ignore[no-
 
 
 @pytest.mark.req("LPOLL-8")
-def test_periodic_check_ignores_non_matching_growth(target) -> None:  # type: ignore[no-untyped-def]
+def test_periodic_check_ignores_non_matching_growth(target: Target) -> None:
     target.create_topic("LP", 1)
     pending = target.start_pull("G", "LP", 0, 0, suspend_ms=15_000, expression="A")
     target.send("LP", 0, b"other", "B")
@@ -62,7 +65,7 @@ WAKE_BOUND_MS = 1_000
 
 
 @pytest.mark.req("LPOLL-4")
-def test_wake_latency(target, record_property) -> None:  # type: ignore[no-untyped-def]
+def test_wake_latency(target: Target, record_property: RecordProperty) -> None:
     """Held pulls on eight queues, each woken by a matching send after a different wait; the time from
     the send to the answer is recorded for the report's histogram."""
     target.create_topic("LW", 8)
@@ -81,7 +84,7 @@ def test_wake_latency(target, record_property) -> None:  # type: ignore[no-untyp
 
 @pytest.mark.req("LPOLL-1.once")
 @pytest.mark.needs("trace")
-def test_held_pulls_are_answered_exactly_once(target) -> None:  # type: ignore[no-untyped-def]
+def test_held_pulls_are_answered_exactly_once(target: TraceTarget) -> None:
     """One held pull woken by an arrival and one left to time out: the broker's trace shows one answer for each,
     also after their time-outs and the hold checks that follow have passed."""
     target.create_topic("L1", 2)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.targets import RaceTarget
+
 pytestmark = pytest.mark.needs("pull", "long_poll", "race_control")
 
 #: Races a broker must win in real time. One that does not look again still answers "at once" when its periodic
@@ -20,7 +22,7 @@ RACE_TRIES = 3
 
 
 @pytest.mark.req("LPOLL-9")
-def test_arrival_between_not_found_and_suspend_is_not_lost(target) -> None:  # type: ignore[no-untyped-def]
+def test_arrival_between_not_found_and_suspend_is_not_lost(target: RaceTarget) -> None:
     """RocketMQ #7358: the hold service must look again after holding the request."""
     clocked = "clock_control" in target.capabilities
     for n in range(1 if clocked else RACE_TRIES):

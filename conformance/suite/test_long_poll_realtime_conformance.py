@@ -14,6 +14,9 @@ import time
 
 import pytest
 
+from conformance.suite.support import RecordProperty
+from conformance.targets import Target
+
 pytestmark = pytest.mark.needs("pull", "long_poll")
 
 #: The long-polling check interval (seed 000): a held pull that times out is answered at the first
@@ -43,7 +46,7 @@ NOT_APPLICABLE_WITH_CLOCK = "not applicable: the target has clock_control; the s
 
 
 @pytest.fixture
-def realtime(target):  # type: ignore[no-untyped-def]
+def realtime(target: Target) -> Target:
     """The target, if it runs on real time (these tests would only be slower and looser otherwise)."""
     if "clock_control" in target.capabilities:
         pytest.skip(NOT_APPLICABLE_WITH_CLOCK)
@@ -55,7 +58,7 @@ def _ms_since(start: float) -> float:
 
 
 @pytest.mark.req("LPOLL-1.held", "LPOLL-2", "LPOLL-3", "LPOLL-7")
-def test_held_pull_times_out_after_its_suspend_time_in_real_time(realtime) -> None:  # type: ignore[no-untyped-def]
+def test_held_pull_times_out_after_its_suspend_time_in_real_time(realtime: Target) -> None:
     realtime.create_topic("LR", 1)
     started = time.monotonic()
     pending = realtime.start_pull("G", "LR", 0, 0, suspend_ms=SUSPEND_MS)
@@ -68,7 +71,7 @@ def test_held_pull_times_out_after_its_suspend_time_in_real_time(realtime) -> No
 
 
 @pytest.mark.req("LPOLL-4", "LPOLL-7")
-def test_matching_arrival_wakes_the_held_pull_in_real_time(realtime, record_property) -> None:  # type: ignore[no-untyped-def]
+def test_matching_arrival_wakes_the_held_pull_in_real_time(realtime: Target, record_property: RecordProperty) -> None:
     """Held pulls on four queues, each woken by a matching send after a different wait; the time from
     the send to the answer goes to the report's wake-latency histogram."""
     realtime.create_topic("LRW", len(WAKE_WAITS_S))
@@ -88,7 +91,7 @@ def test_matching_arrival_wakes_the_held_pull_in_real_time(realtime, record_prop
 
 
 @pytest.mark.req("LPOLL-5", "LPOLL-4")
-def test_non_matching_arrival_does_not_wake_in_real_time(realtime) -> None:  # type: ignore[no-untyped-def]
+def test_non_matching_arrival_does_not_wake_in_real_time(realtime: Target) -> None:
     """A real broker's periodic check (every CHECK_MS, at any phase) may answer a held pull whose queue grew,
     whatever the tag (LPOLL-8 is the stricter rule); so a pull answered inside the short window after a
     non-matching send is tried again: an arrival that wakes every time is the fault, a periodic check that

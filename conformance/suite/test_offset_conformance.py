@@ -4,19 +4,22 @@ the reference's code."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from conformance.suite.support import FILE_RESERVED_MS, HOUR_MS, aged_queue, fill, fill_three_segments, segment_bytes
+from conformance.targets import PullReply, StoreLayoutTarget, Target
 
 pytestmark = pytest.mark.needs("pull")
 
 
-def pull(target, offset: int, **kw):  # type: ignore[no-untyped-def]
+def pull(target: Target, offset: int, **kw: Any) -> PullReply:
     return target.start_pull("G", "OT", 0, offset, **kw).result()
 
 
 @pytest.mark.req("OFFSET-1")
-def test_empty_queue_answers_zero(target) -> None:  # type: ignore[no-untyped-def]
+def test_empty_queue_answers_zero(target: Target) -> None:
     target.create_topic("OT", 1)
     for offset in (0, 1, 7, 1_000_000):
         r = pull(target, offset)
@@ -24,7 +27,7 @@ def test_empty_queue_answers_zero(target) -> None:  # type: ignore[no-untyped-de
 
 
 @pytest.mark.req("OFFSET-3")
-def test_overflow_one_keeps_the_offset(target) -> None:  # type: ignore[no-untyped-def]
+def test_overflow_one_keeps_the_offset(target: Target) -> None:
     target.create_topic("OT", 1)
     fill(target, "OT", 10)
     r = pull(target, 10)
@@ -32,7 +35,7 @@ def test_overflow_one_keeps_the_offset(target) -> None:  # type: ignore[no-untyp
 
 
 @pytest.mark.req("OFFSET-4")
-def test_overflow_badly_with_min_zero(target) -> None:  # type: ignore[no-untyped-def]
+def test_overflow_badly_with_min_zero(target: Target) -> None:
     target.create_topic("OT", 1)
     fill(target, "OT", 10)
     for offset in (11, 12, 500):
@@ -44,7 +47,7 @@ def test_overflow_badly_with_min_zero(target) -> None:  # type: ignore[no-untype
 
 
 @pytest.mark.req("OFFSET-6", "OFFSET-9")
-def test_found_batch_stops_at_max_nums(target) -> None:  # type: ignore[no-untyped-def]
+def test_found_batch_stops_at_max_nums(target: Target) -> None:
     target.create_topic("OT", 1)
     fill(target, "OT", 10)
     r = pull(target, 4, max_nums=3)
@@ -53,7 +56,7 @@ def test_found_batch_stops_at_max_nums(target) -> None:  # type: ignore[no-untyp
 
 @pytest.mark.req("OFFSET-2", "OFFSET-5", "RETAIN-1", "RETAIN-7")
 @pytest.mark.needs("retention_control", "clock_control", "store_layout")
-def test_corrections_once_the_min_offset_rose(target) -> None:  # type: ignore[no-untyped-def]
+def test_corrections_once_the_min_offset_rose(target: StoreLayoutTarget) -> None:
     target.create_topic("OT", 1)
     old, lo, hi = aged_queue(target, "OT")
     assert 0 < lo <= old and hi == old + 50, f"expired segments deleted and min raised, got [{lo}, {hi})"
@@ -69,7 +72,7 @@ def test_corrections_once_the_min_offset_rose(target) -> None:  # type: ignore[n
 
 @pytest.mark.req("RETAIN-1", "RETAIN-5")
 @pytest.mark.needs("retention_control", "clock_control", "store_layout")
-def test_young_messages_and_the_written_segment_survive(target) -> None:  # type: ignore[no-untyped-def]
+def test_young_messages_and_the_written_segment_survive(target: StoreLayoutTarget) -> None:
     target.create_topic("OT", 1)
     n = len(fill_three_segments(target, "OT", 0, segment_bytes(target)))
     target.advance(FILE_RESERVED_MS - HOUR_MS)
@@ -87,7 +90,7 @@ def test_young_messages_and_the_written_segment_survive(target) -> None:  # type
 
 @pytest.mark.req("RETAIN-12")
 @pytest.mark.needs("retention_control", "clock_control", "store_layout")
-def test_a_later_clean_run_never_lowers_the_min_offset(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_later_clean_run_never_lowers_the_min_offset(target: StoreLayoutTarget) -> None:
     """Split from the test above: 'never falls' is upstream's (RETAIN-12), not seed 002's."""
     target.create_topic("OT", 1)
     fill_three_segments(target, "OT", 0, segment_bytes(target))

@@ -18,12 +18,27 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from typing import Any, Protocol
 
 import pytest
 
 from conformance.suite import support
-from conformance.suite.support import WIRE_WAKE_S, answered
-from conformance.targets import TargetError
+from conformance.suite.support import WIRE_WAKE_S, RecordProperty, Settings, answered
+from conformance.targets import (
+    PendingPop,
+    PendingPull,
+    PoppedRecord,
+    PopReply,
+    PopTarget,
+    RestartTarget,
+    Target,
+    TargetError,
+)
+
+
+class RestartablePopTarget(PopTarget, RestartTarget, Protocol):
+    """A target with pop and restart."""
+
 
 pytestmark = pytest.mark.needs("pop")
 REVIVE_DELAY_MS = 2_000
@@ -59,7 +74,7 @@ T = "PopT"
 G = "PopG"
 
 
-def clocked(target) -> bool:  # type: ignore[no-untyped-def]
+def clocked(target: Target) -> bool:
     return "clock_control" in target.capabilities
 
 
@@ -72,28 +87,29 @@ UNBUFFERED = pytest.param(False, id="unbuffered", marks=pytest.mark.needs("broke
 
 
 @pytest.fixture
-def buffering(request, settings) -> bool | None:  # type: ignore[no-untyped-def]
+def buffering(request: pytest.FixtureRequest, settings: Settings) -> bool | None:
     """The test's checkpoint buffering (its ``buffering`` parameter): set for the test, put back afterwards."""
     if request.param is not None:
         settings(enablePopBufferMerge=request.param)
     return request.param
 
 
-def slack(target) -> int:  # type: ignore[no-untyped-def]
+def slack(target: Target) -> int:
     return SLACK_MS if clocked(target) else WIRE_REVIVE_SLACK_MS
 
 
-def tolerance(target) -> int:  # type: ignore[no-untyped-def]
+def tolerance(target: Target) -> int:
     return 0 if clocked(target) else WIRE_TOLERANCE_MS
 
 
-def pop_now(target, queue_id=-1, max_nums=32, invisible_ms=60_000, group=G, topic=T):  # type: ignore[no-untyped-def]
+def pop_now(target: PopTarget, queue_id: int = -1, max_nums: int = 32, invisible_ms: int = 60_000, group: str = G,
+            topic: str = T) -> PopReply:
     pending = target.pop(group, topic, queue_id, max_nums, invisible_ms, 0)
     assert answered(target, pending), "a pop with poll time 0 must be answered at once"
     return pending.result()
 
 
-def late_answer(pending, since: float) -> str:  # type: ignore[no-untyped-def]
+def late_answer(pending: PendingPull | PendingPop, since: float) -> str:
     """Why a held request missed :data:`~conformance.suite.support.WIRE_WAKE_S`: when its answer came after all
     (waiting up to its hold time), and which; a late wake-up and a lost one (answered only at the deadline) are
     different faults."""
@@ -111,7 +127,7 @@ def pop_time_of(handle: str) -> int | None:
     return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
 
 
-def past_pop_millisecond(target, handle: str) -> None:  # type: ignore[no-untyped-def]
+def past_pop_millisecond(target: Target, handle: str) -> None:
     """Wait until the clock is past the millisecond the handle was popped in (on simulated time: advance it by one
     millisecond; over the wire: wait for the machine's clock, which the broker reads too): a consumer
     that keeps a message longer changes its invisible time later than that. A change within the pop's own
@@ -124,11 +140,11 @@ def past_pop_millisecond(target, handle: str) -> None:  # type: ignore[no-untype
         time.sleep(0.001)
 
 
-def bodies(reply) -> list[bytes]:  # type: ignore[no-untyped-def]
+def bodies(reply: PopReply) -> list[bytes]:
     return [m.body for m in reply.messages]
 
 
-def wait_for_redelivery(target, ms: int, step: int = 500, **kw) -> tuple[int, list]:  # type: ignore[no-untyped-def]
+def wait_for_redelivery(target: PopTarget, ms: int, step: int = 500, **kw: Any) -> tuple[int, list[PoppedRecord]]:
     """Pop every ``step`` ms for at most ``ms`` (plus the wire's revive slack over the wire); (elapsed, messages)
     of the first non-empty answer. Elapsed is simulated time, or real time over the wire."""
     started, elapsed = time.monotonic(), 0
@@ -142,9 +158,9 @@ def wait_for_redelivery(target, ms: int, step: int = 500, **kw) -> tuple[int, li
     return elapsed, []
 
 
-def collect_redeliveries(target, count: int, ms: int, **kw) -> list:  # type: ignore[no-untyped-def]
+def collect_redeliveries(target: PopTarget, count: int, ms: int, **kw: Any) -> list[PoppedRecord]:
     """Pop until ``count`` messages came back or ``ms`` (plus the wire's revive slack) passed."""
-    out: list = []
+    out: list[PoppedRecord] = []
     waited = 0
     while len(out) < count:
         elapsed, got = wait_for_redelivery(target, max(ms - waited, 0), **kw)
@@ -155,19 +171,19 @@ def collect_redeliveries(target, count: int, ms: int, **kw) -> list:  # type: ig
     return out
 
 
-def quiet(target, after_ms: int) -> None:  # type: ignore[no-untyped-def]
+def quiet(target: Target, after_ms: int) -> None:
     """Let everything due within ``after_ms`` happen (on the wire: plus the revive slack)."""
     target.advance(after_ms + (0 if clocked(target) else WIRE_QUIET_SLACK_MS))
 
 
-def visible(target, topic: str, queue_id: int, count: int) -> None:  # type: ignore[no-untyped-def]
+def visible(target: Target, topic: str, queue_id: int, count: int) -> None:
     """Wait until ``queue_id`` of ``topic`` holds ``count`` messages (over the wire the consume queue is built
     after the send is acknowledged)."""
     if "query_offset" in target.capabilities:
         support.visible(target, topic, queue_id, count)
 
 
-def send_n(target, queue_id: int, n: int, topic: str = T, tag: str = "A") -> list[str]:  # type: ignore[no-untyped-def]
+def send_n(target: Target, queue_id: int, n: int, topic: str = T, tag: str = "A") -> list[str]:
     receipts = [target.send(topic, queue_id, b"q%d-%d" % (queue_id, i), tag) for i in range(n)]
     visible(target, topic, queue_id, receipts[-1].queue_offset + 1)
     return [r.msg_id for r in receipts]
@@ -176,7 +192,7 @@ def send_n(target, queue_id: int, n: int, topic: str = T, tag: str = "A") -> lis
 # -- POP: assignment and reading -----------------------------------------------------------------
 @pytest.mark.req("POP-1", "ALLOC-15", "ALLOC-16")
 @pytest.mark.needs("consumer_registry")
-def test_query_assignment_is_allocate4pop(target) -> None:  # type: ignore[no-untyped-def]
+def test_query_assignment_is_allocate4pop(target: PopTarget) -> None:
     """The broker's own allocation (QUERY_ASSIGNMENT): allocate4Pop over the sorted consumer ids, both of ALLOC-15's
     branches (popShareQueueNum <= 0, and >= consumers - 1) and ALLOC-16's shared shares."""
     target.create_topic(T, 4)
@@ -194,14 +210,16 @@ def test_query_assignment_is_allocate4pop(target) -> None:  # type: ignore[no-un
     owners = [sum(q in s for s in shared.values()) for q in range(4)]
     assert owners == [2, 2, 2, 2], "with popShareQueueNum 1 every queue has two owners"
     assert [q[2] for q in target.query_assignment(G, T, "c1", model="BROADCASTING")] == [0, 1, 2, 3]
-    for args, kwargs in (((("NoSuchGroup", T, "c1")), {}), (((G, "NoSuchTopic", "c1")), {}),
-                         (((G, T, "c1")), {"strategy": "NoSuchStrategy"})):
+    refused: list[tuple[tuple[str, str, str], dict[str, Any]]] = [
+        (("NoSuchGroup", T, "c1"), {}), ((G, "NoSuchTopic", "c1"), {}), ((G, T, "c1"), {"strategy": "NoSuchStrategy"})
+    ]
+    for args, kwargs in refused:
         with pytest.raises(TargetError):
             target.query_assignment(*args, **kwargs)
 
 
 @pytest.mark.req("POP-2", "POP-4")
-def test_pop_one_queue_or_all_queues(target) -> None:  # type: ignore[no-untyped-def]
+def test_pop_one_queue_or_all_queues(target: PopTarget) -> None:
     target.create_topic(T, 3)
     for q in range(3):
         send_n(target, q, 2)
@@ -216,7 +234,7 @@ def test_pop_one_queue_or_all_queues(target) -> None:  # type: ignore[no-untyped
 
 
 @pytest.mark.req("POP-4")
-def test_batch_limit_rest_num_and_in_flight(target) -> None:  # type: ignore[no-untyped-def]
+def test_batch_limit_rest_num_and_in_flight(target: PopTarget) -> None:
     target.create_topic(T, 1)
     send_n(target, 0, 10)
     first = pop_now(target, queue_id=0, max_nums=3)
@@ -228,7 +246,7 @@ def test_batch_limit_rest_num_and_in_flight(target) -> None:  # type: ignore[no-
 
 @pytest.mark.req("POP-5")
 @pytest.mark.needs("commit_offset")
-def test_wrong_pop_offset_is_corrected_in_the_same_pop(target) -> None:  # type: ignore[no-untyped-def]
+def test_wrong_pop_offset_is_corrected_in_the_same_pop(target: PopTarget) -> None:
     target.create_topic(T, 1)
     send_n(target, 0, 3)
     target.commit_offset(G, T, 0, 50)  # beyond the queue: OFFSET_OVERFLOW_BADLY
@@ -244,7 +262,7 @@ def test_wrong_pop_offset_is_corrected_in_the_same_pop(target) -> None:  # type:
 
 
 @pytest.mark.req("POP-6")
-def test_held_pop_stays_held_and_times_out(target) -> None:  # type: ignore[no-untyped-def]
+def test_held_pop_stays_held_and_times_out(target: PopTarget) -> None:
     """What any broker shows over the wire: a non-matching arrival leaves a held pop held, and a pop with nothing
     to read is answered POLLING_TIMEOUT by its deadline, not before."""
     target.create_topic(T, 2)
@@ -257,7 +275,7 @@ def test_held_pop_stays_held_and_times_out(target) -> None:  # type: ignore[no-u
 
 
 @pytest.mark.req("POP-12")
-def test_held_pop_answered_by_a_matching_arrival(target, record_property) -> None:  # type: ignore[no-untyped-def]
+def test_held_pop_answered_by_a_matching_arrival(target: PopTarget, record_property: RecordProperty) -> None:
     """A matching arrival answers a held pop at once, and a pop with nothing to read and poll time 0 is answered
     POLLING_TIMEOUT at once. One held pop, no second chance: a broker that misses the wake-up (answers only at the
     deadline) fails, and the miss is recorded as ``pop.lost_wakeups``."""
@@ -277,7 +295,7 @@ def test_held_pop_answered_by_a_matching_arrival(target, record_property) -> Non
 
 @pytest.mark.req("POP-6", "POP-12")
 @pytest.mark.needs("clock_control")
-def test_held_pop_woken_by_matching_arrival_or_timed_out(target) -> None:  # type: ignore[no-untyped-def]
+def test_held_pop_woken_by_matching_arrival_or_timed_out(target: PopTarget) -> None:
     target.create_topic(T, 2)
     assert pop_now(target).code == "POLLING_TIMEOUT", "nothing to pop and poll time 0: POLLING_TIMEOUT at once"
     held = target.pop(G, T, -1, 32, 30_000, 10_000, expression="A")
@@ -298,7 +316,7 @@ def test_held_pop_woken_by_matching_arrival_or_timed_out(target) -> None:  # typ
 
 
 @pytest.mark.req("POP-7")
-def test_polling_full_over_the_wire(target) -> None:  # type: ignore[no-untyped-def]
+def test_polling_full_over_the_wire(target: PopTarget) -> None:
     """Ten pops more than popPollingSize + 1 for one (topic, group, queue id): pops beyond the limit are answered
     POLLING_FULL without waiting for their poll time, and a pop of another queue id is still held. A broker works
     on pops in parallel (RocketMQ: a thread pool), so which ones are refused is not fixed: the test asks that some
@@ -330,7 +348,7 @@ def test_polling_full_over_the_wire(target) -> None:  # type: ignore[no-untyped-
 
 @pytest.mark.req("POP-7")
 @pytest.mark.needs("clock_control")
-def test_polling_full(target) -> None:  # type: ignore[no-untyped-def]
+def test_polling_full(target: PopTarget) -> None:
     target.create_topic(T, 1)
     held = [target.pop(G, T, 0, 1, 30_000, 60_000) for _ in range(POP_POLLING_SIZE + 1)]
     assert not any(p.done() for p in held)
@@ -341,13 +359,15 @@ def test_polling_full(target) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.req("POP-10")
-def test_pops_of_no_queue_are_refused_and_change_nothing(target) -> None:  # type: ignore[no-untyped-def]
+def test_pops_of_no_queue_are_refused_and_change_nothing(target: PopTarget) -> None:
     """What RocketMQ 5's PopMessageProcessor refuses: an unknown topic, a queue id past the topic's queues, a
     batch over 32 messages; the field each names is POP-11's (profile strict)."""
     target.create_topic(T, 2)
     send_n(target, 0, 2)
     for change in ({"topic": "NoSuchTopic"}, {"queue_id": 2}, {"max_nums": 33}):
-        kwargs = {"group": G, "topic": T, "queue_id": -1, "max_nums": 32, "invisible_ms": 30_000, "poll_ms": 0}
+        kwargs: dict[str, Any] = {
+            "group": G, "topic": T, "queue_id": -1, "max_nums": 32, "invisible_ms": 30_000, "poll_ms": 0
+        }
         kwargs.update(change)
         with pytest.raises(TargetError):
             target.pop(kwargs["group"], kwargs["topic"], kwargs["queue_id"], kwargs["max_nums"],
@@ -356,10 +376,10 @@ def test_pops_of_no_queue_are_refused_and_change_nothing(target) -> None:  # typ
 
 
 @pytest.mark.req("POP-11")
-def test_malformed_pops_are_refused_and_change_nothing(target) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_pops_are_refused_and_change_nothing(target: PopTarget) -> None:
     target.create_topic(T, 2)
     send_n(target, 0, 2)
-    bad = [
+    bad: list[tuple[dict[str, Any], str | None]] = [
         ({"topic": "NoSuchTopic"}, "topic"),
         ({"queue_id": 2}, "queueId"),
         ({"queue_id": -2}, "queueId"),
@@ -373,7 +393,9 @@ def test_malformed_pops_are_refused_and_change_nothing(target) -> None:  # type:
         ({"expression": "a b"}, "expression"),
     ]
     for change, field in bad:
-        kwargs = {"group": G, "topic": T, "queue_id": -1, "max_nums": 32, "invisible_ms": 30_000, "poll_ms": 0}
+        kwargs: dict[str, Any] = {
+            "group": G, "topic": T, "queue_id": -1, "max_nums": 32, "invisible_ms": 30_000, "poll_ms": 0
+        }
         kwargs.update(change)
         if field is None:  # "A || " is a valid expression (empty pieces are ignored)
             continue
@@ -386,7 +408,7 @@ def test_malformed_pops_are_refused_and_change_nothing(target) -> None:  # type:
 
 # -- PACK: acknowledgement and invisibility ------------------------------------------------------
 @pytest.mark.req("PACK-1", "REVIVE-2")
-def test_not_redelivered_before_invisibility_ends(target) -> None:  # type: ignore[no-untyped-def]
+def test_not_redelivered_before_invisibility_ends(target: PopTarget) -> None:
     target.create_topic(T, 1)
     (msg_id,) = send_n(target, 0, 1)
     (first,) = pop_now(target, invisible_ms=5_000).messages
@@ -400,7 +422,7 @@ def test_not_redelivered_before_invisibility_ends(target) -> None:  # type: igno
 
 
 @pytest.mark.req("PACK-1")
-def test_invisibility_of_a_held_pop_counts_from_its_answer(target) -> None:  # type: ignore[no-untyped-def]
+def test_invisibility_of_a_held_pop_counts_from_its_answer(target: PopTarget) -> None:
     target.create_topic(T, 1)
     held = target.pop(G, T, -1, 32, 5_000, 20_000)
     target.advance(4_000)
@@ -412,7 +434,7 @@ def test_invisibility_of_a_held_pop_counts_from_its_answer(target) -> None:  # t
 
 
 @pytest.mark.req("PACK-2")
-def test_receipt_handles_are_unique_per_delivery(target) -> None:  # type: ignore[no-untyped-def]
+def test_receipt_handles_are_unique_per_delivery(target: PopTarget) -> None:
     target.create_topic(T, 2)
     send_n(target, 0, 3)
     send_n(target, 1, 3)
@@ -426,7 +448,7 @@ def test_receipt_handles_are_unique_per_delivery(target) -> None:  # type: ignor
 
 @pytest.mark.req("PACK-3")
 @pytest.mark.parametrize("buffering", [AS_IS, BUFFERED, UNBUFFERED], indirect=True)
-def test_acked_messages_are_never_delivered_again(target, buffering) -> None:  # type: ignore[no-untyped-def]
+def test_acked_messages_are_never_delivered_again(target: PopTarget, buffering: bool | None) -> None:
     target.create_topic(T, 1)
     send_n(target, 0, 3)
     popped = pop_now(target, invisible_ms=5_000).messages
@@ -442,7 +464,7 @@ def test_acked_messages_are_never_delivered_again(target, buffering) -> None:  #
 
 @pytest.mark.req("REVIVE-3", "PACK-3")
 @pytest.mark.parametrize("buffering", [AS_IS, BUFFERED, UNBUFFERED], indirect=True)
-def test_ack_after_the_checkpoint_left_memory(target, buffering) -> None:  # type: ignore[no-untyped-def]
+def test_ack_after_the_checkpoint_left_memory(target: PopTarget, buffering: bool | None) -> None:
     """RocketMQ #7724: an ack that comes after the checkpoint was written to the revive log."""
     target.create_topic(T, 1)
     send_n(target, 0, 2)
@@ -455,7 +477,7 @@ def test_ack_after_the_checkpoint_left_memory(target, buffering) -> None:  # typ
 
 
 @pytest.mark.req("PACK-4")
-def test_change_invisible_time(target) -> None:  # type: ignore[no-untyped-def]
+def test_change_invisible_time(target: PopTarget) -> None:
     target.create_topic(T, 1)
     send_n(target, 0, 2)
     shorter, longer = pop_now(target, invisible_ms=10_000).messages
@@ -476,7 +498,7 @@ def test_change_invisible_time(target) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.req("PACK-6")
-def test_checkpoints_differing_only_in_pop_time(target) -> None:  # type: ignore[no-untyped-def]
+def test_checkpoints_differing_only_in_pop_time(target: PopTarget) -> None:
     target.create_topic(T, 1)
     send_n(target, 0, 2)
     first, second = pop_now(target, queue_id=0, invisible_ms=8_000).messages
@@ -491,7 +513,7 @@ def test_checkpoints_differing_only_in_pop_time(target) -> None:  # type: ignore
 
 
 @pytest.mark.req("PACK-9")
-def test_a_change_of_invisible_time_in_the_pops_millisecond_loses_nothing(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_change_of_invisible_time_in_the_pops_millisecond_loses_nothing(target: PopTarget) -> None:
     """Pop two messages and change the first one's invisible time at once, until the change lands in the pop's
     own millisecond (on simulated time it always does; over the wire the test knows it did when the pop and the
     change both happened within one millisecond of its clock, or when the broker stamped the new handle with
@@ -526,7 +548,7 @@ BAD_CHANGE_INVISIBLE_MS = 2_000
 
 
 @pytest.mark.req("PACK-5", "PACK-3")
-def test_bad_handles_change_nothing(target) -> None:  # type: ignore[no-untyped-def]
+def test_bad_handles_change_nothing(target: PopTarget) -> None:
     """Whatever a broker answers to a bad handle (PACK-8 asks for a refusal), it acknowledges nothing and
     changes no invisibility: RocketMQ 5 appends such an ack to its revive log, where it matches no checkpoint."""
     target.create_topic(T, 1)
@@ -551,7 +573,7 @@ def test_bad_handles_change_nothing(target) -> None:  # type: ignore[no-untyped-
 
 
 @pytest.mark.req("PACK-8")
-def test_bad_handles_are_refused(target) -> None:  # type: ignore[no-untyped-def]
+def test_bad_handles_are_refused(target: PopTarget) -> None:
     target.create_topic(T, 1)
     target.create_topic("OtherT", 1)
     send_n(target, 0, 4)
@@ -585,7 +607,7 @@ def test_bad_handles_are_refused(target) -> None:  # type: ignore[no-untyped-def
 
 @pytest.mark.req("PACK-7")
 @pytest.mark.needs("query_offset")
-def test_consume_offset_moves_in_pop_order(target) -> None:  # type: ignore[no-untyped-def]
+def test_consume_offset_moves_in_pop_order(target: PopTarget) -> None:
     """The offset may pass an unacknowledged batch only once its checkpoint is in the revive log: a broker
     that buffers checkpoints (the reference; RocketMQ with enablePopBufferMerge) keeps it before batch A until A
     is acknowledged; one that writes each checkpoint at once (RocketMQ 5's default) may commit past A at pop
@@ -621,7 +643,7 @@ def test_consume_offset_moves_in_pop_order(target) -> None:  # type: ignore[no-u
 
 # -- REVIVE ----------------------------------------------------------------------------------------
 @pytest.mark.req("REVIVE-5.wake")
-def test_a_revive_wakes_the_groups_held_pop(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_revive_wakes_the_groups_held_pop(target: PopTarget) -> None:
     """Seed 004 §4.4.6: once a checkpoint's message is put back into the retry topic, the revive service notifies
     the group's pops of every queue (queue id -1): a held pop is answered by the revive, long before its poll time."""
     target.create_topic(T, 2)
@@ -642,7 +664,7 @@ def test_a_revive_wakes_the_groups_held_pop(target) -> None:  # type: ignore[no-
 
 
 @pytest.mark.req("REVIVE-2", "REVIVE-5.popped")
-def test_revived_messages_are_popped_again_with_growing_reconsume_times(target) -> None:  # type: ignore[no-untyped-def]
+def test_revived_messages_are_popped_again_with_growing_reconsume_times(target: PopTarget) -> None:
     target.create_topic(T, 2)
     (msg_id,) = send_n(target, 1, 1)
     pop_now(target, invisible_ms=3_000)
@@ -667,7 +689,7 @@ def test_revived_messages_are_popped_again_with_growing_reconsume_times(target) 
 @pytest.mark.req("REVIVE-6")
 @pytest.mark.needs("restart")
 @pytest.mark.parametrize("buffering", [AS_IS, BUFFERED], indirect=True)
-def test_restart_loses_nothing_and_revives_nothing_twice(target, buffering) -> None:  # type: ignore[no-untyped-def]
+def test_restart_loses_nothing_and_revives_nothing_twice(target: RestartablePopTarget, buffering: bool | None) -> None:
     target.create_topic(T, 1)
     send_n(target, 0, 4)
     m0, m1, m2, m3 = pop_now(target, invisible_ms=RESTART_INVISIBLE_MS).messages
@@ -693,7 +715,7 @@ def test_restart_loses_nothing_and_revives_nothing_twice(target, buffering) -> N
 
 @pytest.mark.req("REVIVE-7.crash-slow")
 @pytest.mark.needs("consumer_registry")
-def test_at_least_once_with_crashing_slow_and_retrying_consumers(target) -> None:  # type: ignore[no-untyped-def]
+def test_at_least_once_with_crashing_slow_and_retrying_consumers(target: PopTarget) -> None:
     """Three consumers share a topic's queues (popShareQueueNum 1) and pop the queues assigned to them; each
     delivery is acknowledged, dropped (the consumer crashed: never acknowledged) or kept longer (a slow consumer
     changes its invisible time once the pop's millisecond has passed). Every message ends acknowledged, and each
@@ -751,7 +773,7 @@ RETRY_LIMIT_MS = 30_000
 
 
 @pytest.mark.req("REVIVE-7.retry")
-def test_at_least_once_when_consumers_ask_for_a_retry_at_once(target) -> None:  # type: ignore[no-untyped-def]
+def test_at_least_once_when_consumers_ask_for_a_retry_at_once(target: PopTarget) -> None:
     """A consumer whose processing fails asks for the message again at once (seed 004 §2.1: changeInvisibleTime
     right after the pop, as the v5 clients do on a failure), then acknowledges each redelivery. Every message must
     come back. Nothing here waits for the pop's millisecond to pass: a change in that millisecond is the case
@@ -789,7 +811,7 @@ SEED_EXAMPLE = {
 
 @pytest.mark.req("ALLOC-2", "ALLOC-3", "ALLOC-12")
 @pytest.mark.needs("consumer_registry")
-def test_the_brokers_own_allocation_in_pull_mode(target) -> None:  # type: ignore[no-untyped-def]
+def test_the_brokers_own_allocation_in_pull_mode(target: PopTarget) -> None:
     """QUERY_ASSIGNMENT for a group set to PULL mode: the broker runs the named strategy itself (RocketMQ 5's
     QueryAssignmentProcessor offers averagely and by circle), over the sorted consumer ids registered in any order,
     and gives each consumer seed 001's share; asked again, the same."""
@@ -807,7 +829,7 @@ def test_the_brokers_own_allocation_in_pull_mode(target) -> None:  # type: ignor
 SHAPES = ((8, 3), (4, 4), (3, 5))
 
 
-def registered_group(target, queues: int, consumers: int) -> tuple[str, str, list[str]]:  # type: ignore[no-untyped-def]
+def registered_group(target: Target, queues: int, consumers: int) -> tuple[str, str, list[str]]:
     """A topic of ``queues`` queues and a group of ``consumers`` members (registered in reverse order), of their own."""
     topic, group = f"PopShape{queues}x{consumers}", f"PopShapeG{queues}x{consumers}"
     target.create_topic(topic, queues)
@@ -819,7 +841,7 @@ def registered_group(target, queues: int, consumers: int) -> tuple[str, str, lis
 
 @pytest.mark.req("ALLOC-10", "ALLOC-11")
 @pytest.mark.needs("consumer_registry")
-def test_the_brokers_pull_mode_shares_partition_the_queues_evenly(target) -> None:  # type: ignore[no-untyped-def]
+def test_the_brokers_pull_mode_shares_partition_the_queues_evenly(target: PopTarget) -> None:
     """QUERY_ASSIGNMENT in PULL mode runs the strategy over the group as the broker sees it: the members' shares are
     disjoint, cover the topic and differ by at most one queue, with fewer, as many and more consumers than queues;
     a client id outside the group gets nothing."""
@@ -839,7 +861,7 @@ def test_the_brokers_pull_mode_shares_partition_the_queues_evenly(target) -> Non
 
 @pytest.mark.req("ALLOC-17")
 @pytest.mark.needs("consumer_registry")
-def test_pop_allocation_with_more_consumers_than_queues_assigns_every_consumer(target) -> None:  # type: ignore[no-untyped-def]
+def test_pop_allocation_with_more_consumers_than_queues_assigns_every_consumer(target: PopTarget) -> None:
     """Seed 004 lines 385-387: with more consumers than queues, allocate4Pop makes sure each consumer is assigned."""
     topic, group, cids = registered_group(target, 2, 4)
     for share_num in (1, 2):
@@ -849,7 +871,7 @@ def test_pop_allocation_with_more_consumers_than_queues_assigns_every_consumer(t
 
 @pytest.mark.req("ALLOC-22")
 @pytest.mark.needs("consumer_registry")
-def test_pop_allocation_with_more_consumers_than_queues_gives_one_queue_each(target) -> None:  # type: ignore[no-untyped-def]
+def test_pop_allocation_with_more_consumers_than_queues_gives_one_queue_each(target: PopTarget) -> None:
     """allocate4Pop with more consumers than queues (and popShareQueueNum neither <= 0 nor >= consumers - 1): the
     consumer at index i of the sorted ids gets the one queue at position i mod |mqAll|."""
     topic, group, cids = registered_group(target, 3, 5)
@@ -861,7 +883,7 @@ def test_pop_allocation_with_more_consumers_than_queues_gives_one_queue_each(tar
 
 @pytest.mark.req("ALLOC-1")
 @pytest.mark.needs("consumer_registry")
-def test_the_brokers_allocation_sorts_queues_by_number_and_client_ids_as_strings(target) -> None:  # type: ignore[no-untyped-def]
+def test_the_brokers_allocation_sorts_queues_by_number_and_client_ids_as_strings(target: PopTarget) -> None:
     """The rebalance sorts mqAll by numeric queue id and cidAll in Java String order before the strategy runs: with
     12 queues and the ids k9, k10, k1 (registered in that order), AllocateMessageQueueAveragely gives k1 queues 0-3,
     k10 4-7 and k9 8-11 (a string sort of the queues would put 10 and 11 after 1; a numeric sort of the ids, k9

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from conformance.suite.support import aged_queue, allowed_corrections, answered, fill
-from conformance.targets import TargetError
+from conformance.targets import StoreLayoutTarget, Target, TargetError
 
 pytestmark = pytest.mark.needs("pull")
 
 
 @pytest.mark.req("PULL-1", "PULL-2")
-def test_empty_queue_and_overflow(target) -> None:  # type: ignore[no-untyped-def]
+def test_empty_queue_and_overflow(target: Target) -> None:
     target.create_topic("CT", 2)
     r = target.start_pull("G", "CT", 0, 0).result()
     assert (r.status, r.next_begin_offset, r.code) == ("NO_MESSAGE_IN_QUEUE", 0, "PULL_NOT_FOUND")
@@ -33,7 +35,7 @@ def test_empty_queue_and_overflow(target) -> None:  # type: ignore[no-untyped-de
 
 
 @pytest.mark.req("PULL-6")
-def test_every_answer_carries_min_and_max_offset(target) -> None:  # type: ignore[no-untyped-def]
+def test_every_answer_carries_min_and_max_offset(target: Target) -> None:
     """Split from test_empty_queue_and_overflow: the bounds are upstream's (PULL-6), not seed 002's (PULL-2)."""
     target.create_topic("CT", 2)
     fill(target, "CT", 5)
@@ -44,7 +46,7 @@ def test_every_answer_carries_min_and_max_offset(target) -> None:  # type: ignor
 
 @pytest.mark.req("PULL-1", "PULL-2")
 @pytest.mark.needs("retention_control", "clock_control", "store_layout")
-def test_correction_after_retention(target) -> None:  # type: ignore[no-untyped-def]
+def test_correction_after_retention(target: StoreLayoutTarget) -> None:
     target.create_topic("CT", 1)
     old, lo, hi = aged_queue(target, "CT")
     assert 0 < lo <= old < hi == old + 50, f"retention must delete old files and raise the min offset: [{lo}, {hi})"
@@ -60,7 +62,7 @@ def test_correction_after_retention(target) -> None:  # type: ignore[no-untyped-
 
 
 @pytest.mark.req("PULL-1", "PULL-5")
-def test_tag_filter_and_no_matched_message(target) -> None:  # type: ignore[no-untyped-def]
+def test_tag_filter_and_no_matched_message(target: Target) -> None:
     target.create_topic("CT", 1)
     fill(target, "CT", 3, tags="B")
     fill(target, "CT", 2, tags="A")
@@ -72,7 +74,7 @@ def test_tag_filter_and_no_matched_message(target) -> None:  # type: ignore[no-u
 
 @pytest.mark.req("PULL-7")
 @pytest.mark.needs("consumer_registry")
-def test_registered_subscription_is_used_without_flag(target) -> None:  # type: ignore[no-untyped-def]
+def test_registered_subscription_is_used_without_flag(target: Target) -> None:
     target.create_topic("CT", 1)
     fill(target, "CT", 2, tags="B")
     fill(target, "CT", 1, tags="A")
@@ -85,7 +87,7 @@ def test_registered_subscription_is_used_without_flag(target) -> None:  # type: 
 
 
 @pytest.mark.req("PULL-3")
-def test_no_suspend_flag_answers_at_once(target) -> None:  # type: ignore[no-untyped-def]
+def test_no_suspend_flag_answers_at_once(target: Target) -> None:
     target.create_topic("CT", 1)
     pending = target.start_pull("G", "CT", 0, 0, suspend_ms=0)
     assert answered(target, pending), "a pull without SUSPEND must be answered at once"
@@ -94,7 +96,7 @@ def test_no_suspend_flag_answers_at_once(target) -> None:  # type: ignore[no-unt
 
 @pytest.mark.req("PULL-4", "QOFF-11")
 @pytest.mark.needs("commit_offset", "query_offset")
-def test_commit_piggyback(target) -> None:  # type: ignore[no-untyped-def]
+def test_commit_piggyback(target: Target) -> None:
     target.create_topic("CT", 1)
     fill(target, "CT", 4)
     target.start_pull("G", "CT", 0, 2, commit_offset=2).result()
@@ -105,7 +107,7 @@ def test_commit_piggyback(target) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.req("PULL-4")
 @pytest.mark.needs("commit_offset", "query_offset", "long_poll", "clock_control")
-def test_held_pull_commits_once(target) -> None:  # type: ignore[no-untyped-def]
+def test_held_pull_commits_once(target: Target) -> None:
     """The piggybacked commit is stored when the request is first processed, not again on wake-up."""
     target.create_topic("CT", 1)
     pending = target.start_pull("G", "CT", 0, 0, suspend_ms=15_000, commit_offset=2)
@@ -119,7 +121,7 @@ def test_held_pull_commits_once(target) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.req("QOFF-12", "QOFF-13.min-above-zero")
 @pytest.mark.needs("query_offset", "retention_control", "clock_control", "store_layout")
-def test_query_offset_fallback(target) -> None:  # type: ignore[no-untyped-def]
+def test_query_offset_fallback(target: StoreLayoutTarget) -> None:
     target.create_topic("CT", 1)
     assert target.query_offset("G", "CT", 0) == ("SUCCESS", 0), "empty queue: nothing at 0 is in disk"
     fill(target, "CT", 3)
@@ -147,7 +149,9 @@ STRICT_REFUSED_PULLS = [
 ]
 
 
-def _refusals(target, cases) -> list[tuple[list, dict, str, TargetError]]:  # type: ignore[no-untyped-def]
+def _refusals(
+    target: Target, cases: list[tuple[dict[str, Any], str]]
+) -> list[tuple[list[Any], dict[str, Any], str, TargetError]]:
     """Each pull refused, however long its answer takes; each carried a commit piggyback, and none of them moved
     the group's offset."""
     target.create_topic("CT", 2)
@@ -168,19 +172,19 @@ def _refusals(target, cases) -> list[tuple[list, dict, str, TargetError]]:  # ty
 
 
 @pytest.mark.req("INPUT-1")
-def test_bad_pulls_are_refused(target) -> None:  # type: ignore[no-untyped-def]
+def test_bad_pulls_are_refused(target: Target) -> None:
     _refusals(target, REFUSED_PULLS)
 
 
 @pytest.mark.req("INPUT-4")
-def test_bad_pulls_are_refused_naming_the_field(target) -> None:  # type: ignore[no-untyped-def]
+def test_bad_pulls_are_refused_naming_the_field(target: Target) -> None:
     for args, kwargs, field, err in _refusals(target, STRICT_REFUSED_PULLS):
         assert err.field == field, f"{args} {kwargs}: error should name {field}, got {err}"
 
 
 @pytest.mark.req("INPUT-2", "QOFF-3")
 @pytest.mark.needs("commit_offset", "query_offset")
-def test_bad_offset_updates_are_refused(target) -> None:  # type: ignore[no-untyped-def]
+def test_bad_offset_updates_are_refused(target: Target) -> None:
     target.create_topic("CT", 1)
     target.commit_offset("G", "CT", 0, 1)
     for args, field in ((("", "CT", 0, 1), "consumerGroup"), (("G", "CT", 0, -1), "commitOffset"),

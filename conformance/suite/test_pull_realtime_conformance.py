@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.targets import Target
+
 #: Suspend timeout of the held pull: long enough that the arrival, not the time-out, answers it.
 SUSPEND_MS = 5_000
 
 
 @pytest.mark.req("PULL-4")
 @pytest.mark.needs("pull", "long_poll", "commit_offset", "query_offset")
-def test_woken_pull_does_not_commit_again(target) -> None:  # type: ignore[no-untyped-def]
+def test_woken_pull_does_not_commit_again(target: Target) -> None:
     target.create_topic("CW", 1)
     pending = target.start_pull("G", "CW", 0, 0, suspend_ms=SUSPEND_MS, commit_offset=2)
     assert target.query_offset("G", "CW", 0) == ("SUCCESS", 2), "stored when the request was first processed"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
-from conformance.targets import TargetError
+from conformance.targets import GroupInfoTarget, Target, TargetError
 
 #: How long a notification may take to cross loopback after the request that caused it was answered.
 NOTIFY_WAIT_S = 3.0
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.needs("consumer_registry")
 
 
 @pytest.mark.req("CGRP-1", "CGRP-4.clustering", "CGRP-7")
-def test_join_notifies_every_member(target) -> None:  # type: ignore[no-untyped-def]
+def test_join_notifies_every_member(target: Target) -> None:
     target.create_topic("RT", 2)
     assert target.heartbeat("c1", "client-1", "G", {"RT": "*"}) is True
     assert target.heartbeat("c2", "client-2", "G", {"RT": "*"}) is True
@@ -24,7 +25,7 @@ def test_join_notifies_every_member(target) -> None:  # type: ignore[no-untyped-
 
 
 @pytest.mark.req("CGRP-2.change", "CGRP-3.no-change")
-def test_what_counts_as_a_change(target) -> None:  # type: ignore[no-untyped-def]
+def test_what_counts_as_a_change(target: Target) -> None:
     target.create_topic("RT", 1)
     target.create_topic("RU", 1)
     target.heartbeat("c1", "client-1", "G", {"RT": "*"})
@@ -38,7 +39,7 @@ def test_what_counts_as_a_change(target) -> None:  # type: ignore[no-untyped-def
 
 @pytest.mark.req("CGRP-2.stored", "CGRP-3.stored")
 @pytest.mark.needs("group_info")
-def test_the_group_stores_what_its_heartbeats_subscribe(target) -> None:  # type: ignore[no-untyped-def]
+def test_the_group_stores_what_its_heartbeats_subscribe(target: GroupInfoTarget) -> None:
     """What the broker keeps of the group (RocketMQ's ConsumerGroupInfo, shown by GET_CONSUMER_CONNECTION_LIST):
     a newer subVersion replaces the stored subscription and an older one does not; a channel's new client id
     replaces its old one; an added topic is stored and a dropped one removed."""
@@ -58,7 +59,7 @@ def test_the_group_stores_what_its_heartbeats_subscribe(target) -> None:  # type
     assert stored(target, "G")[1] == {"RU": ("*", 5)}, "CGRP-2: a dropped topic is removed"
 
 
-def stored(target, group: str) -> tuple[tuple[str, ...], dict[str, tuple[str, int]]]:  # type: ignore[no-untyped-def]
+def stored(target: GroupInfoTarget, group: str) -> tuple[tuple[str, ...], dict[str, tuple[str, int]]]:
     """The group's members and stored subscriptions, as the broker keeps them."""
     info = target.group_info(group)
     assert info is not None, f"the broker keeps no group {group}"
@@ -66,7 +67,7 @@ def stored(target, group: str) -> tuple[tuple[str, ...], dict[str, tuple[str, in
 
 
 @pytest.mark.req("CGRP-4.broadcasting", "CGRP-5.broadcasting")
-def test_a_broadcasting_group_is_notified_of_joins_and_unregisters(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_broadcasting_group_is_notified_of_joins_and_unregisters(target: Target) -> None:
     """Seed 001 fires the group's CHANGE on a join and on an unregister whatever its message model; every other test
     uses clustering groups."""
     target.create_topic("RB", 1)
@@ -81,7 +82,7 @@ def test_a_broadcasting_group_is_notified_of_joins_and_unregisters(target) -> No
     assert told[2:] == ["GB"], f"the remaining broadcasting member was told {told[2:]} of an unregister"
 
 
-def notified(target, conn: str, count: int) -> list[str]:  # type: ignore[no-untyped-def]
+def notified(target: Target, conn: str, count: int) -> list[str]:
     """``conn``'s notifications once it has ``count`` (over a wire they cross loopback after the answer), or as
     they are after the wait any notification needs."""
     deadline = time.monotonic() + (0 if "clock_control" in target.capabilities else NOTIFY_WAIT_S)
@@ -91,7 +92,7 @@ def notified(target, conn: str, count: int) -> list[str]:  # type: ignore[no-unt
 
 
 @pytest.mark.req("CGRP-5.clustering")
-def test_unregister_notifies_the_rest(target) -> None:  # type: ignore[no-untyped-def]
+def test_unregister_notifies_the_rest(target: Target) -> None:
     target.create_topic("RT", 1)
     target.heartbeat("c1", "client-1", "G", {"RT": "*"})
     target.heartbeat("c2", "client-2", "G", {"RT": "*"})
@@ -103,7 +104,7 @@ def test_unregister_notifies_the_rest(target) -> None:  # type: ignore[no-untype
 
 @pytest.mark.req("CGRP-5.removed")
 @pytest.mark.needs("group_info")
-def test_the_last_unregister_removes_the_group(target) -> None:  # type: ignore[no-untyped-def]
+def test_the_last_unregister_removes_the_group(target: GroupInfoTarget) -> None:
     target.create_topic("RT", 1)
     target.heartbeat("c1", "client-1", "GE", {"RT": "*"})
     target.heartbeat("c2", "client-2", "GE", {"RT": "*"})
@@ -114,7 +115,7 @@ def test_the_last_unregister_removes_the_group(target) -> None:  # type: ignore[
     assert target.group_info("GE") is None, "the group is kept after its last member unregistered"
 
 
-def _silence_client_2(target) -> int:  # type: ignore[no-untyped-def]
+def _silence_client_2(target: Target) -> int:
     """Two members; client-1 beats every 10 s for 130 s, client-2 falls silent: client-1's notifications before."""
     target.create_topic("RT", 1)
     target.heartbeat("c1", "client-1", "G", {"RT": "*"})
@@ -128,28 +129,29 @@ def _silence_client_2(target) -> int:  # type: ignore[no-untyped-def]
 
 @pytest.mark.req("CGRP-6.expiry")
 @pytest.mark.needs("clock_control")
-def test_silent_channel_expires(target) -> None:  # type: ignore[no-untyped-def]
+def test_silent_channel_expires(target: Target) -> None:
     _silence_client_2(target)
     assert target.consumer_ids("G") == ["client-1"], "a channel silent for > 120 s must be removed"
 
 
 @pytest.mark.req("CGRP-8")
 @pytest.mark.needs("clock_control")
-def test_the_members_are_told_when_a_silent_channel_expires(target) -> None:  # type: ignore[no-untyped-def]
+def test_the_members_are_told_when_a_silent_channel_expires(target: Target) -> None:
     before = _silence_client_2(target)
     assert target.consumer_ids("G") == ["client-1"], "a channel silent for > 120 s must be removed"
     assert target.notifications("c1")[before:] == ["G"], "the remaining member must be told of the expiry"
 
 
 @pytest.mark.req("INPUT-3")
-def test_bad_heartbeats_are_refused(target) -> None:  # type: ignore[no-untyped-def]
+def test_bad_heartbeats_are_refused(target: Target) -> None:
     target.create_topic("RT", 1)
-    for args, kwargs, field in (
+    refused: list[tuple[tuple[str, str, str, dict[str, str]], dict[str, Any], str]] = [
         (("c1", "", "G", {"RT": "*"}), {}, "clientID"),
         (("c1", "client-1", "", {"RT": "*"}), {}, "consumerData.groupName"),
         (("c1", "client-1", "G", {"RT": "*"}), {"model": "SOMETIMES"}, "consumerData.messageModel"),
         (("c1", "client-1", "G", {"RT": "||"}), {}, "expression"),
-    ):
+    ]
+    for args, kwargs, field in refused:
         with pytest.raises(TargetError) as err:
             target.heartbeat(*args, **kwargs)
         assert err.value.field == field

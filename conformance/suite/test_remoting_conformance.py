@@ -31,6 +31,7 @@ both do and leaves the rest to the project's own tests (``tests/remoting``):
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import select
@@ -42,11 +43,12 @@ import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeAlias
 
 import pytest
 
-from conformance.suite.support import PATIENCE_S
+from conformance.suite.support import PATIENCE_S, Settings
+from conformance.targets import PopTarget, RestartTarget, Target, WireTarget
 from conformance.targets.remoting import subscription_data
 from reference.net.remoting.client import CLIENT_VERSION, RemotingClient, split_address
 from reference.net.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand, RequestCode, loads_body
@@ -63,6 +65,15 @@ from reference.net.remoting.message_codec import (
 from reference.rules.codes import ResponseCode
 from reference.rules.topics import dlq_topic, retry_topic
 from reference.store.message import store_host_bytes
+
+
+class RestartableWireTarget(WireTarget, RestartTarget, Protocol):
+    """A target with remoting_wire and restart."""
+
+
+class WirePopTarget(WireTarget, PopTarget, Protocol):
+    """A target with remoting_wire and pop."""
+
 
 #: Poll interval while waiting for a change that a broker makes asynchronously (a route registered with the name
 #: server, a closed connection's member dropped, a notification written); support.PATIENCE_S is how long.
@@ -224,8 +235,14 @@ def header_frame(header: bytes, body: bytes = b"", serialize_type: int = 0) -> b
     return struct.pack(">II", 4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
 
 
+#: The ``raw`` fixture: ``raw(address)`` opens a raw connection, closed after the test.
+RawConnections: TypeAlias = Callable[[str], RawConnection]
+#: The ``client`` fixture: ``client(address)`` opens a reference-codec client, closed after the test.
+Clients: TypeAlias = Callable[[str], RemotingClient]
+
+
 @pytest.fixture
-def raw() -> Iterator[Callable[[str], RawConnection]]:
+def raw() -> Iterator[RawConnections]:
     """Opens raw connections and closes them after the test."""
     opened: list[RawConnection] = []
 
@@ -239,7 +256,7 @@ def raw() -> Iterator[Callable[[str], RawConnection]]:
 
 
 @pytest.fixture
-def client() -> Iterator[Callable[[str], RemotingClient]]:
+def client() -> Iterator[Clients]:
     """Opens reference-codec clients (responses matched by opaque, server requests recorded) and closes them."""
     opened: list[RemotingClient] = []
 
@@ -342,7 +359,7 @@ def wait_until(check: Callable[[], Any], timeout_s: float = PATIENCE_S) -> Any:
         time.sleep(POLL_S)
 
 
-def settle(target, topic: str, queue_id: int, count: int) -> None:  # type: ignore[no-untyped-def]
+def settle(target: Target, topic: str, queue_id: int, count: int) -> None:
     """Wait until ``count`` messages of a queue are pullable: Apache acknowledges a send once it is in the
     commit log and builds the consume queue right after (ReputMessageService), so a pull at once may miss it."""
     assert wait_until(lambda: target.min_max(topic, queue_id)[1] >= count), (
@@ -353,7 +370,7 @@ def route(ns: RemotingClient, topic: str) -> RemotingCommand:
     return ns.invoke(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout_s=PATIENCE_S)
 
 
-def own_broker_data(target) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def own_broker_data(target: WireTarget) -> dict[str, Any]:
     """The target broker's entry in the route of TBW102 (the one every client asks for): its name and cluster."""
     ns = RemotingClient(target.namesrv)
     try:
@@ -363,14 +380,14 @@ def own_broker_data(target) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     return next(b for b in body["brokerDatas"] if b.get("brokerAddrs", {}).get("0") == target.broker_addr)
 
 
-def broker_name(target) -> str:  # type: ignore[no-untyped-def]
+def broker_name(target: WireTarget) -> str:
     return str(own_broker_data(target)["brokerName"])
 
 
 # -- REMOTING-1 ----------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-1")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_every_answer_is_a_json_frame_that_echoes_the_opaque(target, raw) -> None:  # type: ignore[no-untyped-def]
+def test_every_answer_is_a_json_frame_that_echoes_the_opaque(target: WireTarget, raw: RawConnections) -> None:
     target.create_topic("W1", 1)
     topic = target.namespaced("W1")
     ns, br = raw(target.namesrv), raw(target.broker_addr)
@@ -399,7 +416,9 @@ def test_every_answer_is_a_json_frame_that_echoes_the_opaque(target, raw) -> Non
 # -- REMOTING-2 ----------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-2")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_request_fields_may_be_numbers_or_strings_and_answer_fields_are_strings(target, raw) -> None:  # type: ignore[no-untyped-def]
+def test_request_fields_may_be_numbers_or_strings_and_answer_fields_are_strings(
+    target: WireTarget, raw: RawConnections
+) -> None:
     target.create_topic("W2", 2)
     topic, group = target.namespaced("W2"), target.namespaced("G2")
     br = raw(target.broker_addr)
@@ -457,7 +476,9 @@ BROKEN_FRAMES = {
 @pytest.mark.req("REMOTING-3")
 @pytest.mark.needs("remoting_wire")
 @pytest.mark.parametrize("case", sorted(BROKEN_FRAMES))
-def test_a_frame_that_breaks_the_layout_closes_only_its_connection(target, raw, case: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_frame_that_breaks_the_layout_closes_only_its_connection(
+    target: WireTarget, raw: RawConnections, case: str
+) -> None:
     for address in (target.namesrv, target.broker_addr):
         bystander = raw(address)
         probe = (RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"}) if address == target.namesrv else (
@@ -474,7 +495,7 @@ def test_a_frame_that_breaks_the_layout_closes_only_its_connection(target, raw, 
 # -- REMOTING-4 ----------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-4")
 @pytest.mark.needs("remoting_wire")
-def test_an_unknown_code_is_answered_not_supported_naming_it(target, raw) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_code_is_answered_not_supported_naming_it(target: WireTarget, raw: RawConnections) -> None:
     br = raw(target.broker_addr)
     for code in (UNKNOWN_CODE, 31_337):
         r = br.request(code, {"topic": "TBW102"})
@@ -490,7 +511,7 @@ def test_an_unknown_code_is_answered_not_supported_naming_it(target, raw) -> Non
 
 @pytest.mark.req("REMOTING-4")
 @pytest.mark.needs("remoting_wire")
-def test_the_name_server_keeps_a_connection_that_sent_an_unknown_code(target, raw) -> None:  # type: ignore[no-untyped-def]
+def test_the_name_server_keeps_a_connection_that_sent_an_unknown_code(target: WireTarget, raw: RawConnections) -> None:
     ns = raw(target.namesrv)
     unknown = ns.send(UNKNOWN_CODE, {"topic": "TBW102"})
     known = ns.send(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
@@ -518,14 +539,16 @@ def _route_body(ns: RemotingClient, topic: str) -> dict[str, Any] | None:
 
 @pytest.mark.req("REMOTING-5")
 @pytest.mark.needs("remoting_wire", "consumer_registry")
-def test_a_route_names_the_brokers_reachable_address_and_an_invalid_name_has_none(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_a_route_names_the_brokers_reachable_address_and_an_invalid_name_has_none(
+    target: WireTarget, client: Clients
+) -> None:
     target.create_topic("W5", 4)
     topic, group = target.namespaced("W5"), target.namespaced("G5")
     ns, br = client(target.namesrv), client(target.broker_addr)
     # A group's retry topic is made by its first heartbeat (Apache) or by the lookup (the reference).
     heartbeat(br, target.namespaced("c5"), group, [topic])
     for name, queues in ((topic, 4), (f"%RETRY%{group}", 1)):
-        body = wait_until(lambda name=name: _route_body(ns, name))
+        body = wait_until(functools.partial(_route_body, ns, name))
         assert body is not None, f"REMOTING-5: no route for {name} within {PATIENCE_S} s"
         assert body.get("orderTopicConf") is None, f"REMOTING-5: orderTopicConf {body.get('orderTopicConf')!r}"
         assert [(q["readQueueNums"], q["writeQueueNums"], q["perm"]) for q in body["queueDatas"]] == [
@@ -543,7 +566,7 @@ def test_a_route_names_the_brokers_reachable_address_and_an_invalid_name_has_non
 # -- REMOTING-6 ----------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-6")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_pull_answers_carry_v1_records_and_the_offset_headers(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_pull_answers_carry_v1_records_and_the_offset_headers(target: WireTarget, client: Clients) -> None:
     target.create_topic("W6", 2)
     topic, group = target.namespaced("W6"), target.namespaced("G6")
     sent = [target.send("W6", 1, b"body-%d" % i * (i + 1), "TagA") for i in range(3)]
@@ -568,19 +591,20 @@ def test_pull_answers_carry_v1_records_and_the_offset_headers(target, client) ->
     assert [s.commit_log_offset for s in sent] in ([None] * 3, phys), "the send answers' msgIds name the same offsets"
     assert found.ext_fields["nextBeginOffset"] == "3"
     for offset, queue in ((3, 1), (0, 0), (9, 1)):  # caught up; an empty queue; beyond the max
-        r = pull(br, group, topic, queue, offset)
-        assert r.code != ResponseCode.SUCCESS and not r.body, f"REMOTING-6: code {r.code} with {len(r.body)} bytes"
-        answers.append(r)
-    for r in answers:
-        missing = [h for h in PULL_HEADERS if h not in r.ext_fields]
-        assert not missing, f"REMOTING-6: pull answer {r.code} lacks {missing}"
+        answer = pull(br, group, topic, queue, offset)
+        assert answer.code != ResponseCode.SUCCESS and not answer.body, (
+            f"REMOTING-6: code {answer.code} with {len(answer.body)} bytes")
+        answers.append(answer)
+    for answer in answers:
+        missing = [h for h in PULL_HEADERS if h not in answer.ext_fields]
+        assert not missing, f"REMOTING-6: pull answer {answer.code} lacks {missing}"
     assert [int(answers[i].ext_fields["maxOffset"]) for i in (0, 1, 3)] == [3, 3, 3]
 
 
 # -- REMOTING-7 ----------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-7")
 @pytest.mark.needs("remoting_wire", "long_poll")
-def test_a_held_pull_is_answered_when_a_message_arrives(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_a_held_pull_is_answered_when_a_message_arrives(target: WireTarget, client: Clients) -> None:
     target.create_topic("W7", 1)
     topic, group = target.namespaced("W7"), target.namespaced("G7")
     target.send("W7", 0, b"first")
@@ -604,7 +628,9 @@ def test_a_held_pull_is_answered_when_a_message_arrives(target, client) -> None:
 
 @pytest.mark.req("PULL-3")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_a_pull_without_the_suspend_flag_is_answered_at_once_whatever_its_timeout(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_a_pull_without_the_suspend_flag_is_answered_at_once_whatever_its_timeout(
+    target: WireTarget, client: Clients
+) -> None:
     """The flag decides, not suspendTimeoutMillis: a pull of an empty queue with a 15 s timeout but no SUSPEND bit
     is answered PULL_NOT_FOUND at once (a broker holding it would answer at a hold check, seconds later)."""
     target.create_topic("P3", 1)
@@ -620,7 +646,7 @@ def test_a_pull_without_the_suspend_flag_is_answered_at_once_whatever_its_timeou
 
 @pytest.mark.req("LPOLL-1.once")
 @pytest.mark.needs("remoting_wire", "long_poll")
-def test_a_held_pull_is_answered_exactly_once(target, raw) -> None:  # type: ignore[no-untyped-def]
+def test_a_held_pull_is_answered_exactly_once(target: WireTarget, raw: RawConnections) -> None:
     """Two held pulls on one connection: one woken by an arrival, one left to time out. Each gets one answer, and
     nothing more comes for either over the hold checks and time-outs that follow (a broker that kept a woken request
     in its hold table, or answered a timed-out one again at the next check, writes a second frame with its opaque)."""
@@ -645,7 +671,7 @@ def test_a_held_pull_is_answered_exactly_once(target, raw) -> None:  # type: ign
 
 @pytest.mark.req("REMOTING-7")
 @pytest.mark.needs("remoting_wire", "long_poll")
-def test_a_held_pull_times_out_not_found_with_the_offset_unchanged(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_a_held_pull_times_out_not_found_with_the_offset_unchanged(target: WireTarget, client: Clients) -> None:
     target.create_topic("W7", 1)
     topic, group = target.namespaced("W7"), target.namespaced("G7")
     target.send("W7", 0, b"only")
@@ -678,7 +704,7 @@ def test_a_held_pull_times_out_not_found_with_the_offset_unchanged(target, clien
 # -- REMOTING-8 ----------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-8")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_a_batch_send_stores_each_record_at_consecutive_offsets(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_a_batch_send_stores_each_record_at_consecutive_offsets(target: WireTarget, client: Clients) -> None:
     target.create_topic("W8", 2)
     topic, group = target.namespaced("W8"), target.namespaced("G8")
     br = client(target.broker_addr)
@@ -701,7 +727,7 @@ def test_a_batch_send_stores_each_record_at_consecutive_offsets(target, client) 
 
 @pytest.mark.req("REMOTING-8")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_a_zlib_body_reaches_the_consumer_as_sent(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_a_zlib_body_reaches_the_consumer_as_sent(target: WireTarget, client: Clients) -> None:
     target.create_topic("W8", 1)
     topic, group = target.namespaced("W8"), target.namespaced("G8")
     br = client(target.broker_addr)
@@ -725,13 +751,13 @@ def _notified(conn: RemotingClient, group: str) -> list[RemotingCommand]:
 
 @pytest.mark.req("REMOTING-9")
 @pytest.mark.needs("remoting_wire", "consumer_registry")
-def test_group_changes_notify_the_other_members_oneway(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_group_changes_notify_the_other_members_oneway(target: WireTarget, client: Clients) -> None:
     target.create_topic("W9", 2)
     topic, group = target.namespaced("W9"), target.namespaced("G9")
     a, b = client(target.broker_addr), client(target.broker_addr)
     heartbeat(a, target.namespaced("ca"), group, [topic])
 
-    def after(change: str, act: Callable[[], None]) -> None:
+    def after(change: str, act: Callable[[], object]) -> None:
         before = len(_notified(a, group))
         act()
         assert wait_until(lambda: len(_notified(a, group)) > before), (
@@ -768,7 +794,7 @@ class SentBack:
         return dlq_topic(self.group)
 
 
-def sent_for_send_back(target, br: RemotingClient, name: str, body: bytes = b"fail me") -> SentBack:  # type: ignore[no-untyped-def]
+def sent_for_send_back(target: WireTarget, br: RemotingClient, name: str, body: bytes = b"fail me") -> SentBack:
     """Store one message with a UNIQ_KEY, a tag and a user property in queue 0 of ``name`` (created with one queue
     unless it exists), and pull it."""
     target.create_topic(name, 1)
@@ -794,7 +820,7 @@ def copies(br: RemotingClient, group: str, topic: str) -> list[DecodedRecord]:
     return found_records(r)
 
 
-def wait_for_copies(target, br: RemotingClient, group: str, topic: str, count: int,  # type: ignore[no-untyped-def]
+def wait_for_copies(target: Target, br: RemotingClient, group: str, topic: str, count: int,
                     delay_s: float) -> list[DecodedRecord]:
     """``topic``'s copies once there are ``count``: with clock control after advancing past ``delay_s``, otherwise
     waiting up to ``delay_s`` plus the patience bound."""
@@ -806,7 +832,7 @@ def wait_for_copies(target, br: RemotingClient, group: str, topic: str, count: i
     return got
 
 
-def absent_for(target, br: RemotingClient, group: str, topic: str, seconds: float) -> None:  # type: ignore[no-untyped-def]
+def absent_for(target: Target, br: RemotingClient, group: str, topic: str, seconds: float) -> None:
     """``topic`` stays empty for ``seconds`` (simulated with clock control, else watched in real time)."""
     if "clock_control" in target.capabilities:
         target.advance(int(seconds * 1000))
@@ -821,7 +847,7 @@ def absent_for(target, br: RemotingClient, group: str, topic: str, seconds: floa
 
 @pytest.mark.req("REMOTING-10")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_send_back_stores_a_retry_copy_found_by_physical_offset(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_send_back_stores_a_retry_copy_found_by_physical_offset(target: WireTarget, client: Clients) -> None:
     br = client(target.broker_addr)
     target.create_topic("W10", 1)
     target.send("W10", 0, b"filler")
@@ -845,7 +871,7 @@ def test_send_back_stores_a_retry_copy_found_by_physical_offset(target, client) 
 
 @pytest.mark.req("CONSUME-3.broker")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_a_message_sent_back_comes_again_through_the_retry_topic(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_a_message_sent_back_comes_again_through_the_retry_topic(target: WireTarget, client: Clients) -> None:
     """Seed 001 §5: RECONSUME_LATER means "consume again"; the broker keeps the retry topic in a property and holds
     the message for its delay level. Judged here is only that the copy comes again in %RETRY%{group} with its body
     and its topic (the rest of the broker's rules are CONSUME-10)."""
@@ -860,7 +886,9 @@ def test_a_message_sent_back_comes_again_through_the_retry_topic(target, client)
 
 @pytest.mark.req("CONSUME-10.retry")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_a_send_back_without_a_level_waits_level_three_plus_reconsume_times(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_a_send_back_without_a_level_waits_level_three_plus_reconsume_times(
+    target: WireTarget, client: Clients
+) -> None:
     br = client(target.broker_addr)
     sent = sent_for_send_back(target, br, "C10R")
     back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_fields(sent, 0), timeout_s=PATIENCE_S)
@@ -874,7 +902,9 @@ def test_a_send_back_without_a_level_waits_level_three_plus_reconsume_times(targ
 
 @pytest.mark.req("CONSUME-10.dead-letter")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_a_negative_level_or_the_last_retry_dead_letters_at_once(target, client, raw) -> None:  # type: ignore[no-untyped-def]
+def test_a_negative_level_or_the_last_retry_dead_letters_at_once(
+    target: WireTarget, client: Clients, raw: RawConnections
+) -> None:
     br = client(target.broker_addr)
     sent = sent_for_send_back(target, br, "C10D")
     back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_fields(sent, -1), timeout_s=PATIENCE_S)
@@ -900,7 +930,9 @@ def test_a_negative_level_or_the_last_retry_dead_letters_at_once(target, client,
 
 @pytest.mark.req("CONSUME-10.restart")
 @pytest.mark.needs("remoting_wire", "pull", "restart")
-def test_a_waiting_retry_copy_is_delivered_after_a_broker_restart(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_a_waiting_retry_copy_is_delivered_after_a_broker_restart(
+    target: RestartableWireTarget, client: Clients
+) -> None:
     br = client(target.broker_addr)
     sent = sent_for_send_back(target, br, "C10S")
     back = br.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_fields(sent, 0), timeout_s=PATIENCE_S)
@@ -916,7 +948,7 @@ class ReviveLogReader:
     """Reads the records of the revive log (``rmq_sys_REVIVE_LOG_{cluster}``, all its queues) written after it was
     opened, keeping those about one topic and group: checkpoints and acks are JSON bodies naming them (t, c)."""
 
-    def __init__(self, target, conn: RemotingClient, topic: str, group: str) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, target: WireTarget, conn: RemotingClient, topic: str, group: str) -> None:
         self.conn, self.topic, self.group = conn, topic, group
         self.log = f"rmq_sys_REVIVE_LOG_{own_broker_data(target)['cluster']}"
         self.start = {q: self._max(q) for q in range(REVIVE_QUEUES)}
@@ -940,7 +972,9 @@ class ReviveLogReader:
 
 @pytest.mark.req("REVIVE-1")
 @pytest.mark.needs("remoting_wire", "pop", "broker_config")
-def test_a_buffered_checkpoint_acknowledged_in_full_never_reaches_the_revive_log(target, client, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_buffered_checkpoint_acknowledged_in_full_never_reaches_the_revive_log(
+    target: WirePopTarget, client: Clients, settings: Settings
+) -> None:
     """With checkpoints buffered (enablePopBufferMerge): a pop whose revive time is at least 4.5 s away keeps its
     checkpoint in memory, and acknowledged in full within its stay it is never written, nor its ack; a pop revived
     sooner is written to the revive log (RocketMQ delivers the record a second before its revive time)."""
@@ -969,7 +1003,7 @@ def test_a_buffered_checkpoint_acknowledged_in_full_never_reaches_the_revive_log
 # -- REMOTING-11 ---------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-11")
 @pytest.mark.needs("remoting_wire", "consumer_registry")
-def test_the_consumer_list_names_every_live_member_and_the_caller(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_the_consumer_list_names_every_live_member_and_the_caller(target: WireTarget, client: Clients) -> None:
     target.create_topic("W11", 2)
     topic, group = target.namespaced("W11"), target.namespaced("G11")
     ca, cb = target.namespaced("ca"), target.namespaced("cb")
@@ -985,7 +1019,7 @@ def test_the_consumer_list_names_every_live_member_and_the_caller(target, client
 
 @pytest.mark.req("REMOTING-13")
 @pytest.mark.needs("remoting_wire", "consumer_registry")
-def test_the_consumer_list_is_a_consumer_id_list_object(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_the_consumer_list_is_a_consumer_id_list_object(target: WireTarget, client: Clients) -> None:
     """Split from the test above: the body's layout is upstream's (GetConsumerListByGroupResponseBody)."""
     target.create_topic("W13", 1)
     topic, group, ca = target.namespaced("W13"), target.namespaced("G13"), target.namespaced("ca")
@@ -997,7 +1031,9 @@ def test_the_consumer_list_is_a_consumer_id_list_object(target, client) -> None:
 # -- REMOTING-12 ---------------------------------------------------------------------------------------------
 @pytest.mark.req("REMOTING-12")
 @pytest.mark.needs("remoting_wire", "pull")
-def test_queue_locks_go_to_a_free_or_own_holder_and_unlock_only_releases_own(target, client) -> None:  # type: ignore[no-untyped-def]
+def test_queue_locks_go_to_a_free_or_own_holder_and_unlock_only_releases_own(
+    target: WireTarget, client: Clients
+) -> None:
     target.create_topic("W12", 3)
     topic, group, name = target.namespaced("W12"), target.namespaced("G12"), broker_name(target)
     br = client(target.broker_addr)

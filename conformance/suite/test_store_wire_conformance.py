@@ -22,11 +22,31 @@ A restart or an expiry acts on the whole broker: run these tests with the broker
 from __future__ import annotations
 
 import time
+from typing import Protocol
 
 import pytest
 
-from conformance.suite.support import MAX_BODY_BYTES, body, fill_three_segments, segment_bytes, visible
-from conformance.targets import MalformedAnswer, TargetError
+from conformance.suite.support import MAX_BODY_BYTES, body, fill_three_segments, log_offset, segment_bytes, visible
+from conformance.targets import (
+    ExpiryTarget,
+    FreshStoreTarget,
+    KillRestartTarget,
+    MalformedAnswer,
+    PulledMessage,
+    SendReceipt,
+    Target,
+    TargetError,
+    TornRestartTarget,
+)
+
+
+class RestartableExpiryTarget(ExpiryTarget, KillRestartTarget, Protocol):
+    """A target with retention_expire, store_layout and restart (kill_restart when killed)."""
+
+
+class FreshExpiryTarget(ExpiryTarget, FreshStoreTarget, Protocol):
+    """A target with retention_expire, store_layout and fresh_store."""
+
 
 #: Body sizes of the restart tests: small ones and ones of several KiB (never empty: RocketMQ's clients refuse
 #: an empty body, and a 5.x broker fails on one).
@@ -34,9 +54,9 @@ RESTART_SIZES = (1, 100, 1_000, 4_000, 12_000, 30_000, 7)
 T = "SW"
 
 
-def pull_all(target, topic: str, queue: int, start: int, end: int, group: str = "G"):  # type: ignore[no-untyped-def]
+def pull_all(target: Target, topic: str, queue: int, start: int, end: int, group: str = "G") -> list[PulledMessage]:
     """Every message in ``[start, end)`` of one queue, by consecutive pulls from ``start``."""
-    out = []
+    out: list[PulledMessage] = []
     offset = start
     while offset < end:
         r = target.start_pull(group, topic, queue, offset).result()
@@ -47,7 +67,7 @@ def pull_all(target, topic: str, queue: int, start: int, end: int, group: str = 
     return out
 
 
-def _send_mixed(target, queues: int) -> list[tuple[int, object, bytes]]:  # type: ignore[no-untyped-def]
+def _send_mixed(target: Target, queues: int) -> list[tuple[int, SendReceipt, bytes]]:
     """Messages of RESTART_SIZES round-robin over the queues: (queue, receipt, body)."""
     sent = []
     for i, size in enumerate(RESTART_SIZES * 2):
@@ -57,7 +77,7 @@ def _send_mixed(target, queues: int) -> list[tuple[int, object, bytes]]:  # type
     return sent
 
 
-def _check_kept(target, sent, queues: int) -> None:  # type: ignore[no-untyped-def]
+def _check_kept(target: Target, sent: list[tuple[int, SendReceipt, bytes]], queues: int) -> None:
     """Every sent message is pullable at its queue offset with its body, tags, id and commit-log offset."""
     for q in range(queues):
         mine = [(r, b) for queue, r, b in sent if queue == q]
@@ -83,7 +103,7 @@ RESTARTS = [
 T3 = "SW3"
 
 
-def restart(target, kill: bool) -> None:  # type: ignore[no-untyped-def]
+def restart(target: KillRestartTarget, kill: bool) -> None:
     """A clean restart (every target with ``restart``), or one as after SIGKILL (``kill_restart``)."""
     if kill:
         target.restart(kill=True)
@@ -94,7 +114,7 @@ def restart(target, kill: bool) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.req("STORE-8")
 @pytest.mark.needs("pull", "restart")
 @pytest.mark.parametrize("kill", RESTARTS)
-def test_messages_topics_and_offsets_survive_a_restart(target, kill: bool) -> None:  # type: ignore[no-untyped-def]
+def test_messages_topics_and_offsets_survive_a_restart(target: KillRestartTarget, kill: bool) -> None:
     """One restart for what a broker must keep across it (a JVM broker takes 10-20 s to restart): every sent
     message with its offsets and body (STORE-5 clean, STORE-26 killed), the topic table (STORE-8) and, after a
     clean restart, the committed consumer offsets (QOFF-2)."""
@@ -133,7 +153,7 @@ def test_messages_topics_and_offsets_survive_a_restart(target, kill: bool) -> No
 
 @pytest.mark.req("STORE-6")
 @pytest.mark.needs("pull", "torn_restart")
-def test_recovery_cuts_the_log_at_a_torn_record(target) -> None:  # type: ignore[no-untyped-def]
+def test_recovery_cuts_the_log_at_a_torn_record(target: TornRestartTarget) -> None:
     """The newest record is torn (its magic overwritten) in the files of a killed broker: after recovery the
     queue ends before it, every earlier message is intact, the next send takes its queue offset, and the first
     record appended after the restart takes its place in the commit log: the test's next send, or one of the
@@ -154,8 +174,8 @@ def test_recovery_cuts_the_log_at_a_torn_record(target) -> None:  # type: ignore
     assert len(pulled) == kept, f"{len(pulled)} messages before the torn one, {kept} sent"
     for m, (r, b) in zip(pulled, sent, strict=False):
         assert (m.queue_offset, m.body, m.msg_id) == (r.queue_offset, b, r.msg_id), f"offset {m.queue_offset}"
-    r = target.start_pull("G", topic, 0, kept).result()
-    assert r.status != "FOUND", f"the torn record was returned: {r.messages}"
+    reply = target.start_pull("G", topic, 0, kept).result()
+    assert reply.status != "FOUND", f"the torn record was returned: {reply.messages}"
     again = target.send(topic, 0, b"after the tear", "A")
     assert again.queue_offset == kept, "the next send takes the torn record's queue offset"
     if again.commit_log_offset == torn.commit_log_offset:
@@ -175,7 +195,7 @@ def test_recovery_cuts_the_log_at_a_torn_record(target) -> None:  # type: ignore
 
 @pytest.mark.req("STORE-1")
 @pytest.mark.needs("pull")
-def test_queue_offsets_count_messages_not_bytes(target) -> None:  # type: ignore[no-untyped-def]
+def test_queue_offsets_count_messages_not_bytes(target: Target) -> None:
     """One fixed-size consume-queue unit per message, unit n for queue offset n: whatever the body sizes, the
     offsets of a queue are 0, 1, 2, ... and a pull of one message at offset n returns message n and moves on
     to n + 1."""
@@ -194,7 +214,7 @@ def test_queue_offsets_count_messages_not_bytes(target) -> None:  # type: ignore
 # -- retention ----------------------------------------------------------------------------------------------
 @pytest.mark.req("RETAIN-5", "RETAIN-7", "OFFSET-2", "OFFSET-5", "QOFF-13.min-above-zero")
 @pytest.mark.needs("pull", "query_offset", "retention_expire", "store_layout")
-def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target) -> None:  # type: ignore[no-untyped-def]
+def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target: ExpiryTarget) -> None:
     segment = segment_bytes(target)
     target.create_topic(T, 1)
     receipts = fill_three_segments(target, T, 0, segment)
@@ -202,8 +222,8 @@ def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target
     n = len(receipts)
     assert target.min_max(T, 0) == (0, n)
     # The segment being written is the one holding the newest message; every one before it expires.
-    kept_from = receipts[-1].commit_log_offset // segment * segment
-    first_kept = next(r.queue_offset for r in receipts if r.commit_log_offset >= kept_from)
+    kept_from = log_offset(receipts[-1]) // segment * segment
+    first_kept = next(r.queue_offset for r in receipts if log_offset(r) >= kept_from)
     deleted = target.expire_retention()
     assert deleted >= 2, f"two full commit-log segments of this test's messages were expired, {deleted} deleted"
 
@@ -237,14 +257,14 @@ def test_expiry_keeps_the_segment_being_written_and_raises_the_min_offset(target
 
 @pytest.mark.req("RETAIN-12")
 @pytest.mark.needs("pull", "retention_expire", "store_layout")
-def test_the_min_offset_rises_to_the_first_message_left_and_never_falls(target) -> None:  # type: ignore[no-untyped-def]
+def test_the_min_offset_rises_to_the_first_message_left_and_never_falls(target: ExpiryTarget) -> None:
     """Upstream's rule (ConsumeQueue.correctMinOffset), split from the test above: exactly the first unit pointing
     into the commit log's kept segment, and no later expiry lowers it."""
     segment = segment_bytes(target)
     target.create_topic(T, 1)
     receipts = fill_three_segments(target, T, 0, segment)
-    kept_from = receipts[-1].commit_log_offset // segment * segment
-    first_kept = next(r.queue_offset for r in receipts if r.commit_log_offset >= kept_from)
+    kept_from = log_offset(receipts[-1]) // segment * segment
+    first_kept = next(r.queue_offset for r in receipts if log_offset(r) >= kept_from)
     target.expire_retention()
     lo, hi = target.min_max(T, 0)
     assert lo == first_kept, (
@@ -261,7 +281,7 @@ def test_the_min_offset_rises_to_the_first_message_left_and_never_falls(target) 
 
 @pytest.mark.req("RETAIN-12")
 @pytest.mark.needs("pull", "retention_expire", "store_layout", "restart")
-def test_raised_min_offsets_survive_a_restart(target) -> None:  # type: ignore[no-untyped-def]
+def test_raised_min_offsets_survive_a_restart(target: RestartableExpiryTarget) -> None:
     """Two queues, the second only written while the first two segments filled: after the expiry each
     queue's min offset is its first message left in the commit log, and a restart keeps it there."""
     segment = segment_bytes(target)
@@ -270,11 +290,11 @@ def test_raised_min_offsets_survive_a_restart(target) -> None:  # type: ignore[n
     early = [target.send(T, 1, body("early", i, 10)) for i in range(3)]
     receipts = fill_three_segments(target, T, 0, segment)
     late = target.send(T, 1, body("late", 0, 10))
-    kept_from = late.commit_log_offset // segment * segment
-    assert kept_from <= receipts[-1].commit_log_offset, "the late message is in the segment being written"
-    assert all(r.commit_log_offset < kept_from for r in early), "the early messages are in expired segments"
+    kept_from = log_offset(late) // segment * segment
+    assert kept_from <= log_offset(receipts[-1]), "the late message is in the segment being written"
+    assert all(log_offset(r) < kept_from for r in early), "the early messages are in expired segments"
     target.expire_retention()
-    first_kept = next(r.queue_offset for r in receipts if r.commit_log_offset >= kept_from)
+    first_kept = next(r.queue_offset for r in receipts if log_offset(r) >= kept_from)
     expected = {0: (first_kept, len(receipts)), 1: (len(early), len(early) + 1)}
     for q, bounds in expected.items():
         assert target.min_max(T, q) == bounds, f"queue {q}: [min, max) after the expiry"
@@ -290,15 +310,15 @@ def test_raised_min_offsets_survive_a_restart(target) -> None:  # type: ignore[n
 
 @pytest.mark.req("RETAIN-9")
 @pytest.mark.needs("pull", "retention_expire", "store_layout")
-def test_a_queue_with_every_message_expired_reads_from_its_max(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_queue_with_every_message_expired_reads_from_its_max(target: ExpiryTarget) -> None:
     """Queue 1 is written only while queue 0 fills the first two segments: after the expiry nothing of queue 1
     is left, so its min offset is its max, pulls below it are moved there, and the next message is read."""
     segment = segment_bytes(target)
     target.create_topic(T, 2)
     early = [target.send(T, 1, body("early", i, 10)) for i in range(3)]
     receipts = fill_three_segments(target, T, 0, segment)
-    kept_from = receipts[-1].commit_log_offset // segment * segment
-    assert all(r.commit_log_offset < kept_from for r in early), "queue 1's messages are all in expired segments"
+    kept_from = log_offset(receipts[-1]) // segment * segment
+    assert all(log_offset(r) < kept_from for r in early), "queue 1's messages are all in expired segments"
     target.expire_retention()
     assert target.min_max(T, 1) == (3, 3), "queue 1: no message left, so [min, max) is empty at its max"
     r = target.start_pull("G", T, 1, 0).result()
@@ -310,7 +330,7 @@ def test_a_queue_with_every_message_expired_reads_from_its_max(target) -> None: 
     assert m.body == body("late", 0, 10)
 
 
-def _removed_units_are_skipped(target, early: list, segment: int, what: str) -> None:  # type: ignore[no-untyped-def]
+def _removed_units_are_skipped(target: ExpiryTarget, early: list, segment: int, what: str) -> None:
     """Queue 1 holds ``early`` (three small messages) in a segment that queue 0's fill closes; expire, then pull
     queue 1 from its min offset: nothing comes back, and every unit of the deleted segment is skipped at once. Not
     applicable where the broker raised queue 1's min past them (RETAIN-9)."""
@@ -329,7 +349,7 @@ def _removed_units_are_skipped(target, early: list, segment: int, what: str) -> 
 
 @pytest.mark.req("OFFSET-7.removed")
 @pytest.mark.needs("pull", "retention_expire", "store_layout")
-def test_a_pull_of_removed_records_skips_them(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_pull_of_removed_records_skips_them(target: ExpiryTarget) -> None:
     """Three messages of queue 1 in the first segment a fill of queue 0 closes: after the expiry, a pull of queue 1
     from a unit whose record is gone returns nothing, says so (MESSAGE_WAS_REMOVING, PULL_RETRY_IMMEDIATELY on the
     wire) and moves past every unit of that deleted segment at once."""
@@ -344,7 +364,7 @@ def test_a_pull_of_removed_records_skips_them(target) -> None:  # type: ignore[n
 
 @pytest.mark.req("OFFSET-7.first-record")
 @pytest.mark.needs("pull", "retention_expire", "store_layout", "fresh_store")
-def test_a_pull_of_the_removed_first_record_of_the_log_skips_it(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_pull_of_the_removed_first_record_of_the_log_skips_it(target: FreshExpiryTarget) -> None:
     """The same, with queue 1's first message the commit log's first record (a broker started on an empty store):
     RocketMQ 4.9.7 looks a deleted offset 0 up in the first remaining segment and answers FOUND with its bytes
     (fixtures/diff/rocketmq-4.9.7-pull-of-removed-first-record.json)."""

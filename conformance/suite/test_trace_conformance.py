@@ -15,12 +15,23 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import pytest
 
 from conformance.suite.support import visible
-from conformance.targets import TargetError
+from conformance.targets import ExpiryTarget, PopTarget, PullReply, Target, TargetError, TraceTarget
 from reference.rules.trace_schema import BASE_COLUMNS, COLUMNS, EVENT_REQUIRED, SCHEMA_VERSION, missing_columns
+
+
+class TracedExpiryTarget(ExpiryTarget, TraceTarget, Protocol):
+    """A target with retention_expire, store_layout and trace."""
+
+
+class TracedPopTarget(PopTarget, TraceTarget, Protocol):
+    """A target with pop and trace."""
+
 
 pytestmark = pytest.mark.needs("trace")
 
@@ -35,7 +46,7 @@ KNOWN_COLUMNS = frozenset(name for name, _, _ in COLUMNS)
 INTEGER_COLUMNS = frozenset(name for name, _, jtype in COLUMNS if jtype == "integer")
 
 
-def rows_until(target, done) -> list[dict]:  # type: ignore[no-untyped-def]
+def rows_until(target: TraceTarget, done: Callable[[list[dict[str, Any]]], bool]) -> list[dict[str, Any]]:
     """The target's trace rows once ``done(rows)`` holds (at once in process; over the wire the runner records
     after it answered, so wait a little)."""
     deadline = time.monotonic() + ROW_WAIT_S
@@ -69,7 +80,7 @@ def check_schema(rows: list[dict]) -> None:
         last[key] = row["seq"]
 
 
-def held_pull(target, group: str, topic: str, offset: int):  # type: ignore[no-untyped-def]
+def held_pull(target: Target, group: str, topic: str, offset: int) -> PullReply:
     pending = target.start_pull(group, topic, 0, offset, suspend_ms=HOLD_MS)
     if "clock_control" in target.capabilities:
         target.advance(TIMEOUT_ADVANCE_MS)
@@ -78,7 +89,7 @@ def held_pull(target, group: str, topic: str, offset: int):  # type: ignore[no-u
 
 @pytest.mark.req("TRACE-2", "TRACE-1")
 @pytest.mark.needs("pull", "commit_offset", "consumer_registry")
-def test_accepted_operations_are_recorded_and_refused_ones_are_not(target) -> None:  # type: ignore[no-untyped-def]
+def test_accepted_operations_are_recorded_and_refused_ones_are_not(target: TraceTarget) -> None:
     target.create_topic("TR", 1)
     target.heartbeat("tr-conn", "tr-client", "TRG", {"TR": "*"})
     receipt = target.send("TR", 0, b"recorded", "A")
@@ -117,7 +128,7 @@ def test_accepted_operations_are_recorded_and_refused_ones_are_not(target) -> No
 
 @pytest.mark.req("TRACE-2")
 @pytest.mark.needs("pull", "retention_expire", "store_layout")
-def test_a_raised_min_offset_is_recorded(target) -> None:  # type: ignore[no-untyped-def]
+def test_a_raised_min_offset_is_recorded(target: TracedExpiryTarget) -> None:
     from conformance.suite.support import fill_three_segments, segment_bytes
 
     target.create_topic("TRR", 1)
@@ -132,7 +143,7 @@ def test_a_raised_min_offset_is_recorded(target) -> None:  # type: ignore[no-unt
 
 @pytest.mark.req("POP-9", "TRACE-1")
 @pytest.mark.needs("pop")
-def test_pop_ack_and_change_invisible_are_recorded(target) -> None:  # type: ignore[no-untyped-def]
+def test_pop_ack_and_change_invisible_are_recorded(target: TracedPopTarget) -> None:
     target.create_topic("TRP", 1)
     sent = target.send("TRP", 0, b"popped", "A")
     visible(target, "TRP", 0, sent.queue_offset + 1)

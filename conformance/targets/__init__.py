@@ -192,6 +192,9 @@ class StoreLayout:
 
 
 class Target(Protocol):
+    """What every target answers; a capability's own methods are in its protocol below (:class:`PopTarget`, ...),
+    which a test that needs the capability (its ``needs`` marker) drives."""
+
     name: str
     capabilities: frozenset[str]
 
@@ -218,11 +221,19 @@ class Target(Protocol):
         """Capability ``clock_control``: the target's simulated time now."""
         ...
     def close(self) -> None: ...
-    # -- allocation (capability "allocation"): (topic, brokerName, queueId) triples ---------------
+
+
+class AllocationTarget(Target, Protocol):
+    """Capability ``allocation``: (topic, brokerName, queueId) triples."""
+
     def allocate(
         self, strategy: str, group: str, current_cid: str, mq_all: list[tuple[str, str, int]], cid_all: list[str]
     ) -> list[tuple[str, str, int]]: ...
-    # -- pop (capability "pop"); restart (capability "restart") ------------------------------------
+
+
+class PopTarget(Target, Protocol):
+    """Capability ``pop``."""
+
     def pop(
         self, group: str, topic: str, queue_id: int = -1, max_nums: int = 32, invisible_ms: int = 60_000,
         poll_ms: int = 0, client_id: str = "conformance", expression: str = "*",
@@ -233,59 +244,96 @@ class Target(Protocol):
         self, group: str, topic: str, client_id: str, strategy: str = "AllocateMessageQueueAveragely",
         pop_share_queue_num: int = -1, model: str = "CLUSTERING", mode: str = "POP",
     ) -> list[tuple[str, str, int]]: ...
+
+
+class GroupInfoTarget(Target, Protocol):
     def group_info(self, group: str) -> GroupInfo | None:
         """Capability ``group_info``: what the broker keeps of ``group``; None when it keeps no such group (an
         empty group is removed, CGRP-5)."""
         ...
+
+
+class RestartTarget(Target, Protocol):
+    def restart(self) -> None:
+        """Capability ``restart``: restart the broker on the same data, cleanly. Held requests are dropped;
+        consumers must register again."""
+        ...
+
+
+class KillRestartTarget(RestartTarget, Protocol):
     def restart(self, kill: bool = False) -> None:
         """Capability ``restart``: restart the broker on the same data, cleanly; with ``kill`` (capability
         ``kill_restart``) as after SIGKILL. Held requests are dropped; consumers must register again."""
         ...
-    # -- retention expiry (capability "retention_expire"), store layout (capability "store_layout") ----
-    def expire_retention(self) -> int:
-        """Make every commit-log segment but the one being written count as expired and run the clean
-        service now (commit log, consume queues, min offsets); return once it finished, with how many
-        commit-log segments were deleted."""
-        ...
+
+
+class StoreLayoutTarget(Target, Protocol):
     def store_layout(self) -> StoreLayout:
-        """The store's segment sizes."""
+        """Capability ``store_layout``: the store's segment sizes."""
         ...
-    # -- run-time settings (capability "broker_config"), manual delete (capability "manual_delete") --
+
+
+class ExpiryTarget(StoreLayoutTarget, Protocol):
+    def expire_retention(self) -> int:
+        """Capability ``retention_expire``: make every commit-log segment but the one being written count as
+        expired and run the clean service now (commit log, consume queues, min offsets); return once it finished,
+        with how many commit-log segments were deleted."""
+        ...
+
+
+class SettingsTarget(Target, Protocol):
     def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
-        """Change RocketMQ broker settings now (``conformance.targets.control.BROKER_SETTINGS``); returns the
-        values they replaced, to put back."""
+        """Capability ``broker_config``: change RocketMQ broker settings now
+        (``conformance.targets.control.BROKER_SETTINGS``); returns the values they replaced, to put back."""
         ...
     def request_manual_delete(self) -> None:
-        """Ask for a manual delete: the next clean runs delete expired segments at any hour."""
+        """Capability ``manual_delete``: ask for a manual delete: the next clean runs delete expired segments at
+        any hour."""
         ...
+
+
+class TornRestartTarget(Target, Protocol):
     def restart_torn(self, commit_log_offset: int) -> None:
         """Capability ``torn_restart``: kill the broker, tear the record at ``commit_log_offset`` (as a write cut
         short leaves it) and restart it on that data."""
-        ...
-    def restart_fresh(self) -> None:
-        """Capability ``fresh_store``: kill the broker and restart it on an empty store (topics, messages and
-        offsets gone)."""
         ...
     def record_at(self, commit_log_offset: int) -> CommitLogRecord | None:
         """With ``torn_restart``: the intact record that starts at ``commit_log_offset``, whoever wrote it, or None
         (RocketMQ's VIEW_MESSAGE_BY_ID, what ``mqadmin queryMsgById`` reads)."""
         ...
-    # -- race control (capability "race_control") --------------------------------------------------
-    def start_pull_racing(self, group: str, topic: str, queue_id: int, offset: int, sends: list[tuple[bytes, str]],
-                          *, expression: str = "*", suspend_ms: int = 15_000) -> PendingPull:
-        """A held pull with ``sends`` stored after the broker's lookup found nothing and before it holds the
-        request (RocketMQ issue #7358's interleaving)."""
+
+
+class FreshStoreTarget(Target, Protocol):
+    def restart_fresh(self) -> None:
+        """Capability ``fresh_store``: kill the broker and restart it on an empty store (topics, messages and
+        offsets gone)."""
         ...
 
-    # -- the broker's trace (capability "trace") ---------------------------------------------------
+
+class RaceTarget(Target, Protocol):
+    def start_pull_racing(self, group: str, topic: str, queue_id: int, offset: int, sends: list[tuple[bytes, str]],
+                          *, expression: str = "*", suspend_ms: int = 15_000) -> PendingPull:
+        """Capability ``race_control``: a held pull with ``sends`` stored after the broker's lookup found nothing
+        and before it holds the request (RocketMQ issue #7358's interleaving)."""
+        ...
+
+
+class TraceTarget(Target, Protocol):
     def trace_rows(self) -> list[dict[str, Any]]:
-        """The trace rows (schema v1) the broker recorded since this target was opened."""
+        """Capability ``trace``: the trace rows (schema v1) the broker recorded since this target was opened."""
         ...
-    # -- client simulation (capability "client_simulation") -----------------------------------------
+
+
+class SimulationTarget(Target, Protocol):
     def simulate(self, scenario: Any) -> list[dict[str, Any]]:
-        """Run a ``reference.sim.scenario.Scenario`` with this target's client; the trace rows."""
+        """Capability ``client_simulation``: run a ``reference.sim.scenario.Scenario`` with this target's client;
+        the trace rows."""
         ...
-    # -- permits (capability "flow_permits") -------------------------------------------------------
+
+
+class PermitTarget(Target, Protocol):
+    """Capability ``flow_permits``."""
+
     def subscribe_permits(self, group: str, topic: str, client_id: str, sub_type: str = "Exclusive") -> None: ...
     def flow(self, group: str, client_id: str, topic: str, permits: int) -> None: ...
     def permits(self, group: str, client_id: str, topic: str) -> int: ...
@@ -296,3 +344,32 @@ class Target(Protocol):
     ) -> None: ...
     def close_consumer(self, group: str, client_id: str, topic: str) -> None: ...
     def send_batch(self, topic: str, queue_id: int, bodies: list[bytes]) -> SendReceipt: ...
+
+
+class ChannelCloseTarget(Target, Protocol):
+    def close_conn(self, conn: str) -> None:
+        """Capability ``channel_close``: close the consumer connection ``conn``, as a consumer process that exits
+        leaves it."""
+        ...
+
+
+class WireTarget(Target, Protocol):
+    """Capability ``remoting_wire``: raw remoting frames go to ``namesrv`` and ``broker_addr``."""
+
+    namesrv: str
+    broker_addr: str
+
+    def namespaced(self, name: str) -> str:
+        """``name`` as this target puts it on the wire (its namespace prefix): for tests that write raw frames."""
+        ...
+    def channel_expiry(self) -> tuple[int, int] | None:
+        """(channelExpiredTimeout, the housekeeping scan's interval) in ms, when the runner says them."""
+        ...
+
+
+class FullTarget(
+    AllocationTarget, PopTarget, GroupInfoTarget, KillRestartTarget, ExpiryTarget, SettingsTarget, TornRestartTarget,
+    FreshStoreTarget, RaceTarget, TraceTarget, SimulationTarget, PermitTarget, ChannelCloseTarget, Protocol,
+):
+    """Every capability's methods, for a driver that calls those of the capabilities a target declares
+    (``mqtck diff``'s steps): no adapter has them all."""

@@ -123,7 +123,7 @@ class ReferenceTarget:
     )
 
     def __init__(self, workdir: str, mutant: Mutant | None = None, name: str = "reference",
-                 layout: StoreLayout | None = None, store_settings: dict[str, object] | None = None) -> None:
+                 layout: StoreLayout | None = None, store_settings: dict[str, Any] | None = None) -> None:
         """``layout``: the segment sizes of another implementation, so that retention deletes the same
         messages on both (``mqtck diff``); the conformance store's small segments otherwise. ``store_settings``:
         MessageStoreConfig fields that make the reference behave as that implementation where the spec allows
@@ -274,7 +274,8 @@ class ReferenceTarget:
         """One allocation by a strategy of the reference (a mutant may replace it)."""
         cls = (self.mutant.strategies.get(strategy) if self.mutant else None) or strategy_class(strategy)
         queues = [MessageQueue(t, b, q) for t, b, q in mq_all]
-        return [(mq.topic, mq.broker_name, mq.queue_id) for mq in cls().allocate(group, current_cid, queues, cid_all)]
+        share = cls().allocate(group, current_cid, queues, cid_all) or []  # ByConfig without a list answers null
+        return [(mq.topic, mq.broker_name, mq.queue_id) for mq in share]
 
     def close(self) -> None:
         self._host.close()

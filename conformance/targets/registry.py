@@ -8,6 +8,7 @@ A new transport (gRPC, Pulsar) adds its scheme here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from conformance.mutants import CATALOGUE
 from conformance.targets import CAPABILITIES, StoreLayout, Target
@@ -90,7 +91,7 @@ def target_capabilities(text: str) -> frozenset[str]:
 
 
 def open_target(text: str, workdir: str, layout: StoreLayout | None = None,
-                store_settings: dict[str, object] | None = None) -> Target:
+                store_settings: dict[str, Any] | None = None) -> Target:
     """Open a target in ``workdir`` (a fresh directory the caller removes); an in-process reference or mutant
     with the segment sizes of ``layout`` and the MessageStoreConfig fields of ``store_settings`` if given."""
     spec = parse_target(text)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from reference.allocation.errors import INDEX_OUT_OF_BOUNDS, AllocationError
-from reference.allocation.javalang import is_empty, java_split
+from reference.allocation.javalang import java_split
 from reference.allocation.message_queue import MessageQueue
 from reference.allocation.ordering import java_string_key
 from reference.allocation.strategy import AllocateMessageQueueStrategy, CheckedStrategy
@@ -74,22 +74,22 @@ class AllocateMachineRoomNearby(CheckedStrategy):
         queues_by_room: dict[str, list[MessageQueue]] = {}
         for mq in mq_all:
             room = self.resolver.broker_deploy_in(mq)
-            if is_empty(room):
+            if not room:  # StringUtils.isEmpty: null or ""
                 raise AllocationError(f"Machine room is null for mq {mq.java_str()}")
             queues_by_room.setdefault(room, []).append(mq)
         consumers_by_room: dict[str, list[str]] = {}
         for cid in cid_all:
             room = self.resolver.consumer_deploy_in(cid)
-            if is_empty(room):
+            if not room:
                 raise AllocationError(f"Machine room is null for consumer id {cid}")
             consumers_by_room.setdefault(room, []).append(cid)
 
         result: list[MessageQueue] = []
-        my_room = self.resolver.consumer_deploy_in(current_cid)
+        my_room = self.resolver.consumer_deploy_in(current_cid) or ""  # a member: its room was checked above
         local_queues = queues_by_room.pop(my_room, None)
         if local_queues:
-            result += self.inner.allocate(consumer_group, current_cid, local_queues, consumers_by_room[my_room])
+            result += self.inner.allocate(consumer_group, current_cid, local_queues, consumers_by_room[my_room]) or []
         for room in sorted(queues_by_room, key=java_string_key):  # TreeMap order
             if room not in consumers_by_room:
-                result += self.inner.allocate(consumer_group, current_cid, queues_by_room[room], cid_all)
+                result += self.inner.allocate(consumer_group, current_cid, queues_by_room[room], cid_all) or []
         return result

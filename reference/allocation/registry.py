@@ -7,7 +7,7 @@ golden vector or an exec-protocol request, so both speak one configuration langu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from reference.allocation.averagely import AllocateMessageQueueAveragely
 from reference.allocation.by_circle import AllocateMessageQueueAveragelyByCircle
@@ -18,8 +18,18 @@ from reference.allocation.nearby import AllocateMachineRoomNearby
 from reference.allocation.pop import PopShareAllocation
 from reference.allocation.strategy import AllocateMessageQueueStrategy
 
+
+class StrategyClass(Protocol):
+    """What the registry knows of a built-in strategy's class: its Java class name, and how it is built."""
+
+    JAVA_NAME: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> AllocateMessageQueueStrategy: ...
+    def from_params(self, params: Mapping[str, Any], *args: Any, **kwargs: Any) -> AllocateMessageQueueStrategy: ...
+
+
 #: Short name → class. The short names are what ``mqtck strategy check NAME`` accepts.
-_BY_SHORT_NAME: dict[str, type] = {
+_BY_SHORT_NAME: dict[str, StrategyClass] = {
     "averagely": AllocateMessageQueueAveragely,
     "by_circle": AllocateMessageQueueAveragelyByCircle,
     "consistent_hash": AllocateMessageQueueConsistentHash,
@@ -28,17 +38,17 @@ _BY_SHORT_NAME: dict[str, type] = {
     "by_config": AllocateMessageQueueByConfig,
     "pop_share": PopShareAllocation,
 }
-_BY_JAVA_NAME: dict[str, type] = {cls.JAVA_NAME: cls for cls in _BY_SHORT_NAME.values()}
+_BY_JAVA_NAME: dict[str, StrategyClass] = {cls.JAVA_NAME: cls for cls in _BY_SHORT_NAME.values()}
 #: getName() → class: the name a RocketMQ 5 client sends in QUERY_ASSIGNMENT's strategyName ("AVG", ...).
-_BY_WIRE_NAME: dict[str, type] = {
-    cls.name: cls for cls in _BY_SHORT_NAME.values() if isinstance(getattr(cls, "name", None), str)
+_BY_WIRE_NAME: dict[str, StrategyClass] = {
+    name: cls for cls in _BY_SHORT_NAME.values() if isinstance(name := getattr(cls, "name", None), str)
 }
 
 #: The short names, in documentation order.
 BUILTIN_NAMES: tuple[str, ...] = tuple(_BY_SHORT_NAME)
 
 
-def strategy_class(name: str) -> type:
+def strategy_class(name: str) -> StrategyClass:
     """The class for a short name, a Java class name or its getName(); ``KeyError`` naming the choices otherwise."""
     cls = _BY_SHORT_NAME.get(name) or _BY_JAVA_NAME.get(name) or _BY_WIRE_NAME.get(name)
     if cls is None:

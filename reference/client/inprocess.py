@@ -33,7 +33,8 @@ REPLY_LOST = "REPLY_LOST"
 class BrokerHost(Protocol):
     """Where the broker currently is: ``broker`` is None while it is down."""
 
-    broker: Broker | None
+    @property
+    def broker(self) -> Broker | None: ...
 
 
 class StaticHost:

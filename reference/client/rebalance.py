@@ -67,6 +67,10 @@ class RebalanceOwner(Protocol):
 
     def execute_pull_request_immediately(self, pull_request: PullRequest) -> None: ...
 
+
+class PullRebalanceOwner(RebalanceOwner, Protocol):
+    """A pull consumer, which is also told of its new queues."""
+
     def message_queue_changed(
         self, topic: str, mq_all: frozenset[MessageQueue], mq_divided: frozenset[MessageQueue]
     ) -> None: ...
@@ -256,6 +260,10 @@ class RebalancePullImpl(RebalanceImpl):
     queue is never 'pull expired', and new queues are reported to its listener."""
 
     consume_type = CONSUME_ACTIVELY
+    owner: PullRebalanceOwner
+
+    def __init__(self, owner: PullRebalanceOwner) -> None:
+        super().__init__(owner)
 
     def dispatch_pull_request(self, pull_requests: list[PullRequest]) -> None:
         """The application pulls; nothing to dispatch."""

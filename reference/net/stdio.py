@@ -133,8 +133,8 @@ class StdioServer:
             self.channel.pending.pop(id(request), None)
             return encode_pull(response)
         if op == "queryOffset":
-            r = b.query_consumer_offset(_field(o, "group", str), _field(o, "topic", str), _field(o, "queueId", int))
-            return {"ok": True, "code": r.code.name, "offset": r.offset}
+            q = b.query_consumer_offset(_field(o, "group", str), _field(o, "topic", str), _field(o, "queueId", int))
+            return {"ok": True, "code": q.code.name, "offset": q.offset}
         if op == "commitOffset":
             b.update_consumer_offset(
                 _field(o, "group", str), _field(o, "topic", str), _field(o, "queueId", int), _field(o, "offset", int)

@@ -86,7 +86,7 @@ class QueryAssignmentProcessor:
             try:
                 inner = strategy_from_params(strategy_name, {})
                 share = PopShareAllocation(inner, pop_share_queue_num) if mode == "POP" else inner
-                result = share.allocate(group, client_id, mq_all, sort_cid_all(cid_all))
+                result = share.allocate(group, client_id, mq_all, sort_cid_all(cid_all)) or []
             except KeyError:
                 raise InvalidRequest("strategyName", f"unknown allocation strategy {strategy_name!r}") from None
             except (AllocationError, ValueError, TypeError) as exc:

@@ -148,8 +148,8 @@ class PopMessageProcessor:
 
     def _pop_retry(self, request: PopMessageRequest, batch: PoppedBatch) -> None:
         topic = retry_topic(request.consumer_group, request.topic)
-        nums = self.store.topics().get(topic)
-        for i in range(nums or 0):
+        nums = self.store.topics().get(topic) or 0
+        for i in range(nums):
             self.pop_msg_from_queue(topic, True, request, _RETRY_SUBSCRIPTION, (batch.random_q + i) % nums, batch)
 
     def pop_offset(self, topic: str, group: str, queue_id: int) -> int:

@@ -41,7 +41,8 @@ class ClientError(Exception):
 class BrokerHost(Protocol):
     """Where the broker is: ``broker`` is None while it is down (a restart replaces it)."""
 
-    broker: Any
+    @property
+    def broker(self) -> Any: ...
 
 
 class StaticHost:

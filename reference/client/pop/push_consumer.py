@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from reference.broker.pop.protocol import PopMessageRequest, PoppedMessage, PopResponse
 from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE, ReceiptHandle
@@ -236,7 +237,7 @@ class PopPushConsumer:
                 backoff_ms(message.reconsume_times, self.config.backoff_ms), self.client_id,
             )
 
-    def _columns(self, message: PoppedMessage) -> dict[str, object]:
+    def _columns(self, message: PoppedMessage) -> dict[str, Any]:
         queue_id, offset = pop_origin(message.properties, message.queue_id, message.queue_offset)
         broker = self._broker_names.get(message.handle)
         if broker is None:  # the handle names the broker that issued it; parsed once per delivery

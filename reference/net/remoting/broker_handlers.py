@@ -23,7 +23,7 @@ from reference.net.remoting import admin
 from reference.net.remoting.acl.validator import ACL_REFUSAL, AccessDenied, AccessValidator
 from reference.net.remoting.command import RemotingCommand, RequestCode, encode_body
 from reference.net.remoting.connection import RemotingConnection
-from reference.net.remoting.fields import as_int, field_int, field_str, json_body
+from reference.net.remoting.fields import as_int, body_str, field_int, field_str, json_body
 from reference.net.remoting.lock_manager import RebalanceLockManager
 from reference.net.remoting.message_codec import (
     PROPERTY_KEYS,
@@ -62,7 +62,7 @@ MAX_RECONSUME_TIMES_FROM_VERSION = 165
 #: delete of RocketMQ's mqadmin deleteExpiredCommitLog), so tests can provoke PULL_OFFSET_MOVED.
 DELETE_EXPIRED_COMMITLOG = 329
 #: The refusal code when a request breaks a rule, per request (Java: SYSTEM_ERROR from header checks).
-_REFUSAL = {RequestCode.SEND_MESSAGE: ResponseCode.MESSAGE_ILLEGAL,
+_REFUSAL: dict[int, ResponseCode] = {RequestCode.SEND_MESSAGE: ResponseCode.MESSAGE_ILLEGAL,
             RequestCode.SEND_MESSAGE_V2: ResponseCode.MESSAGE_ILLEGAL,
             RequestCode.SEND_BATCH_MESSAGE: ResponseCode.MESSAGE_ILLEGAL,
             RequestCode.POP_MESSAGE: ResponseCode.INVALID_PARAMETER,
@@ -154,8 +154,7 @@ class BrokerRequestHandlers:
     # -- registry ------------------------------------------------------------------------------
     def heart_beat(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
         doc = json_body(cmd)
-        client_id = doc.get("clientID")
-        require(isinstance(client_id, str) and bool(client_id), "clientID", "must be a non-empty string")
+        client_id = body_str(doc, "clientID")
         consumers = []
         for data in doc.get("consumerDataSet") or []:
             require(isinstance(data, dict), "consumerDataSet", "must hold objects")
@@ -313,9 +312,7 @@ class BrokerRequestHandlers:
     # -- orderly -------------------------------------------------------------------------------
     def _lock_body(self, cmd: RemotingCommand) -> tuple[str, str, list[MessageQueue]]:
         doc = json_body(cmd)
-        group, client_id = doc.get("consumerGroup"), doc.get("clientId")
-        require(isinstance(group, str) and bool(group), "consumerGroup", "must be a non-empty string")
-        require(isinstance(client_id, str) and bool(client_id), "clientId", "must be a non-empty string")
+        group, client_id = body_str(doc, "consumerGroup"), body_str(doc, "clientId")
         queues = []
         for mq in doc.get("mqSet") or []:
             require(isinstance(mq, dict), "mqSet", "must hold objects")

@@ -135,10 +135,7 @@ class RemotingCommand:
         """Build from a decoded JSON header; ValueError names what is wrong with it."""
         if not isinstance(header, dict):
             raise ValueError("the header is not a JSON object")
-        code, opaque, flag = header.get("code"), header.get("opaque", 0), header.get("flag", 0)
-        for name, value in (("code", code), ("opaque", opaque), ("flag", flag)):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"header field {name!r} must be an integer, got {value!r}")
+        code, opaque, flag = _integer(header, "code", None), _integer(header, "opaque", 0), _integer(header, "flag", 0)
         ext = header.get("extFields") or {}
         if not isinstance(ext, dict):
             raise ValueError("header field 'extFields' must be an object")
@@ -166,3 +163,11 @@ def loads_body(body: bytes) -> Any:
         return m[1] if m[1] is not None else f'{m[2]}"{m[3]}"{m[4]}'
 
     return json.loads(_STRING_OR_BARE_KEY.sub(quote, text))
+
+
+def _integer(header: dict[str, Any], name: str, default: int | None) -> int:
+    """An integer field of a JSON header (``default`` when absent); ValueError if it is not one (a bool is not)."""
+    value = header.get(name, default)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"header field {name!r} must be an integer, got {value!r}")
+    return value

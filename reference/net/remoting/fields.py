@@ -44,6 +44,14 @@ def json_body(cmd: RemotingCommand) -> dict[str, Any]:
     return doc
 
 
+def body_str(doc: dict[str, Any], name: str) -> str:
+    """A JSON body's field that must be a non-empty string."""
+    value = doc.get(name)
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest(name, "must be a non-empty string")
+    return value
+
+
 def as_int(value: object, field: str) -> int:
     try:
         return int(str(value))

@@ -34,7 +34,7 @@ from reference.broker.pop.protocol import PopMessageRequest, PoppedMessage, PopR
 from reference.broker.pop.receipt import ReceiptHandle
 from reference.net.remoting.command import RemotingCommand, RequestCode, encode_body
 from reference.net.remoting.connection import RemotingConnection
-from reference.net.remoting.fields import field_int, field_str, json_body
+from reference.net.remoting.fields import body_str, field_int, field_str, json_body
 from reference.net.remoting.message_codec import encode_stored_record
 from reference.rules.errors import require
 from reference.store.message import StoredMessage
@@ -142,9 +142,7 @@ class PopRequestHandlers:
     # -- assignment ----------------------------------------------------------------------------
     def set_message_request_mode(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
         doc = json_body(cmd)
-        topic, group = doc.get("topic"), doc.get("consumerGroup")
-        require(isinstance(topic, str) and bool(topic), "topic", "must be a non-empty string")
-        require(isinstance(group, str) and bool(group), "consumerGroup", "must be a non-empty string")
+        topic, group = body_str(doc, "topic"), body_str(doc, "consumerGroup")
         require(not is_retry_topic(topic), "topic", "a retry topic is always consumed in PULL mode")
         mode = str(doc.get("mode", "PULL"))
         require(mode in MODES, "mode", f"must be one of {MODES}")
