@@ -81,7 +81,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 from urllib.parse import parse_qs
 
 import httpx
@@ -231,6 +231,11 @@ def check_race(doc: dict[str, Any]) -> tuple[str, int, list[tuple[bytes, str | N
     return topic, queue_id, out
 
 
+def _count(value: object) -> TypeGuard[int]:
+    """A JSON integer >= 0 (``true`` is not one, although Python's bool is an int)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _setting_ok(name: str, value: object) -> bool:
     if name in BOOLEAN_SETTINGS:
         return isinstance(value, bool)
@@ -303,7 +308,7 @@ class ControlServer:
         self._httpd = httpd
         self._thread = thread
         host, port = httpd.server_address[:2]
-        self.address = f"{host}:{port}"
+        self.address = f"{host!s}:{port}"
         self._stopped = False
 
     def stop(self) -> None:
@@ -564,7 +569,7 @@ class ControlClient:
         """``POST /clock/advance``: (the simulated time now, the held requests answered at that instant)."""
         doc = self._post("/clock/advance", {"ms": ms})
         now, answered = doc.get("now_ms"), doc.get("answered")
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (now, answered)):
+        if not (_count(now) and _count(answered)):
             raise ControlError(f"control channel {self.address}: POST /clock/advance: now_ms and answered must be "
                                f"integers >= 0, got {now!r} and {answered!r}")
         return now, answered

@@ -30,6 +30,13 @@ RAM_DIR = Path("/dev/shm")
 S = TypeVar("S", bound=Step)
 
 
+def small_store_config() -> MessageStoreConfig:
+    """Small store segments and rare offset persistence keep one simulated POP or permit run cheap."""
+    return MessageStoreConfig(
+        commit_log_segment_bytes=256 * 1024, consume_queue_units_per_segment=1024, offset_persist_interval_ms=60_000
+    )
+
+
 def scratch_dir(prefix: str) -> tempfile.TemporaryDirectory[str]:
     """A temporary directory for one simulated broker, in RAM when possible."""
     ram = RAM_DIR if RAM_DIR.is_dir() and os.access(RAM_DIR, os.W_OK) else None

@@ -27,7 +27,7 @@ from reference.broker.broker import Broker, BrokerComponents
 from reference.broker.permits.batch import encode_batch
 from reference.broker.permits.protocol import InitialPosition, SubType
 from reference.client.permits.consumer import PermitConsumerClient, PermitConsumerConfig
-from reference.sim.engine import SimRun
+from reference.sim.engine import SimRun, small_store_config
 from reference.sim.findings import Finding
 from reference.sim.judges import (
     freeze_findings,
@@ -35,7 +35,6 @@ from reference.sim.judges import (
     permit_finding,
     redelivery_count_findings,
 )
-from reference.sim.pop_sim import SIM_STORE
 from reference.sim.steps import (
     FOREVER,
     BrokerRestart,
@@ -46,7 +45,6 @@ from reference.sim.steps import (
     Step,
     require_supported,
 )
-from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import MemorySink
 
@@ -107,7 +105,7 @@ def run(
     """Play ``schedule`` and settle, checking the permit invariants as it goes."""
     config = config or PermitSimConfig()
     sink = MemorySink()
-    with SimRun(f"permit-sim-{config.seed}", sink, MessageStoreConfig(**SIM_STORE), data_dir=data_dir,
+    with SimRun(f"permit-sim-{config.seed}", sink, small_store_config(), data_dir=data_dir,
                 components=components) as sim:
         return _play(sim, sink, require_supported(schedule, "permit", PERMIT_STEPS), config)
 

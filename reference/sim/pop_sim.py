@@ -29,7 +29,7 @@ from reference.broker.broker import BrokerComponents
 from reference.broker.pop.config import PopConfig
 from reference.broker.pop.protocol import PoppedMessage
 from reference.client.pop.push_consumer import CONSUME_LATER, CONSUME_OK, PopPushConfig, PopPushConsumer
-from reference.sim.engine import SimRun
+from reference.sim.engine import SimRun, small_store_config
 from reference.sim.findings import Finding
 from reference.sim.judges import audit_pop
 from reference.sim.steps import (
@@ -42,16 +42,11 @@ from reference.sim.steps import (
     Step,
     require_supported,
 )
-from reference.store.config import MessageStoreConfig
 from reference.store.message import Message
 from reference.trace import MemorySink
 
 TOPIC = "PopSimTopic"
 GROUP = "PopSimGroup"
-#: Small store segments and rare offset persistence keep one simulated run cheap.
-SIM_STORE = dict(
-    commit_log_segment_bytes=256 * 1024, consume_queue_units_per_segment=1024, offset_persist_interval_ms=60_000
-)
 
 
 # -- the schedule ----------------------------------------------------------------------------------
@@ -155,7 +150,7 @@ def run(
     """Play ``schedule`` and settle; returns the trace and the audit's findings."""
     config = config or PopSimConfig()
     sink = TrackingSink()
-    with SimRun(f"pop-sim-{config.seed}", sink, MessageStoreConfig(**SIM_STORE), data_dir=data_dir,
+    with SimRun(f"pop-sim-{config.seed}", sink, small_store_config(), data_dir=data_dir,
                 components=components, pop_config=pop_config, rng=random.Random(config.seed)) as sim:
         return _play(sim, sink, require_supported(schedule, "POP", POP_STEPS), config)
 

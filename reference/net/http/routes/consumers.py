@@ -57,6 +57,6 @@ async def allocate(body: m.Allocate) -> m.Allocation:
     that a broker-side implementation, e.g. for POP, can be checked the same way). As in RocketMQ, a
     currentCID that is not in cidAll gets an empty share, not an error."""
     queues = [MessageQueue(q.topic, q.brokerName, q.queueId) for q in body.mqAll]
-    share = strategy_class(body.strategy)().allocate(body.consumerGroup, body.currentCID, queues, body.cidAll)
+    share = strategy_class(body.strategy)().allocate(body.consumerGroup, body.currentCID, queues, body.cidAll) or []
     return m.Allocation(result=[m.QueueRef(topic=q.topic, brokerName=q.broker_name, queueId=q.queue_id)
                                 for q in share])
