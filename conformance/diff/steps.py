@@ -22,8 +22,7 @@ from typing import Any, ClassVar
 
 from conformance.suite.support import visible
 from conformance.targets import MalformedAnswer, PendingPop, PendingPull, PullReply, Target, TargetError
-from conformance.targets.remoting import derive_status
-from reference.rules.codes import ResponseCode
+from reference.rules.codes import ResponseCode, derive_status
 
 #: Simulated time a retention step moves on clocked targets: past fileReservedTime (72 h, RETAIN-1).
 RETENTION_ADVANCE_MS = 73 * 3_600_000

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from reference.clock import SimClock
-from reference.net.remoting.broker_handlers import DELETE_EXPIRED_COMMITLOG
 from reference.net.remoting.command import ONEWAY_FLAG, RequestCode
 from reference.net.remoting.message_codec import (
     BatchEntry,
@@ -237,7 +236,7 @@ def test_pull_below_min_after_retention_is_offset_moved(tmp_path: Path) -> None:
         await ns.route("T")
         for _ in range(40):
             await br.send("T", 0, b"y" * 200)
-        assert (await br.request(DELETE_EXPIRED_COMMITLOG)).code == ResponseCode.SUCCESS
+        assert (await br.request(RequestCode.DELETE_EXPIRED_COMMITLOG)).code == ResponseCode.SUCCESS
         low = int((await br.request(RequestCode.GET_MIN_OFFSET, {"topic": "T", "queueId": 0})).ext_fields["offset"])
         assert low > 0
         moved = await br.pull("G", "T", 0, 0, sys_flag=4)

@@ -42,7 +42,6 @@ from reference.broker.permits.protocol import DispatchedMessage, InitialPosition
 from reference.broker.permits.service import CONSUMER_BUSY, CONSUMER_NOT_FOUND, INVALID_PERMITS, SUBSCRIPTION_MISMATCH
 from reference.broker.pop.ack import SUBSCRIPTION_GROUP_NOT_EXIST
 from reference.broker.pop.assignment import CONSUMER_NOT_ONLINE, DEFAULT_STRATEGY
-from reference.broker.pop.keys import retry_topic
 from reference.broker.pop.protocol import PopMessageRequest, PopResponse
 from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE
 from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResponse, PullSysFlag
@@ -51,6 +50,7 @@ from reference.net.http import models as m
 from reference.net.http.api_key import API_KEY_HEADER, UNAUTHORIZED, key_checker
 from reference.rules.errors import InvalidRequest, TopicNotFound
 from reference.rules.filter import SubscriptionData
+from reference.rules.topics import pop_retry_topic
 from reference.store.message import Message
 from reference.store.names import MAX_NAME_LENGTH
 from reference.store.store import StoreClosed
@@ -306,7 +306,7 @@ def create_app(host: BrokerHost, name: str = "reference", api_keys: frozenset[st
     def check_retry_topic(group: str, topic: str) -> None:
         """Both names are valid alone, but the POP retry topic they make may be too long: a conflict
         between two existing names rather than a bad field (so 409, not 400)."""
-        name = retry_topic(group, topic)
+        name = pop_retry_topic(group, topic)
         if len(name) > MAX_NAME_LENGTH:
             raise InvalidRequest(
                 "consumerGroup", f"with topic {topic!r} makes the retry topic {name!r}, longer than "
