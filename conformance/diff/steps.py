@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from conformance.suite.support import visible
 from conformance.targets import MalformedAnswer, PendingPop, PendingPull, PullReply, Target, TargetError
+from conformance.targets.patience import visible
 from reference.rules.codes import ResponseCode, derive_status
 
 #: Simulated time a retention step moves on clocked targets: past fileReservedTime (72 h, RETAIN-1).

@@ -46,7 +46,7 @@ from typing import Any
 
 import pytest
 
-from conformance.suite.support import PATIENCE_S
+from conformance.targets.patience import PATIENCE_S
 from conformance.targets.remoting import subscription_data
 from reference.net.remoting.client import CLIENT_VERSION, RemotingClient, split_address
 from reference.net.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand, RequestCode, loads_body

@@ -25,8 +25,9 @@ import time
 
 import pytest
 
-from conformance.suite.support import MAX_BODY_BYTES, body, fill_three_segments, segment_bytes, visible
+from conformance.suite.support import MAX_BODY_BYTES, body, fill_three_segments, segment_bytes
 from conformance.targets import MalformedAnswer, TargetError
+from conformance.targets.patience import visible
 
 #: Body sizes of the restart tests: small ones and ones of several KiB (never empty: RocketMQ's clients refuse
 #: an empty body, and a 5.x broker fails on one).

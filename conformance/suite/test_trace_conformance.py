@@ -18,8 +18,8 @@ from collections import defaultdict
 
 import pytest
 
-from conformance.suite.support import visible
 from conformance.targets import TargetError
+from conformance.targets.patience import visible
 from reference.rules.trace_schema import BASE_COLUMNS, COLUMNS, EVENT_REQUIRED, SCHEMA_VERSION, missing_columns
 
 pytestmark = pytest.mark.needs("trace")
