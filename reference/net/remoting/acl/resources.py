@@ -23,7 +23,7 @@ from __future__ import annotations
 from reference.net.remoting.acl.permission import Perm
 from reference.net.remoting.command import RemotingCommand, RequestCode, loads_body
 from reference.net.remoting.send_header import send_header, uses_v2_names
-from reference.rules.topics import RETRY_GROUP_TOPIC_PREFIX
+from reference.rules.topics import RETRY_GROUP_TOPIC_PREFIX, is_retry_topic, retry_topic
 
 #: RocketMQ's message-trace topic: a request needing only PUB on it is let through (4.9.7's validate does so, so
 #: that tracing clients need no permission for it).
@@ -35,11 +35,12 @@ class UnreadableRequest(ValueError):
 
 
 def group_resource(group: str) -> str:
-    return f"{RETRY_GROUP_TOPIC_PREFIX}{group}"
+    """RocketMQ keys a group's permissions by its retry topic."""
+    return retry_topic(group)
 
 
 def is_group_resource(resource: str) -> bool:
-    return resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    return is_retry_topic(resource)
 
 
 def group_of(resource: str) -> str:
