@@ -9,7 +9,7 @@ CI gating                   ``spec/`` (requirements with IDs), ``suite/`` (the t
 property-testing strategies ``strategy/``
 trace audits                ``audit/`` (PySpark; reads only ``reference.rules`` of the reference)
 reports                     ``report/`` (JUnit, JSON, HTML, the results matrix)
-CLI                         ``cli.py``, ``commands/`` (one module per ``mqtck`` command), ``bench/``
+CLI                         ``cli.py``, ``commands/`` (one module per ``mqtck`` command), ``bench/``, ``cliargs.py``
 ==========================  ===================================================================================
 
 The folders stay where they are rather than under a ``gating/`` package: ``conformance.suite`` (``pytest --pyargs

@@ -14,6 +14,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from conformance.cliargs import UsageError
+
 #: Subcommand modules, in the order ``mqtck --help`` lists them.
 COMMAND_MODULES = (
     "conformance.commands.conform",
@@ -54,10 +56,6 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
              "mqtck diff --replay d/divergence.json --target peer:rocketmq-4.9.7"),
     "matrix": ("mqtck matrix --out docs/matrix reports/gate",),
 }
-
-
-class UsageError(Exception):
-    """A problem the user can fix; printed as one line, exit 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -124,8 +122,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    # Import by name: under ``python -m`` this file is ``__main__`` and its UsageError would be a
-    # different class from the one the command modules raise.
-    from conformance.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

@@ -1,9 +1,18 @@
-"""argparse types the commands share (a bad value is one line and exit 2, as ``conformance.cli`` promises)."""
+"""The floor under the CLI: the usage error and the argparse types every command shares.
+
+A leaf that imports nothing of the project, so the commands, the benches and the parts below them (expectations,
+the client check) can raise a usage error without importing ``conformance.cli``, which imports them: a bad value is
+one line and exit 2, as ``conformance.cli`` promises.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+
+class UsageError(Exception):
+    """A problem the user can fix; ``conformance.cli`` prints it as one line and exits 2."""
 
 
 def report_dir(text: str) -> str:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from reference.client.components import ClientComponents
 from reference.client.config import MessageModel
-from reference.sim.checks import CheckReport, check_trace
+from reference.sim.judges import CheckReport, check_trace
 from reference.sim.network import NetworkConfig
 from reference.sim.scenario import Scenario, SimConfig
 from reference.sim.simulation import SimResult, Simulation

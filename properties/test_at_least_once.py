@@ -24,7 +24,7 @@ from hypothesis import given
 
 from properties.sim_strategies import all_steps, random_scenario, run_and_check, scenarios
 from reference.client.components import ClientComponents
-from reference.sim.checks import CAUSES
+from reference.sim.judges import CAUSES
 from reference.sim.scenario import Scenario
 
 REQUIREMENTS = ("ALO-1", "ALO-3", "CONSUME-2")

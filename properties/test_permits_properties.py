@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from reference.broker.broker import BrokerComponents
 from reference.broker.permits.protocol import SubType
-from reference.sim.permit_sim import PERMIT_EVENTS, PermitSimConfig, run
+from reference.sim.judges import PERMIT_EVENTS
+from reference.sim.permit_sim import PermitSimConfig, run
 from reference.sim.steps import BrokerRestart, Crash, FailNext, Produce, SlowConsumer
 from reference.sim.timeline import format_timeline
 

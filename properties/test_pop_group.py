@@ -1,7 +1,7 @@
 """A simulated POP group (reference.sim.pop_sim): push consumers over POP with crashes, slow acks,
 failing listeners, producer bursts and broker restarts, sharing queues by popShareQueueNum.
 
-The oracle is :func:`reference.sim.pop_sim.audit_pop` over the whole trace: nothing lost (at least
+The oracle is :func:`reference.sim.judges.audit_pop` over the whole trace: nothing lost (at least
 once, REVIVE-7), no early redelivery, nothing redelivered or revived after its ack, and every
 redelivery attributed to an expired invisibility (a REVIVE after the previous delivery's
 invisibility ended, with reconsume times + 1).
@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from reference.sim.pop_sim import POP_EVENTS, PopSimConfig, PopSimResult, run, slow_consume_choices
+from reference.sim.judges import POP_EVENTS
+from reference.sim.pop_sim import PopSimConfig, PopSimResult, run, slow_consume_choices
 from reference.sim.steps import BrokerRestart, Crash, FailNext, Produce, SlowConsumer
 from reference.sim.timeline import format_timeline
 

@@ -3,7 +3,7 @@
 A schedule is a list of steps (send, pop with or without long polling, ack, change of invisible
 time, wait, broker restart). After it, a *drain* pops and acks everything until every message sent
 was acknowledged, then waits long enough for a wrong revive to show. The whole trace is audited by
-:func:`reference.sim.pop_sim.audit_pop`, which is the oracle:
+:func:`reference.sim.judges.audit_pop`, which is the oracle:
 
 * no delivery to the group before the previous delivery's invisibility ended, counted from its POP
   row, as replaced by a later change of invisible time (PACK-1, PACK-4);
@@ -31,7 +31,8 @@ from reference.broker.pop.protocol import PopMessageRequest, PoppedMessage, Reco
 from reference.clock import SimClock
 from reference.rules.errors import InvalidRequest
 from reference.sim.engine import scratch_dir
-from reference.sim.pop_sim import POP_EVENTS, TrackingSink, audit_pop
+from reference.sim.judges import POP_EVENTS, audit_pop
+from reference.sim.pop_sim import TrackingSink
 from reference.sim.timeline import format_timeline
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message

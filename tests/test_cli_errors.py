@@ -186,3 +186,20 @@ def test_a_command_imports_only_its_own_module() -> None:
     assert listed.returncode == 0 and all(f"    {name} " in listed.stdout for name in ("conform", "audit", "matrix"))
     refused = mqtck("no-such-command")
     one_line(refused, "invalid choice", "'conform'", "'matrix'")
+
+
+def test_conform_options_default_as_the_parser_does() -> None:
+    """``mqtck gate`` runs conform with a ConformOptions, not with words for conform's parser: each option it leaves
+    out must default as on the command line, and each it sets must be what the flag would have given."""
+    from conformance.cli import build_parser
+    from conformance.commands.conform import ConformOptions
+
+    def parsed(*words: str) -> ConformOptions:
+        return ConformOptions.from_args(build_parser("conform").parse_args(["conform", *words]))
+
+    assert parsed() == ConformOptions()
+    assert parsed("--target", "remoting://127.0.0.1:9876", "--report-dir", "r", "--implementation", "x", "-n", "2",
+                  "--expect", "x", "--junit", "j.xml", "--only", "PULL-1", "PULL-2", "--json", "--slow") == \
+        ConformOptions(target="remoting://127.0.0.1:9876", report_dir="r", implementation="x", workers=2, expect="x",
+                       junit="j.xml", only=["PULL-1", "PULL-2"], json=True, slow=True)
+    assert parsed("--client", "./c", "--report-dir", "r") == ConformOptions(client="./c", report_dir="r")

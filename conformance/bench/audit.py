@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.audit.options import DRIVER_MEMORY
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 
 HELP = "synthesize --events rows with faults, audit them on Spark: events/s, phase times, peak driver memory"
 #: Faults injected by default: a few of every kind the workload has room for.

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 from conformance.diff.runner import Lockstep, SearchResult, open_pair, search
 from conformance.mutants import CATALOGUE
 from conformance.targets.launch import launch_broker

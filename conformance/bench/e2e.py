@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from conformance.bench.record import CLIENT_VERSION, check_peer, start_broker, start_recorder
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 
 HELP = ("a recorded deployment audited: producer and consumers (Java, Go or C++) through mqtck record, one killed, "
         "one added")

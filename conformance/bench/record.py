@@ -25,7 +25,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 
 HELP = "recorder overhead: the Java client's produce and consume throughput direct vs through mqtck record"
 #: Throughput through the recorder over direct, at least (issue 18).

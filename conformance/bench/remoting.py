@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 from conformance.targets.launch import launch_broker
 
 HELP = "real C++ client over loopback: end-to-end throughput and long-poll wake latency (needs rocketmq==0.4.4)"

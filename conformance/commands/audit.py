@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conformance.audit import options
 from conformance.audit.inputs import AuditFailed, UnreadableTrace, detect
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 
 if TYPE_CHECKING:
     from conformance.mutants import Mutant

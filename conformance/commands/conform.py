@@ -11,6 +11,7 @@ import argparse
 import json
 import re
 import time
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import pytest
@@ -19,13 +20,39 @@ from rich.markup import escape
 from rich.table import Table
 
 from conformance import expectations, report, spec
-from conformance.cli import UsageError
-from conformance.cliargs import report_dir
+from conformance.cliargs import UsageError, report_dir
 from conformance.mutants import killing
 from conformance.progress import Ticker
 from conformance.targets.registry import parse_target, target_capabilities
 
 SUITE_DIR = Path(__file__).resolve().parents[1] / "suite"
+
+
+@dataclass(frozen=True)
+class ConformOptions:
+    """``mqtck conform``'s options, typed, with the parser's defaults: ``mqtck gate`` runs conform with one of
+    these rather than with words for a parser, so its options are checked where they are written."""
+
+    target: str = "reference"
+    report_dir: str = "reports"
+    junit: str | None = None
+    only: list[str] | None = None
+    workers: int = 1
+    json: bool = False
+    expect: str | None = None
+    profile: list[str] = field(default_factory=list)
+    slow: bool = False
+    implementation: str | None = None
+    mutants: list[str] | None = None
+    client: str | None = None
+    client_scenarios: list[str] | None = None
+    client_duration_s: float | None = None
+    rebalance_grace_s: float | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ConformOptions:
+        """The options ``register``'s parser produced (a Namespace holds other keys too: ``command``, ``func``)."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mutants", nargs="*", default=None, metavar="NAME",
                    help="also run the suite against seeded faults (all when no NAME) and report the kill rate; "
                         "reference target only")
-    from conformance.client_check.command import add_arguments as add_client_arguments
+    from conformance.commands.conform_client import add_arguments as add_client_arguments
 
     add_client_arguments(p)
     p.set_defaults(func=run)
@@ -88,7 +115,7 @@ def check_target(text: str) -> frozenset[str]:
         raise UsageError(f"target unreachable: {exc}") from None
 
 
-def _mutant_names(args: argparse.Namespace) -> list[str]:
+def _mutant_names(args: ConformOptions) -> list[str]:
     if args.mutants is None:
         return []
     from conformance.mutants import CATALOGUE
@@ -102,10 +129,17 @@ def _mutant_names(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.client is not None:
-        from conformance.client_check.command import run as run_client_check
+    return conform(ConformOptions.from_args(args))
 
-        return run_client_check(args)
+
+def conform(args: ConformOptions) -> int:
+    """Run the suite (or, with ``client``, the client check) as ``args`` say; the exit code."""
+    if args.client is not None:
+        from conformance.commands import conform_client
+
+        return conform_client.run(args.client, args.client_scenarios, args.client_duration_s, args.rebalance_grace_s,
+                                  expect=args.expect, report_dir=args.report_dir, implementation=args.implementation,
+                                  junit=args.junit, as_json=args.json)
     capabilities = check_target(args.target)
     if args.workers < 1:
         raise UsageError("-n/--workers must be >= 1")

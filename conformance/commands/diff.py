@@ -25,8 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.cli import UsageError
-from conformance.cliargs import report_dir
+from conformance.cliargs import UsageError, report_dir
 from conformance.progress import plain_every_s
 
 #: Default steps per sequence at most.
@@ -116,7 +115,8 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.diff.compare import rules_for, settings_for
+    from conformance.diff.compare import rules_for
+    from conformance.diff.settings import settings_for
     from conformance.expectations import ExpectationError
     from conformance.targets.http import UnreachableTarget
     from conformance.targets.registry import parse_target

@@ -14,8 +14,7 @@ import sys
 import time
 
 from conformance import expectations
-from conformance.cli import UsageError, build_parser
-from conformance.cliargs import report_dir
+from conformance.cliargs import UsageError, report_dir
 from conformance.peers import PeerError, PeerInfo, peer_info
 
 
@@ -41,6 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _say(text: str) -> None:
     print(f"mqtck gate: {text}", file=sys.stderr, flush=True)
+
+
+def _expect(info: PeerInfo, args: argparse.Namespace) -> str | None:
+    """The peer's reviewed expectations, unless ``--no-expect`` or it has none."""
+    return None if args.no_expect or info.name not in expectations.known() else info.name
 
 
 def _gate_strategies(info: PeerInfo, args: argparse.Namespace, started: float) -> int:
@@ -103,15 +107,10 @@ def _gate_client(info: PeerInfo, args: argparse.Namespace, started: float) -> in
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     _say(f"{info.name}: running the client check (its files in {home})")
-    conform = ["conform", "--client", command, "--report-dir", args.report_dir, "--implementation", info.name]
-    if not args.no_expect and info.name in expectations.known():
-        conform += ["--expect", info.name]
-    if args.junit:
-        conform += ["--junit", args.junit]
-    if args.json:
-        conform.append("--json")
-    parsed = build_parser("conform").parse_args(conform)
-    code = int(parsed.func(parsed))
+    from conformance.commands.conform import ConformOptions, conform
+
+    code = conform(ConformOptions(client=command, report_dir=args.report_dir, implementation=info.name,
+                                  expect=_expect(info, args), junit=args.junit, json=args.json))
     _say(f"{info.name}: exit {code}, {time.monotonic() - started:.1f} s wall time")
     return code
 
@@ -140,20 +139,12 @@ def run(args: argparse.Namespace) -> int:
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     _say(f"{info.name} ready at {target} after {time.monotonic() - started:.1f} s; running the suite")
-    conform = ["conform", "--target", target, "--report-dir", args.report_dir, "--implementation", info.name,
-               "--workers", str(args.workers)]
-    if not args.no_expect and info.name in expectations.known():
-        conform += ["--expect", info.name]
-    if args.junit:
-        conform += ["--junit", args.junit]
-    if args.only:
-        conform += ["--only", *args.only]
-    if args.json:
-        conform.append("--json")
-    if args.slow:
-        conform.append("--slow")
+    from conformance.commands.conform import ConformOptions, conform
+
+    options = ConformOptions(target=target, report_dir=args.report_dir, implementation=info.name,
+                             workers=args.workers, expect=_expect(info, args), junit=args.junit, only=args.only,
+                             json=args.json, slow=args.slow)
     with stack:
-        parsed = build_parser("conform").parse_args(conform)
-        code = int(parsed.func(parsed))
+        code = conform(options)
     _say(f"{info.name}: exit {code}, {time.monotonic() - started:.1f} s wall time, start and stop included")
     return code

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 from conformance.report import matrix
 
 

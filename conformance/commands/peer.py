@@ -16,7 +16,7 @@ import sys
 import threading
 from types import FrameType
 
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 from conformance.peers import CATALOGUE, PeerError, peer_info
 
 

@@ -16,7 +16,7 @@ import json
 import signal
 import socket
 
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 from reference.clock import RealClock
 from reference.trace import Trace, sink_for
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from conformance import spec
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 
 #: Folders whose tests may carry ``req`` markers (relative to the project root).
 TEST_ROOTS = ("tests", "properties", "conformance/suite")

@@ -18,7 +18,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 from conformance.progress import Ticker
 from conformance.strategy.declaration import (
     BROADCASTING,

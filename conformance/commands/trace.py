@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -58,12 +58,6 @@ def rules_for(expect: str | None) -> tuple[DiffRule, ...]:
     return out
 
 
-def settings_for(expect: str | None) -> dict[str, object]:
-    """The MessageStoreConfig fields an in-process reference takes when diffed against the implementation of
-    ``expect`` (its ``[[reference]]`` entries; none for None)."""
-    return {} if expect is None else expectations.load(expect).reference_settings()
-
-
 def _holds(rule: DiffRule, a: dict[str, Any], b: dict[str, Any]) -> bool:
     """A rule's condition ``when = "KEY=VALUE"``: either observation has that value (no condition: always)."""
     if not rule.when:

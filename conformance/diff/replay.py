@@ -105,7 +105,8 @@ import pytest
 
 from conformance.diff.program import Program
 from conformance.diff.replay import listing, replay
-from conformance.diff.compare import rules_for, settings_for
+from conformance.diff.compare import rules_for
+from conformance.diff.settings import settings_for
 
 PROGRAM = json.loads({program!r})
 TARGET = os.environ.get("MQTCK_DIFF_TARGET", {target!r})

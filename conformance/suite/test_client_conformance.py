@@ -2,7 +2,7 @@
 
 A target with the ``client_simulation`` capability runs a scenario of ``reference.sim`` with its
 client (the reference target: the reference client, or a seeded fault's client components) and
-returns the trace rows; each test checks the rows with ``reference.sim.checks``. The scenarios are
+returns the trace rows; each test checks the rows with ``reference.sim.judges``. The scenarios are
 fixed and seeded, so a verdict is reproducible; each is chosen to exercise one rule hard (a join
 while slow listeners are busy, a stream of small bursts under slow out-of-order listeners, three
 consumers rebalancing, ...).
@@ -19,7 +19,7 @@ import pytest
 from reference.broker.send_back import DELAY_LEVELS_MS, FIRST_RETRY_DELAY_LEVEL
 from reference.client.config import MessageModel
 from reference.rules.trace_schema import missing_columns
-from reference.sim.checks import check_trace
+from reference.sim.judges import check_trace
 from reference.sim.network import NetworkConfig
 from reference.sim.scenario import Scenario, SimConfig
 from reference.sim.steps import (

@@ -325,135 +325,181 @@ def _ok(action: Callable[[], object]) -> Callable[[], dict[str, Any]]:
     return run
 
 
+class _ControlHTTPServer(ThreadingHTTPServer):
+    """The HTTP server of one control channel: what its handlers share is the runner's ``control`` and the lock
+    that runs one operation at a time."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], control: BrokerControl) -> None:
+        super().__init__(address, _ControlHandler)
+        self.control = control
+        self.lock = threading.Lock()
+
+
+class _ControlHandler(BaseHTTPRequestHandler):
+    """One request to the channel: checks its input (400 naming the field), runs the operation under the
+    server's lock (500 with one line if it fails) and answers JSON."""
+
+    server: _ControlHTTPServer
+    server_version = "mqtck-control/1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        log.debug("control %s: " + format, self.address_string(), *args)
+
+    def _answer(self, status: int, doc: dict[str, Any]) -> None:
+        data = json.dumps(doc).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, text: str) -> None:
+        self._answer(status, {"error": " ".join(text.split()) or "error"})
+
+    def _body(self) -> dict[str, Any] | None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_BODY_BYTES:
+            self._error(400, f"body: Content-Length must be in [0, {MAX_BODY_BYTES}]")
+            return None
+        raw = self.rfile.read(length) if length else b"{}"
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._error(400, "body: must be JSON")
+            return None
+        if not isinstance(body, dict):
+            self._error(400, "body: must be a JSON object")
+            return None
+        return body
+
+    def _run(self, operation: str, call: Callable[[], dict[str, Any]]) -> None:
+        with self.server.lock:
+            try:
+                result = call()
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a 500 with one line
+                log.warning("control %s failed: %s: %s", operation, exc.__class__.__name__, exc)
+                self._error(500, f"{operation} failed: {exc.__class__.__name__}: {exc}")
+                return
+        self._answer(200, result)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        path, _, query = self.path.partition("?")
+        trace_since = getattr(self.server.control, "trace_since", None)
+        if path == "/trace" and trace_since is not None:
+            start = parse_qs(query).get("from", ["0"])[-1]
+            if not (start.isascii() and start.isdigit()):
+                self._error(400, f"from: must be an integer >= 0, got {start!r}")
+                return
+
+            def trace() -> dict[str, Any]:
+                rows, first, after = trace_since(int(start))
+                return {"rows": rows, "first": first, "next": after}
+
+            self._run("trace", trace)
+            return
+        if path != "/capabilities":
+            self._error(404, f"no such resource {self.path!r}: GET /capabilities or /trace")
+            return
+        self._run("describe", self.server.control.describe)
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        body = self._body()
+        if body is None:
+            return
+        path = self.path.split("?", 1)[0]
+        operation = _POST_OPERATIONS.get(path)
+        optional = _OPTIONAL_OPERATIONS.get(path)
+        if operation is None or (optional is not None and getattr(self.server.control, optional, None) is None):
+            self._error(404, f"no such operation {self.path!r}: POST {', '.join(OPERATIONS)}")
+            return
+        operation(self, body)
+
+    # -- the POST operations: each checks its body, then runs -----------------------------------------------
+    def _restart(self, body: dict[str, Any]) -> None:
+        kill = body.get("kill", False)
+        if not isinstance(kill, bool):
+            self._error(400, f"kill: must be true or false, got {kill!r}")
+            return
+        self._run("restart", _ok(lambda: self.server.control.restart(kill)))
+
+    def _torn_restart(self, body: dict[str, Any]) -> None:
+        offset = body.get("commit_log_offset")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            self._error(400, f"commit_log_offset: must be an integer >= 0, got {offset!r}")
+            return
+        self._run("torn restart", _ok(lambda: self.server.control.tear_and_restart(offset)))
+
+    def _fresh_restart(self, _: dict[str, Any]) -> None:
+        self._run("fresh restart", _ok(self.server.control.fresh_restart))  # type: ignore[attr-defined]
+
+    def _expire(self, _: dict[str, Any]) -> None:
+        control = self.server.control
+        self._run("expire", lambda: {"ok": True, "deleted_commitlog_segments": int(control.expire_and_clean())})
+
+    def _config(self, body: dict[str, Any]) -> None:
+        try:
+            settings = check_settings(body.get("settings"))
+        except ValueError as exc:
+            self._error(400, str(exc))
+            return
+        self._run("config", lambda: {"ok": True, "previous": self.server.control.configure(settings)})
+
+    def _manual_delete(self, _: dict[str, Any]) -> None:
+        self._run("manual delete", _ok(self.server.control.manual_delete))
+
+    def _run_retention(self, _: dict[str, Any]) -> None:
+        self._run("retention run", _ok(self.server.control.run_retention))  # type: ignore[attr-defined]
+
+    def _advance(self, body: dict[str, Any]) -> None:
+        ms = body.get("ms")
+        if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= MAX_ADVANCE_MS:
+            self._error(400, f"ms: must be an integer in [0, {MAX_ADVANCE_MS}], got {ms!r}")
+            return
+        advance_clock = self.server.control.advance  # type: ignore[attr-defined]
+
+        def advance() -> dict[str, Any]:
+            now, answered = advance_clock(ms)
+            return {"ok": True, "now_ms": int(now), "answered": int(answered)}
+
+        self._run("advance", advance)
+
+    def _race(self, body: dict[str, Any]) -> None:
+        try:
+            topic, queue_id, sends = check_race(body)
+        except ValueError as exc:
+            self._error(400, str(exc))
+            return
+        race_pull = self.server.control.race_pull  # type: ignore[attr-defined]
+        self._run("race", _ok(lambda: race_pull(topic, queue_id, sends)))
+
+
+#: What each ``POST`` path runs (:data:`OPERATIONS` lists them for the 404).
+_POST_OPERATIONS: dict[str, Callable[[_ControlHandler, dict[str, Any]], None]] = {
+    "/restart": _ControlHandler._restart,
+    "/retention/expire": _ControlHandler._expire,
+    "/config": _ControlHandler._config,
+    "/restart/torn": _ControlHandler._torn_restart,
+    "/restart/fresh": _ControlHandler._fresh_restart,
+    "/retention/manual-delete": _ControlHandler._manual_delete,
+    "/retention/run": _ControlHandler._run_retention,
+    "/clock/advance": _ControlHandler._advance,
+    "/race/pull": _ControlHandler._race,
+}
+#: The ``POST`` paths served only by a runner that has the method named (see :class:`BrokerControl`): 404 otherwise.
+_OPTIONAL_OPERATIONS = {
+    "/restart/fresh": "fresh_restart", "/retention/run": "run_retention", "/clock/advance": "advance",
+    "/race/pull": "race_pull",
+}
+
+
 def serve_control(control: BrokerControl, host: str = "127.0.0.1", port: int = 0) -> ControlServer:
     """Serve ``control`` on ``host:port`` (0: a free port) from a daemon thread; returns at once."""
-    lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "mqtck-control/1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            log.debug("control %s: " + format, self.address_string(), *args)
-
-        def _answer(self, status: int, doc: dict[str, Any]) -> None:
-            data = json.dumps(doc).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _error(self, status: int, text: str) -> None:
-            self._answer(status, {"error": " ".join(text.split()) or "error"})
-
-        def _body(self) -> dict[str, Any] | None:
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                length = -1
-            if not 0 <= length <= MAX_BODY_BYTES:
-                self._error(400, f"body: Content-Length must be in [0, {MAX_BODY_BYTES}]")
-                return None
-            raw = self.rfile.read(length) if length else b"{}"
-            try:
-                body = json.loads(raw or b"{}")
-            except ValueError:
-                self._error(400, "body: must be JSON")
-                return None
-            if not isinstance(body, dict):
-                self._error(400, "body: must be a JSON object")
-                return None
-            return body
-
-        def _run(self, operation: str, call: Any) -> None:
-            with lock:
-                try:
-                    result = call()
-                except Exception as exc:  # noqa: BLE001 - every failure becomes a 500 with one line
-                    log.warning("control %s failed: %s: %s", operation, exc.__class__.__name__, exc)
-                    self._error(500, f"{operation} failed: {exc.__class__.__name__}: {exc}")
-                    return
-            self._answer(200, result)
-
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            path, _, query = self.path.partition("?")
-            trace_since = getattr(control, "trace_since", None)
-            if path == "/trace" and trace_since is not None:
-                start = parse_qs(query).get("from", ["0"])[-1]
-                if not (start.isascii() and start.isdigit()):
-                    self._error(400, f"from: must be an integer >= 0, got {start!r}")
-                    return
-
-                def trace() -> dict[str, Any]:
-                    rows, first, after = trace_since(int(start))
-                    return {"rows": rows, "first": first, "next": after}
-
-                self._run("trace", trace)
-                return
-            if path != "/capabilities":
-                self._error(404, f"no such resource {self.path!r}: GET /capabilities or /trace")
-                return
-            self._run("describe", control.describe)
-
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            path = self.path.split("?", 1)[0]
-            body = self._body()
-            if body is None:
-                return
-            if path == "/restart":
-                kill = body.get("kill", False)
-                if not isinstance(kill, bool):
-                    self._error(400, f"kill: must be true or false, got {kill!r}")
-                    return
-                self._run("restart", _ok(lambda: control.restart(kill)))
-            elif path == "/retention/expire":
-
-                def expire() -> dict[str, Any]:
-                    return {"ok": True, "deleted_commitlog_segments": int(control.expire_and_clean())}
-
-                self._run("expire", expire)
-            elif path == "/config":
-                try:
-                    settings = check_settings(body.get("settings"))
-                except ValueError as exc:
-                    self._error(400, str(exc))
-                    return
-                self._run("config", lambda: {"ok": True, "previous": control.configure(settings)})
-            elif path == "/restart/torn":
-                offset = body.get("commit_log_offset")
-                if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-                    self._error(400, f"commit_log_offset: must be an integer >= 0, got {offset!r}")
-                    return
-                self._run("torn restart", _ok(lambda: control.tear_and_restart(offset)))
-            elif path == "/restart/fresh" and (fresh := getattr(control, "fresh_restart", None)) is not None:
-                self._run("fresh restart", _ok(fresh))
-            elif path == "/retention/manual-delete":
-                self._run("manual delete", _ok(control.manual_delete))
-            elif path == "/retention/run" and (run_retention := getattr(control, "run_retention", None)) is not None:
-                self._run("retention run", _ok(run_retention))
-            elif path == "/clock/advance" and (advance_clock := getattr(control, "advance", None)) is not None:
-                ms = body.get("ms")
-                if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= MAX_ADVANCE_MS:
-                    self._error(400, f"ms: must be an integer in [0, {MAX_ADVANCE_MS}], got {ms!r}")
-                    return
-
-                def advance() -> dict[str, Any]:
-                    now, answered = advance_clock(ms)
-                    return {"ok": True, "now_ms": int(now), "answered": int(answered)}
-
-                self._run("advance", advance)
-            elif path == "/race/pull" and (race_pull := getattr(control, "race_pull", None)) is not None:
-                try:
-                    topic, queue_id, sends = check_race(body)
-                except ValueError as exc:
-                    self._error(400, str(exc))
-                    return
-                self._run("race", _ok(lambda: race_pull(topic, queue_id, sends)))
-            else:
-                self._error(404, f"no such operation {self.path!r}: POST {', '.join(OPERATIONS)}")
-
-    httpd = ThreadingHTTPServer((host, port), Handler)
-    httpd.daemon_threads = True
+    httpd = _ControlHTTPServer((host, port), control)
     thread = threading.Thread(target=httpd.serve_forever, name="mqtck-control", daemon=True)
     thread.start()
     return ControlServer(httpd, thread)

@@ -16,16 +16,17 @@ scenario gives the same trace, row for row, and a failing schedule can be shrunk
                     that take virtual time
 ``scenario``        the pull and rebalance workload's config and schedule
 ``simulation``      runs a scenario (push consumer group); returns the trace and a summary
-``pop_sim``         the POP workload (push consumers over POP) and its judge, audit_pop
-``permit_sim``      the permit workload (Pulsar-style flow control) and its checks
+``pop_sim``         the POP workload (push consumers over POP)
+``permit_sim``      the permit workload (Pulsar-style flow control)
 ``network``         latency, reordering, loss, failing synchronous calls, unordered member lists
 ``listener``        an application listener with processing time and failures
 ``progress``        follows the trace to tell when a run has quiesced
-``checks``          judges a trace: drop semantics, commit safety, at-least-once, duplicates
+``judges``          every workload's judges: ``pull`` (drop semantics, commit safety, at-least-once,
+                    duplicates), ``pop`` (audit_pop), ``permits`` (overrun, freeze, redelivery counts)
 ``findings``        Finding: the one shape of a broken invariant, naming its requirement
 ``timeline``        prints rows as a readable timeline (failure notes of every workload)
 ==================  ==========================================================================
 
-The judges (``checks``, ``pop_sim.audit_pop``) read only trace rows, and are compared with the Spark auditor
+The trace judges (``judges.pull``, ``judges.pop``) read only trace rows, and are compared with the Spark auditor
 on the same traces (``tests/audit/test_judges_vs_spark.py``).
 """

@@ -1,7 +1,7 @@
 """Finding: one broken invariant of a simulated run, as every simulation and its checks report it.
 
-One shape for the pull and rebalance checks (:mod:`.checks`), the POP audit (:mod:`.pop_sim`) and the permit
-checks (:mod:`.permit_sim`): the anomaly's name, the requirement it breaks, a sentence, and what it is about
+One shape for every judge of :mod:`.judges` (the pull and rebalance checks, the POP audit, the permit
+checks): the anomaly's name, the requirement it breaks, a sentence, and what it is about
 (the rows that prove it, a queue, a message, a client), so that a property suite's failure note, the
 timeline filter and a report read every simulation's findings alike.
 """

@@ -4,7 +4,7 @@ The simulator settles a run after its last step: it keeps virtual time going unt
 that can still be consumed has been consumed OK (or dead-lettered, or, broadcasting, discarded by a
 failing listener) and every queue has exactly one owner (clustering) or every live consumer owns
 every queue (broadcasting). This tracker keeps just enough state, updated row by row, to answer that
-cheaply; the trace checks (:mod:`reference.sim.checks`) judge the run afterwards from the rows alone.
+cheaply; the trace checks (:mod:`reference.sim.judges`) judge the run afterwards from the rows alone.
 """
 
 from __future__ import annotations

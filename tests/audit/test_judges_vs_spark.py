@@ -1,6 +1,6 @@
 """The simulator's judges and the Spark auditor, compared on the same traces: they must agree exactly.
 
-The pure-Python judges (``reference.sim.checks.check_drop_semantics`` and ``reference.sim.pop_sim.audit_pop``)
+The pure-Python judges (``reference.sim.judges.check_drop_semantics`` and ``reference.sim.judges.audit_pop``)
 decide the simulator's properties; the Spark finders (``conformance.audit``) decide ``mqtck audit``. Both state
 the same invariants, so on random traces with injected faults (``mqtck trace synth``: random sizes, seeds and
 fault counts) every finding of one must be a finding of the other, keyed by what it is about: the client,
@@ -27,8 +27,7 @@ from conformance.audit.job import run_audit  # noqa: E402
 from conformance.audit.session import DRIVER_MEMORY, SparkSettings  # noqa: E402
 from conformance.audit.synth import synthesize  # noqa: E402
 from conformance.audit.synth.faults import InjectionError  # noqa: E402
-from reference.sim.checks import TraceIndex, check_drop_semantics  # noqa: E402
-from reference.sim.pop_sim import audit_pop  # noqa: E402
+from reference.sim.judges import TraceIndex, audit_pop, check_drop_semantics  # noqa: E402
 
 DROPS = {"pull after drop": "pull-after-drop", "commit after drop": "commit-after-drop"}
 POP = ("early-redelivery", "redelivered-after-ack", "never-revived")

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from conformance.diff import steps as s
-from conformance.diff.compare import compare, rules_for, settings_for
+from conformance.diff.compare import compare, rules_for
 from conformance.diff.program import Program
 from conformance.diff.replay import listing, read_replay, replay
 from conformance.diff.runner import Lockstep, open_pair, search
+from conformance.diff.settings import settings_for
 from conformance.expectations import ExpectationError
 from conformance.targets.launch import LaunchedBroker
 from conformance.targets.reference import ReferenceTarget

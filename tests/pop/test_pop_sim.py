@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from reference.sim.pop_sim import PopSimConfig, audit_pop, random_schedule, run
+from reference.sim.judges import audit_pop
+from reference.sim.pop_sim import PopSimConfig, random_schedule, run
 
 G = "PopSimGroup"
 

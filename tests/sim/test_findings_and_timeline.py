@@ -6,8 +6,7 @@ import json
 
 from conformance.spec import requirements
 from reference.sim.findings import Finding
-from reference.sim.permit_sim import PERMIT_EVENTS, PERMIT_REQUIREMENTS
-from reference.sim.pop_sim import POP_EVENTS, POP_REQUIREMENTS, audit_pop
+from reference.sim.judges import PERMIT_EVENTS, PERMIT_REQUIREMENTS, POP_EVENTS, POP_REQUIREMENTS, audit_pop
 from reference.sim.timeline import format_timeline
 
 

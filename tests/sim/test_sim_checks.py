@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from reference.rules.constants import DROP_GRACE_MS
-from reference.sim.checks import check_trace
+from reference.sim.judges import check_trace
 
 BASE = 1_700_000_000_000_000
 

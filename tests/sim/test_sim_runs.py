@@ -10,7 +10,7 @@ import pytest
 from reference.client.config import MessageModel
 from reference.clock import ProcessClock, SimClock
 from reference.rules.trace_schema import missing_columns
-from reference.sim.checks import check_trace
+from reference.sim.judges import check_trace
 from reference.sim.network import NetworkConfig, SimLink
 from reference.sim.scenario import Scenario, SimConfig
 from reference.sim.simulation import Simulation, run_scenario

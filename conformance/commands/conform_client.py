@@ -1,4 +1,5 @@
-"""``mqtck conform --client CMD``: run the client check and write the reports a target run writes.
+"""``mqtck conform --client CMD``: run the client check (:mod:`conformance.client_check`) and write the reports a
+target run writes.
 
 Same files (``<report-dir>/<run>/{summary.json,junit.xml,report.html}``, ``latest`` link) and exit codes
 (0 when every applicable MUST passed, 1 otherwise, 2 for a usage error), restricted to the CCLIENT family:
@@ -15,12 +16,13 @@ import re
 import shlex
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
 
 from conformance import expectations, report
-from conformance.cli import UsageError
+from conformance.cliargs import UsageError
 from conformance.client_check.harness import Options, run_client_check
 from conformance.client_check.scenarios import SCENARIOS
 
@@ -60,35 +62,39 @@ def check_client_command(cmd: str) -> None:
     raise UsageError(f"--client: command {program!r} {where}")
 
 
-def run(args: argparse.Namespace) -> int:
-    check_client_command(args.client)
-    scenarios = tuple(args.client_scenarios or SCENARIOS)
-    unknown = [s for s in scenarios if s not in SCENARIOS]
+def run(command: str, scenarios: Sequence[str] | None = None, duration_s: float | None = None,
+        rebalance_grace_s: float | None = None, *, expect: str | None = None, report_dir: str = "reports",
+        implementation: str | None = None, junit: str | None = None, as_json: bool = False) -> int:
+    """Check the client program ``command`` (``--client``) in ``scenarios`` (all when None) and write the reports;
+    the other arguments are ``mqtck conform``'s options of the same names, which this run shares."""
+    check_client_command(command)
+    chosen = tuple(scenarios or SCENARIOS)
+    unknown = [s for s in chosen if s not in SCENARIOS]
     if unknown:
         raise UsageError(f"--client-scenarios: unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
-    if args.client_duration_s is not None and args.client_duration_s <= 0:
+    if duration_s is not None and duration_s <= 0:
         raise UsageError("--client-duration-s must be > 0")
-    expected = expectations.load_option(getattr(args, "expect", None))
-    options = Options(args.client, scenarios, args.client_duration_s)
-    if args.rebalance_grace_s is not None:
-        options.rebalance_grace_s = args.rebalance_grace_s
-    report_dir = Path(args.report_dir)
-    label = getattr(args, "implementation", None) or args.client
+    expected = expectations.load_option(expect)
+    options = Options(command, chosen, duration_s)
+    if rebalance_grace_s is not None:
+        options.rebalance_grace_s = rebalance_grace_s
+    reports = Path(report_dir)
+    label = implementation or command
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", label)[:60].strip("-")
-    run_dir = report_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-client-{slug}"
+    run_dir = reports / f"{time.strftime('%Y%m%d-%H%M%S')}-client-{slug}"
     console = Console(stderr=True)
     started = time.monotonic()
     results = run_client_check(
-        options, run_dir, None if args.json else lambda name: console.print(f"client check: scenario {name}"),
+        options, run_dir, None if as_json else lambda name: console.print(f"client check: scenario {name}"),
     )
     vs = [v for v in report.verdicts(results, expected) if v.id.startswith(FAMILY_PREFIX)]
-    extra = {"duration_s": round(time.monotonic() - started, 3), "run": run_dir.name, "scenarios": list(scenarios),
-             "implementation": getattr(args, "implementation", None) or f"client: {args.client}"}
+    extra = {"duration_s": round(time.monotonic() - started, 3), "run": run_dir.name, "scenarios": list(chosen),
+             "implementation": implementation or f"client: {command}"}
     if expected is not None:
         extra["expectations"] = expected.name
-    doc = report.summary(f"client: {args.client}", [], vs, results, extra)
-    report.publish(report_dir, run_dir, doc, vs, Path(args.junit) if args.junit else None)
-    if args.json:
+    doc = report.summary(f"client: {command}", [], vs, results, extra)
+    report.publish(reports, run_dir, doc, vs, Path(junit) if junit else None)
+    if as_json:
         print(json.dumps(doc, indent=2))
     else:
         out = Console()

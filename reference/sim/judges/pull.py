@@ -1,4 +1,4 @@
-"""Trace checks of the client's promises: judged from trace rows alone (schema v1).
+"""The pull and rebalance judge: the client's promises, judged from trace rows alone (schema v1).
 
 Theory of operation
 -------------------
