@@ -11,7 +11,6 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from reference.net.remoting.acl.permission import UPDATE_AND_CREATE_TOPIC
 from reference.net.remoting.acl.signature import SessionCredentials, sign_fields
 from reference.net.remoting.client import RemotingClient
 from reference.net.remoting.command import RemotingCommand, RequestCode, ext_value
@@ -154,9 +153,9 @@ def cases() -> list[Case]:
              {"clientID": "127.0.0.1@acl", "producerGroup": "AclProducer"}),
         Case("max offset of a DENY topic (no resource checked)", RequestCode.GET_MAX_OFFSET,
              {"topic": "AclDenied", "queueId": "0"}),
-        Case("create a topic, not admin", UPDATE_AND_CREATE_TOPIC, create_topic_fields("AclNew"), b"", USER,
+        Case("create a topic, not admin", RequestCode.UPDATE_AND_CREATE_TOPIC, create_topic_fields("AclNew"), b"", USER,
              "Need admin permission for request code=17, but accessKey=mqtckUser is not"),
-        Case("create a topic, admin", UPDATE_AND_CREATE_TOPIC, create_topic_fields("AclNew"), b"", ADMIN),
+        Case("create a topic, admin", RequestCode.UPDATE_AND_CREATE_TOPIC, create_topic_fields("AclNew"), b"", ADMIN),
     ]
 
 
@@ -176,7 +175,7 @@ def prepare(broker_address: str) -> None:
     admin = RemotingClient(broker_address, credentials=ADMIN)
     try:
         for topic in TOPICS:
-            response = admin.invoke(UPDATE_AND_CREATE_TOPIC, create_topic_fields(topic), timeout_s=15)
+            response = admin.invoke(RequestCode.UPDATE_AND_CREATE_TOPIC, create_topic_fields(topic), timeout_s=15)
             assert response.code == 0, (topic, response.code, response.remark)
     finally:
         admin.close()

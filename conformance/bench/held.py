@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 
 from conformance.targets.launch import LaunchedBroker, launch_broker
+from reference.broker.protocol import PullSysFlag
 from reference.net.remoting.client import RemotingClient, split_address
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.rules.codes import ResponseCode
@@ -48,10 +49,6 @@ CONNECTIONS_PER_CLIENT = 100
 #: Tries of a pull whose connection is lost before it is held (among 10,000 connections opened at once, one is
 #: sometimes reset while the listen queue overflows).
 CONNECT_ATTEMPTS = 3
-#: Pull sysFlag bits: suspend and subscription (protocols/rocketmq-remoting.md §5.4).
-SUSPEND_AND_SUBSCRIPTION = 0x2 | 0x4
-#: Admin code that creates a topic (RocketMQ UPDATE_AND_CREATE_TOPIC).
-UPDATE_AND_CREATE_TOPIC = 17
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -186,7 +183,7 @@ def _remoting(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 q = i % args.queues
                 future = client.invoke_async(RequestCode.PULL_MESSAGE, {
                     "consumerGroup": "G", "topic": "HELD", "queueId": q, "queueOffset": "0", "maxMsgNums": 1,
-                    "sysFlag": SUSPEND_AND_SUBSCRIPTION, "commitOffset": "0",
+                    "sysFlag": int(PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION), "commitOffset": "0",
                     "suspendTimeoutMillis": str(args.suspend_ms), "subscription": "*", "subVersion": "0"})
 
                 def done(f: Future[RemotingCommand], q: int = q) -> None:
@@ -217,7 +214,7 @@ def _remoting(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
 
 def _create_topic(client: RemotingClient, queues: int) -> None:
-    r = client.invoke(UPDATE_AND_CREATE_TOPIC, {
+    r = client.invoke(RequestCode.UPDATE_AND_CREATE_TOPIC, {
         "topic": "HELD", "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues, "perm": 6,
         "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": "false"})
     if r.code != ResponseCode.SUCCESS:

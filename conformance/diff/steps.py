@@ -20,10 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from conformance.suite.support import visible
 from conformance.targets import FullTarget, MalformedAnswer, PendingPop, PendingPull, PullReply, TargetError
-from conformance.targets.remoting import derive_status
-from reference.rules.codes import ResponseCode
+from conformance.targets.patience import visible
+from reference.rules.codes import ResponseCode, derive_status
 
 #: Simulated time a retention step moves on clocked targets: past fileReservedTime (72 h, RETAIN-1).
 RETENTION_ADVANCE_MS = 73 * 3_600_000

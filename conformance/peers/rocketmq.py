@@ -44,6 +44,7 @@ from typing import IO, TYPE_CHECKING
 
 from conformance.peers import PeerError, PeerInfo
 from conformance.peers.maven import require_tool, rocketmq_classpath
+from reference.net.remoting.command import RequestCode
 
 if TYPE_CHECKING:
     from reference.net.remoting.client import RemotingClient
@@ -76,11 +77,6 @@ START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 20.0
 #: Line BrokerStartup / NamesrvStartup print on stdout once started.
 BOOT_SUCCESS = "boot success"
-#: RocketMQ admin request codes the runner uses (RequestCode.java).
-UPDATE_BROKER_CONFIG = 25
-GET_BROKER_CONFIG = 26
-GET_BROKER_RUNTIME_INFO = 28
-DELETE_EXPIRED_COMMITLOG = 329
 #: RocketMQ's consumer-channel housekeeping: channelExpiredTimeout and the scan's interval (ms).
 CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
 CHANNEL_SCAN_INTERVAL_MS = 10_000
@@ -282,7 +278,7 @@ class RocketMQPeer:
     def manual_delete(self) -> None:
         """DELETE_EXPIRED_COMMITLOG: the next 20 clean runs delete expired segments at any hour."""
         with self._admin() as client:
-            response = client.invoke(DELETE_EXPIRED_COMMITLOG, {}, timeout_s=10.0)
+            response = client.invoke(RequestCode.DELETE_EXPIRED_COMMITLOG, {}, timeout_s=10.0)
         if response.code != 0:
             raise PeerError(f"DELETE_EXPIRED_COMMITLOG refused: {response.code} {response.remark}")
 
@@ -339,7 +335,7 @@ class RocketMQPeer:
         as the written end, the start of the newest file but one (the newest may be pre-created and empty)."""
         from reference.net.remoting.command import loads_body
 
-        response = client.invoke(GET_BROKER_RUNTIME_INFO, {}, timeout_s=10.0)  # type: ignore[attr-defined]
+        response = client.invoke(RequestCode.GET_BROKER_RUNTIME_INFO, {}, timeout_s=10.0)  # type: ignore[attr-defined]
         if response.code == 0:
             table = loads_body(response.body)["table"]
             return int(table["commitLogMinOffset"]), int(table["commitLogMaxOffset"])
@@ -364,7 +360,7 @@ class RocketMQPeer:
     @staticmethod
     def _broker_config(client: object) -> dict[str, str]:
         """GET_BROKER_CONFIG: every setting, from the properties text of the answer's body."""
-        response = client.invoke(GET_BROKER_CONFIG, {}, timeout_s=10.0)  # type: ignore[attr-defined]
+        response = client.invoke(RequestCode.GET_BROKER_CONFIG, {}, timeout_s=10.0)  # type: ignore[attr-defined]
         if response.code != 0:
             raise PeerError(f"GET_BROKER_CONFIG refused: {response.code} {response.remark}")
         pairs = (line.split("=", 1) for line in response.body.decode("utf-8", "replace").splitlines() if "=" in line)
@@ -373,7 +369,7 @@ class RocketMQPeer:
     @staticmethod
     def _update_config(client: object, props: dict[str, str]) -> None:
         body = "".join(f"{k}={v}\n" for k, v in props.items()).encode("utf-8")
-        response = client.invoke(UPDATE_BROKER_CONFIG, {}, body, timeout_s=10.0)  # type: ignore[attr-defined]
+        response = client.invoke(RequestCode.UPDATE_BROKER_CONFIG, {}, body, timeout_s=10.0)  # type: ignore[attr-defined]
         if response.code != 0:
             raise PeerError(f"UPDATE_BROKER_CONFIG {props} refused: {response.code} {response.remark}")
 

@@ -17,7 +17,6 @@ import os
 import shlex
 import shutil
 import tempfile
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 from conformance.peers import PeerError
 from conformance.peers.java import java_program
+from conformance.report.junit import JUnitCase, testsuite_xml
 from conformance.strategy.declaration import BUILTIN_DECLARATIONS
 from conformance.strategy.engine import CheckSettings, run_check
 from conformance.strategy.execproc import ExecStrategyUnderTest
@@ -183,28 +183,22 @@ def command_line(classpath: list[str], verdict: StrategyVerdict) -> str:
 def junit_xml(classpath: list[str], verdicts: list[StrategyVerdict], control: StrategyVerdict) -> bytes:
     """The gate as JUnit XML: per strategy its golden replay and each property, and the control (which must be
     caught). Every failure gates; its text is the command that reproduces it."""
-    suite = ET.Element("testsuite", name="mqtck gate java-strategies")
-    failures = 0
+    gates = (("gates", "true"),)
 
-    def case(classname: str, name: str, failed: str | None, reproduce: str) -> None:
-        nonlocal failures
-        element = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
-        ET.SubElement(ET.SubElement(element, "properties"), "property", name="gates", value="true")
-        if failed is not None:
-            failures += 1
-            ET.SubElement(element, "failure", message=failed).text = f"reproduce: {reproduce}"
+    def case(classname: str, name: str, failed: str | None, reproduce: str) -> JUnitCase:
+        return JUnitCase(classname, name, properties=gates,
+                         failure=None if failed is None else (failed, f"reproduce: {reproduce}"))
 
+    cases: list[JUnitCase] = []
     for v in verdicts:
         reproduce = command_line(classpath, v)
         mismatched = len(v.golden_mismatches)
         differ = f"{mismatched} of {v.golden_lines} golden vectors differ: {'; '.join(v.golden_mismatches[:3])}"
-        case(v.java_class, "golden", differ if mismatched else None, reproduce)
-        for name, status in v.properties.items():
-            case(v.java_class, name, f"property {name} failed" if status == "fail" else None, reproduce)
+        cases.append(case(v.java_class, "golden", differ if mismatched else None, reproduce))
+        cases += [case(v.java_class, name, f"property {name} failed" if status == "fail" else None, reproduce)
+                  for name, status in v.properties.items()]
     caught = [name for name, status in control.properties.items() if status == "fail"]
-    case(control.java_class, "control is caught",
-         None if caught else "the broken control strategy passed every property: the check catches nothing",
-         command_line(classpath, control))
-    suite.set("tests", str(len(suite)))
-    suite.set("failures", str(failures))
-    return ET.tostring(suite, encoding="utf-8", xml_declaration=True)
+    uncaught = "the broken control strategy passed every property: the check catches nothing"
+    cases.append(case(control.java_class, "control is caught", None if caught else uncaught,
+                      command_line(classpath, control)))
+    return testsuite_xml("mqtck gate java-strategies", cases)

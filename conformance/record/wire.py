@@ -11,7 +11,7 @@ What maps to the schema:
 ==============================  ================================================================
 SEND_MESSAGE (V2, batch)        SEND per message stored (topic, queue, offset, UNIQ_KEY, tags)
 PULL_MESSAGE                    PULL_REQ; PULL_RESP with the GetMessageStatus the code and bounds
-                                show (``conformance.targets.remoting.derive_status``) and
+                                show (``reference.rules.codes.derive_status``) and
                                 ``held_ms``; COMMIT when it carries the commit-offset flag
 UPDATE_CONSUMER_OFFSET          COMMIT (oneway: when sent; else when answered SUCCESS)
 HEART_BEAT                      SUBSCRIBE per new (group, topic, expression) of the client
@@ -32,19 +32,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.targets.remoting import (
-    COMMIT_OFFSET_FLAG,
-    SUSPEND_FLAG,
-    code_name,
-    derive_status,
-    ext_int,
-    pop_handles,
-)
+from conformance.targets.remoting import code_name, ext_int, pop_handles
+from reference.broker.protocol import PullSysFlag
 from reference.clock import RealClock
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.message_codec import PROPERTY_TAGS, decode_batch_body, decode_properties, decode_records
 from reference.net.remoting.send_header import send_header
-from reference.rules.codes import ResponseCode
+from reference.rules.codes import ResponseCode, derive_status
 from reference.store.message import UNIQ_KEY
 from reference.trace import Trace
 
@@ -139,8 +133,8 @@ class WireRecorder:
             flags = ext_int(ext, "sysFlag", 0)
             self._row(conn, "PULL_REQ", now, **self._queue(conn, ext, "queueOffset"),
                       max_nums=ext_int(ext, "maxMsgNums", 32),
-                      suspend_ms=ext_int(ext, "suspendTimeoutMillis", 0) if flags & SUSPEND_FLAG else 0)
-            if flags & COMMIT_OFFSET_FLAG and ext_int(ext, "commitOffset", -1) >= 0:
+                      suspend_ms=ext_int(ext, "suspendTimeoutMillis", 0) if flags & PullSysFlag.SUSPEND else 0)
+            if flags & PullSysFlag.COMMIT_OFFSET and ext_int(ext, "commitOffset", -1) >= 0:
                 self._row(conn, "COMMIT", now, **self._queue(conn, ext, "commitOffset"))
         elif cmd.code == RequestCode.UPDATE_CONSUMER_OFFSET and cmd.is_oneway:
             self._row(conn, "COMMIT", now, **self._queue(conn, ext, "commitOffset"))

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from conformance import spec
 from conformance.expectations import Expectations
 from conformance.report import plots
+from conformance.report.junit import JUnitCase, testsuite_xml
 
 #: Every status a requirement can have in a run, in the order a report lists them, with what it means.
 STATUSES: dict[str, str] = {
@@ -203,35 +203,25 @@ def junit_xml(target: str, vs: list[Verdict], profiles: Iterable[str] = ()) -> b
     file (CI's failure summary, ``.ci/failures.py``) tells it from a failure that makes the run exit 1.
     """
     chosen = tuple(profiles)
-    suite = ET.Element("testsuite", name=f"mqtck conform {target}")
-    n = failures = skipped = 0
-    for v in vs:
-        tests = v.tests or [{"nodeid": "(no test in this suite)", "outcome": "skipped", "duration": 0.0,
-                             "message": v.status}]
-        for t in tests:
-            n += 1
-            case = ET.SubElement(
-                suite, "testcase", classname=f"{v.family}.{v.id}", name=t["nodeid"], time=f"{t['duration']:.6f}"
-            )
-            props = ET.SubElement(case, "properties")
-            for name, value in (("requirement", v.id), ("level", v.level), ("gates", str(gates(v, chosen)).lower())):
-                ET.SubElement(props, "property", name=name, value=value)
-            if t["outcome"] == "failed" and v.status == "expected-fail" and v.expectation:
-                skipped += 1
-                ET.SubElement(case, "skipped", message=f"expected fail: {v.expectation['reason']}")
-            elif t["outcome"] == "failed":
-                failures += 1
-                # The message is what failed (the assertion); the requirement and the traceback are the text.
-                what = t.get("summary") or v.sentence
-                ET.SubElement(case, "failure", message=f"{v.id} ({v.level}): {what}").text = (
-                    f"{v.id} ({v.level}): {v.sentence}\n\n{t['message']}")
-            elif t["outcome"] == "skipped":
-                skipped += 1
-                ET.SubElement(case, "skipped", message=t["message"] or v.status)
-    suite.set("tests", str(n))
-    suite.set("failures", str(failures))
-    suite.set("skipped", str(skipped))
-    return ET.tostring(suite, encoding="utf-8", xml_declaration=True)
+    return testsuite_xml(f"mqtck conform {target}", (case for v in vs for case in _junit_cases(v, chosen)))
+
+
+def _junit_cases(v: Verdict, chosen: tuple[str, ...]) -> Iterable[JUnitCase]:
+    """A verdict's testcases: one per test, or one skipped testcase when no test of the suite covers it."""
+    tests = v.tests or [{"nodeid": "(no test in this suite)", "outcome": "skipped", "duration": 0.0,
+                         "message": v.status}]
+    props = (("requirement", v.id), ("level", v.level), ("gates", str(gates(v, chosen)).lower()))
+    for t in tests:
+        failure = skipped = None
+        if t["outcome"] == "failed" and v.status == "expected-fail" and v.expectation:
+            skipped = f"expected fail: {v.expectation['reason']}"
+        elif t["outcome"] == "failed":
+            # The message is what failed (the assertion); the requirement and the traceback are the text.
+            what = t.get("summary") or v.sentence
+            failure = (f"{v.id} ({v.level}): {what}", f"{v.id} ({v.level}): {v.sentence}\n\n{t['message']}")
+        elif t["outcome"] == "skipped":
+            skipped = t["message"] or v.status
+        yield JUnitCase(f"{v.family}.{v.id}", t["nodeid"], t["duration"], props, failure, skipped)
 
 
 #: The observation a failed suite test carries: its last calls on the target (conformance.suite.calls).

@@ -15,6 +15,7 @@ from typing import TypeAlias
 import pytest
 
 from conformance.targets import PendingPop, PendingPull, SendReceipt, StoreLayoutTarget, Target
+from conformance.targets.patience import visible
 
 #: OFFSET-4: beyond the max offset of a queue whose min is 0, the seed's broker (RocketMQ up to 4.9.3) goes
 #: back to 0; since 4.9.4 (ISSUE #4215, DefaultMessageStore.getMessage) Apache RocketMQ goes to the max offset
@@ -33,13 +34,6 @@ MAX_BODY_BYTES = 1 << 20
 #: Segments larger than this are too large to fill three of in a test (Apache RocketMQ's default is 1 GiB:
 #: its runner should configure smaller ones for gating).
 MAX_SEGMENT_BYTES = 256 << 20
-#: How long a test waits over the wire for what no requirement times: the answer to a request that is not held,
-#: a send showing in its consume queue (Apache dispatches it asynchronously), a route, a notification. A wait
-#: that ends early once the thing happens costs nothing when a broker conforms, and CI runs two JVM brokers
-#: beside another lane on two cores, where a broker stalls for seconds (4.9.7 once left a send or pull of
-#: REMOTING-8 unanswered for over 5 s there). A broker that never does it still fails, after this long. Waits
-#: that a requirement bounds (a long poll's wake, a hold's time-out) keep their own constants.
-PATIENCE_S = 30.0
 #: Over the wire: how long a broker may take to answer a request that must not be held (a pull without SUSPEND,
 #: a pop with poll time 0), or a held one after its waking event. A loaded machine and a JVM just restarted take
 #: more than a moment (a pop right after 5.5.0's restart took over 0.5 s beside another lane of CI); a broker that
@@ -55,17 +49,6 @@ def fill(target: Target, topic: str, n: int, tags: str = "A", queue: int = 0) ->
         last = target.send(topic, queue, f"m{i}".encode() * 50, tags)
     if last is not None:
         visible(target, topic, queue, last.queue_offset + 1)
-
-
-def visible(target: Target, topic: str, queue: int, count: int) -> None:
-    """Return once the queue's max offset reaches ``count``: Apache RocketMQ builds the consume queue after it
-    acknowledged a send, so a read at once may miss the last messages (at once with clock control)."""
-    if "clock_control" in target.capabilities:
-        return
-    deadline = time.monotonic() + PATIENCE_S
-    while target.min_max(topic, queue)[1] < count:
-        assert time.monotonic() < deadline, f"the messages sent to {topic}/{queue} never showed in its queue"
-        time.sleep(0.02)
 
 
 #: OFFSET-10's batches: maxTransferCountOnMessageInMemory and maxTransferCountOnMessageInDisk (seed 002 §1

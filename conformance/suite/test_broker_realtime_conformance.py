@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conformance.suite.support import BIG_BODY, IN_MEMORY_BIG, IN_MEMORY_COUNT, PATIENCE_S, batch_queues, visible
+from conformance.suite.support import BIG_BODY, IN_MEMORY_BIG, IN_MEMORY_COUNT, batch_queues
 from conformance.targets import (
     ChannelCloseTarget,
     KillRestartTarget,
@@ -24,6 +24,7 @@ from conformance.targets import (
     TargetError,
     WireTarget,
 )
+from conformance.targets.patience import PATIENCE_S, visible
 from reference.net.remoting.message_codec import decode_records
 
 #: CGRP-6: slack beyond channelExpiredTimeout and two housekeeping scans before a silent channel must be gone.

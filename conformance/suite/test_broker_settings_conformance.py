@@ -35,9 +35,9 @@ from conformance.suite.support import (
     batch_queues,
     fill_three_segments,
     segment_bytes,
-    visible,
 )
 from conformance.targets import SettingsTarget, StoreLayoutTarget, Target
+from conformance.targets.patience import visible
 
 #: The clean service's first run comes this long after the broker starts (RocketMQ's fixed initial delay).
 FIRST_CLEAN_S = 60.0

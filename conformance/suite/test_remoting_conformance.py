@@ -47,8 +47,9 @@ from typing import Any, Protocol, TypeAlias
 
 import pytest
 
-from conformance.suite.support import PATIENCE_S, Settings
+from conformance.suite.support import Settings
 from conformance.targets import PopTarget, RestartTarget, Target, WireTarget
+from conformance.targets.patience import PATIENCE_S
 from conformance.targets.remoting import subscription_data
 from reference.net.remoting.client import CLIENT_VERSION, RemotingClient, split_address
 from reference.net.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand, RequestCode, loads_body

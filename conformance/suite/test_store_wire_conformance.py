@@ -26,7 +26,7 @@ from typing import Protocol
 
 import pytest
 
-from conformance.suite.support import MAX_BODY_BYTES, body, fill_three_segments, log_offset, segment_bytes, visible
+from conformance.suite.support import MAX_BODY_BYTES, body, fill_three_segments, log_offset, segment_bytes
 from conformance.targets import (
     ExpiryTarget,
     FreshStoreTarget,
@@ -38,6 +38,7 @@ from conformance.targets import (
     TargetError,
     TornRestartTarget,
 )
+from conformance.targets.patience import visible
 
 
 class RestartableExpiryTarget(ExpiryTarget, KillRestartTarget, Protocol):

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 import pytest
 
-from conformance.suite.support import visible
 from conformance.targets import ExpiryTarget, PopTarget, PullReply, Target, TargetError, TraceTarget
+from conformance.targets.patience import visible
 from reference.rules.trace_schema import BASE_COLUMNS, COLUMNS, EVENT_REQUIRED, SCHEMA_VERSION, missing_columns
 
 

@@ -9,7 +9,7 @@ because a name server that auto-creates topics on lookup (the reference's, Java'
 What the wire cannot carry, and how the target fills it in (each is what a Java client could observe):
 
 * ``PullReply.status`` (the GetMessageStatus): derived from the response code, the requested offset and the
-  ``minOffset``/``maxOffset`` the broker reports (:func:`derive_status`);
+  ``minOffset``/``maxOffset`` the broker reports (:func:`reference.rules.codes.derive_status`);
 * ``PullReply.held_ms``: measured here, request written to response read (loopback adds well under 1 ms);
 * ``heartbeat(...) -> changed``: a RocketMQ broker notifies every member of a group whose membership or
   subscriptions changed (NOTIFY_CONSUMER_IDS_CHANGED, §5.12), including the member that caused it, and writes
@@ -55,11 +55,13 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from reference.allocation.registry import strategy_class
+from reference.broker.protocol import PullSysFlag
 from reference.net.remoting.client import RemotingClient, split_address
 from reference.net.remoting.command import RemotingCommand, RequestCode, loads_body
 from reference.net.remoting.message_codec import CodecError, DecodedRecord, decode_records, encode_properties
-from reference.rules.codes import ResponseCode
+from reference.rules.codes import ResponseCode, derive_status
 from reference.rules.filter import tags_hash_code
+from reference.rules.topics import POP_RETRY_SEPARATOR_V2, is_retry_topic, pop_retry_topic, pop_retry_topic_v2
 
 from . import (
     HOLD_SLACK_MS,
@@ -78,10 +80,6 @@ from .control import ControlClient, ControlDescription, ControlError
 from .http import ADVANCE_STEP_MS, UnreachableTarget
 from .sim_time import HoldStamp, SimulatedTime
 
-#: Request code of UPDATE_AND_CREATE_TOPIC (RocketMQ RequestCode 17): the admin call that creates a topic.
-UPDATE_AND_CREATE_TOPIC = 17
-#: Request code of UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (RocketMQ RequestCode 200): the admin call that creates a group.
-UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
 #: The auto-create topic every RocketMQ client asks the name server about (§4); its route names the broker.
 DEFAULT_TOPIC = "TBW102"
 #: Broker id of the master in ``brokerAddrs`` (§4).
@@ -97,8 +95,6 @@ REQUEST_TIMEOUT_S = 30.0
 #: How much later than its hold time a held request may be answered: RocketMQ's PullRequestHoldService checks
 #: every 5 s (long polling), and a loaded machine adds seconds.
 HOLD_SLACK_S = 15.0
-#: Pull sysFlag bits (§5.4).
-COMMIT_OFFSET_FLAG, SUSPEND_FLAG, SUBSCRIPTION_FLAG = 0x1, 0x2, 0x4
 #: The remark shape of a refused request: ``field: rule``.
 _REMARK = re.compile(r"^(?P<field>[A-Za-z_][\w.\[\]]*): (?P<rule>.*)$", re.S)
 #: Header / heartbeat-body field names a remoting broker names in refusals -> the suite's neutral names.
@@ -108,9 +104,6 @@ FIELD_NAMES = {
 }
 CAPABILITIES = frozenset({"pull", "long_poll", "query_offset", "commit_offset", "consumer_registry",
                           "remoting_wire", "channel_close"})
-#: RocketMQ 5's POP codes; a broker that answers POP_MESSAGE with REQUEST_CODE_NOT_SUPPORTED (4.x) lacks them.
-POP_CODES = {"POP_MESSAGE": 200050, "ACK_MESSAGE": 200051, "CHANGE_MESSAGE_INVISIBLETIME": 200053,
-             "QUERY_ASSIGNMENT": 400, "SET_MESSAGE_REQUEST_MODE": 401}
 #: ExtraInfoUtil's marks of a popped message's topic: the topic, its v1 retry topic, its v2 retry topic.
 NORMAL_MARK, RETRY_MARK, RETRY_V2_MARK = "0", "1", "2"
 #: The property in which a RocketMQ 5 broker hands a retried message's receipt handle (MessageConst.PROPERTY_POP_CK).
@@ -120,28 +113,6 @@ INIT_MODE_MIN = 0
 #: Refusal codes of an ack or a change of invisible time that mean "this handle names no in-flight message".
 HANDLE_REFUSALS = ("NO_MESSAGE",)
 _namespaces = itertools.count()
-
-
-def derive_status(code: int, offset: int, min_offset: int, max_offset: int) -> str | None:
-    """The GetMessageStatus behind a PULL_MESSAGE response, from what the wire shows (None if ambiguous).
-
-    The broker's correction table (seed 002 §1) is a function of (offset, min, max); the response code tells
-    found / not found / moved, and the bounds tell which row of the table answered.
-    """
-    if code == ResponseCode.SUCCESS:
-        return "FOUND"
-    if code == ResponseCode.PULL_RETRY_IMMEDIATELY:
-        return "NO_MATCHED_MESSAGE"
-    if max_offset == 0 and code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_OFFSET_MOVED):
-        return "NO_MESSAGE_IN_QUEUE"
-    if code == ResponseCode.PULL_NOT_FOUND and offset == max_offset:
-        return "OFFSET_OVERFLOW_ONE"
-    if code == ResponseCode.PULL_OFFSET_MOVED:
-        if offset < min_offset:
-            return "OFFSET_TOO_SMALL"
-        if offset > max_offset:
-            return "OFFSET_OVERFLOW_BADLY"
-    return None
 
 
 def code_name(code: int) -> str:
@@ -269,7 +240,7 @@ class RemotingTarget:
 
     # -- Target --------------------------------------------------------------------------------
     def create_topic(self, topic: str, queues: int) -> None:
-        self._call(UPDATE_AND_CREATE_TOPIC, {
+        self._call(RequestCode.UPDATE_AND_CREATE_TOPIC, {
             "topic": self._n(topic), "defaultTopic": DEFAULT_TOPIC, "readQueueNums": queues,
             "writeQueueNums": queues, "perm": PERM_READ_WRITE, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0,
             "order": "false",
@@ -291,11 +262,16 @@ class RemotingTarget:
 
     def start_pull(self, group, topic, queue_id, offset, *, max_nums=32, expression="*", suspend_ms=0,
                    commit_offset=None, client_id="conformance"):  # type: ignore[no-untyped-def]
-        flag = (SUSPEND_FLAG if suspend_ms > 0 else 0) | (SUBSCRIPTION_FLAG if expression is not None else 0)
-        flag |= COMMIT_OFFSET_FLAG if commit_offset is not None else 0
+        flag = PullSysFlag(0)
+        if suspend_ms > 0:
+            flag |= PullSysFlag.SUSPEND
+        if expression is not None:
+            flag |= PullSysFlag.SUBSCRIPTION
+        if commit_offset is not None:
+            flag |= PullSysFlag.COMMIT_OFFSET
         ext: dict[str, Any] = {
             "consumerGroup": self._n(group), "topic": self._n(topic), "queueId": queue_id,
-            "queueOffset": str(offset), "maxMsgNums": max_nums, "sysFlag": flag,
+            "queueOffset": str(offset), "maxMsgNums": max_nums, "sysFlag": int(flag),
             "commitOffset": str(commit_offset if commit_offset is not None else 0),
             "suspendTimeoutMillis": str(suspend_ms), "subVersion": "0",
         }
@@ -372,7 +348,7 @@ class RemotingTarget:
             # RocketMQ 5 commits only for a group it knows (ConsumerManageProcessor.updateConsumerOffset); a real
             # consumer's group exists by then (created by its heartbeat, or by an operator). Create it as an
             # operator would, then commit.
-            self._call(UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {},
+            self._call(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {},
                        json.dumps({"groupName": self._n(group), "consumeEnable": True}).encode("utf-8"))
             self._call(RequestCode.UPDATE_CONSUMER_OFFSET, ext)
 
@@ -482,7 +458,7 @@ class RemotingTarget:
         }
         # Answered at once, a refusal surfaces here; a held pop's surfaces at result(), so that a thousand held
         # pops (POP-7) need no wait each.
-        return self._held(POP_CODES["POP_MESSAGE"], ext, lambda r, held_ms: self._pop_reply(r, topic, held_ms),
+        return self._held(RequestCode.POP_MESSAGE, ext, lambda r, held_ms: self._pop_reply(r, topic, held_ms),
                           poll_ms, settle=poll_ms <= 0)
 
     def _pop_reply(self, response: RemotingCommand, topic: str, held_ms: int) -> PopReply:
@@ -516,14 +492,14 @@ class RemotingTarget:
             queue_id, offset, mark = int(parts[6]), int(parts[7]), parts[4]
         real_topic = self._n(topic)
         if mark == RETRY_MARK:
-            real_topic = f"%RETRY%{self._n(group)}_{self._n(topic)}"
+            real_topic = pop_retry_topic(self._n(group), self._n(topic))
         elif mark == RETRY_V2_MARK:
-            real_topic = f"%RETRY%{self._n(group)}+{self._n(topic)}"
+            real_topic = pop_retry_topic_v2(self._n(group), self._n(topic))
         return {"consumerGroup": self._n(group), "topic": real_topic, "queueId": queue_id, "offset": str(offset),
                 "extraInfo": handle}
 
     def ack(self, group: str, topic: str, handle: str) -> None:
-        response = self._main.invoke(POP_CODES["ACK_MESSAGE"], self._handle_header(group, topic, handle),
+        response = self._main.invoke(RequestCode.ACK_MESSAGE, self._handle_header(group, topic, handle),
                                      timeout_s=REQUEST_TIMEOUT_S)
         if response.code != ResponseCode.SUCCESS:
             raise handle_error(response)
@@ -531,7 +507,7 @@ class RemotingTarget:
     def change_invisible(self, group: str, topic: str, handle: str, invisible_ms: int) -> str:
         ext = self._handle_header(group, topic, handle)
         ext["invisibleTime"] = str(invisible_ms)
-        response = self._main.invoke(POP_CODES["CHANGE_MESSAGE_INVISIBLETIME"], ext, timeout_s=REQUEST_TIMEOUT_S)
+        response = self._main.invoke(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, ext, timeout_s=REQUEST_TIMEOUT_S)
         if response.code != ResponseCode.SUCCESS:
             raise handle_error(response)
         r = response.ext_fields
@@ -548,10 +524,10 @@ class RemotingTarget:
         refusal here."""
         request_mode = {"topic": self._n(topic), "consumerGroup": self._n(group), "mode": mode,
                         "popShareQueueNum": pop_share_queue_num}
-        self._call(POP_CODES["SET_MESSAGE_REQUEST_MODE"], {}, json.dumps(request_mode).encode("utf-8"))
+        self._call(RequestCode.SET_MESSAGE_REQUEST_MODE, {}, json.dumps(request_mode).encode("utf-8"))
         body = {"topic": self._n(topic), "consumerGroup": self._n(group), "clientId": self._n(client_id),
                 "strategyName": wire_strategy_name(strategy), "messageModel": model}
-        r = self._call(POP_CODES["QUERY_ASSIGNMENT"], {}, json.dumps(body).encode("utf-8"))
+        r = self._call(RequestCode.QUERY_ASSIGNMENT, {}, json.dumps(body).encode("utf-8"))
         assignments = loads_body(r.body).get("messageQueueAssignments") if r.body else None
         if assignments is None:
             raise TargetError("NO_ASSIGNMENT", "", "the broker answered no assignment set (nothing to allocate)")
@@ -685,9 +661,9 @@ def wire_strategy_name(name: str) -> str:
 
 def retry_mark(record_topic: str) -> str:
     """ExtraInfoUtil.getRetry: where a popped record was read (v2 retry topics join group and topic by '+')."""
-    if not record_topic.startswith("%RETRY%"):
+    if not is_retry_topic(record_topic):
         return NORMAL_MARK
-    return RETRY_V2_MARK if "+" in record_topic else RETRY_MARK
+    return RETRY_V2_MARK if POP_RETRY_SEPARATOR_V2 in record_topic else RETRY_MARK
 
 
 def _offset_info(text: str) -> dict[tuple[str, int], list[int]]:
@@ -730,7 +706,7 @@ def serves(broker_addr: str, code: int, ext: dict[str, Any]) -> bool:
 def supports_pop(broker_addr: str) -> bool:
     """Whether the broker serves POP_MESSAGE: asked with a pop of a topic that does not exist, which a
     RocketMQ 5 broker refuses (TOPIC_NOT_EXIST) and a 4.x broker does not know (REQUEST_CODE_NOT_SUPPORTED)."""
-    return serves(broker_addr, POP_CODES["POP_MESSAGE"], {
+    return serves(broker_addr, RequestCode.POP_MESSAGE, {
         "consumerGroup": "mqtck-probe", "topic": f"mqtck-probe-{uuid.uuid4().hex[:8]}", "queueId": -1,
         "maxMsgNums": 1, "invisibleTime": "60000", "pollTime": "0", "bornTime": str(int(time.time() * 1000)),
         "initMode": INIT_MODE_MIN, "expType": "TAG", "exp": "*",

@@ -70,3 +70,26 @@ def response_code_for(
     if status in ZERO_OFFSET_NOT_FOUND and requested_offset == 0:
         return ResponseCode.PULL_NOT_FOUND
     return table[status]
+
+
+def derive_status(code: int, offset: int, min_offset: int, max_offset: int) -> str | None:
+    """The GetMessageStatus name behind a PULL_MESSAGE response, from what the wire shows (None if ambiguous).
+
+    The inverse of :func:`response_code_for`, for whoever sees only the wire (the remoting target, the recorder,
+    the differ): the broker's correction table (seed 002 §1) is a function of (offset, min, max); the response
+    code tells found / not found / moved, and the bounds tell which row of the table answered.
+    """
+    if code == ResponseCode.SUCCESS:
+        return GetMessageStatus.FOUND.name
+    if code == ResponseCode.PULL_RETRY_IMMEDIATELY:
+        return GetMessageStatus.NO_MATCHED_MESSAGE.name
+    if max_offset == 0 and code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_OFFSET_MOVED):
+        return GetMessageStatus.NO_MESSAGE_IN_QUEUE.name
+    if code == ResponseCode.PULL_NOT_FOUND and offset == max_offset:
+        return GetMessageStatus.OFFSET_OVERFLOW_ONE.name
+    if code == ResponseCode.PULL_OFFSET_MOVED:
+        if offset < min_offset:
+            return GetMessageStatus.OFFSET_TOO_SMALL.name
+        if offset > max_offset:
+            return GetMessageStatus.OFFSET_OVERFLOW_BADLY.name
+    return None

@@ -10,8 +10,11 @@ from collections.abc import Mapping
 
 #: Topic holding copies that wait for their delay; one queue per level.
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+#: RocketMQ's MixAll.RETRY_GROUP_TOPIC_PREFIX: every retry topic starts with it, a group's and a POP one alike.
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+#: KeyBuilder's separators of a POP retry topic's group and topic: v1 (``_``) and v2 (``+``, RocketMQ 5.1+).
+POP_RETRY_SEPARATOR, POP_RETRY_SEPARATOR_V2 = "_", "+"
 
 #: RocketMQ property names: the original topic of a retried message, the topic and queue a delayed
 #: copy is bound for, its delay level, the original's offset message id.
@@ -27,7 +30,19 @@ PROPERTY_ORIGIN_QUEUE_OFFSET = "ORIGIN_QUEUE_OFFSET"
 
 
 def retry_topic(group: str) -> str:
+    """The group-wide retry topic ``%RETRY%{group}`` a push or pull consumer's send-backs go to."""
     return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def pop_retry_topic(group: str, topic: str) -> str:
+    """KeyBuilder.buildPopRetryTopic: ``%RETRY%{group}_{topic}``, one per (group, topic) because a pop names a
+    topic, unlike the group-wide :func:`retry_topic` of push consumers."""
+    return f"{RETRY_GROUP_TOPIC_PREFIX}{group}{POP_RETRY_SEPARATOR}{topic}"
+
+
+def pop_retry_topic_v2(group: str, topic: str) -> str:
+    """KeyBuilder.buildPopRetryTopicV2: ``%RETRY%{group}+{topic}`` (a RocketMQ 5.1+ broker's, read by clients)."""
+    return f"{RETRY_GROUP_TOPIC_PREFIX}{group}{POP_RETRY_SEPARATOR_V2}{topic}"
 
 
 def dlq_topic(group: str) -> str:
@@ -35,6 +50,7 @@ def dlq_topic(group: str) -> str:
 
 
 def is_retry_topic(topic: str) -> bool:
+    """Whether ``topic`` is a retry topic of any kind (a group's or a POP one)."""
     return topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
 
 

@@ -73,7 +73,7 @@ class ProgressTracker:
 
     def _consume(self, row: dict[str, Any]) -> None:
         detail = row.get("detail") or ""
-        if '"retry": "%RETRY%' in detail:
+        if f'"retry": "{RETRY_GROUP_TOPIC_PREFIX}' in detail:
             self.handed_over.setdefault(row["msg_id"], row["ts"])  # its copy is due later
         if row["status"] == "OK" or "dead_letter" in detail or "discarded" in detail:
             if self.clustering:

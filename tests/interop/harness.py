@@ -13,7 +13,7 @@ from typing import Any
 
 from conformance.audit.class_archive import cache_dir
 from conformance.targets.launch import launch_broker
-from reference.net.remoting.command import RemotingCommand
+from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.frame import FrameDecoder, encode_frame
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ class BrokerProcess:
         return self.request(self.broker_addr, code, ext, body)
 
     def consumer_ids(self, group: str) -> list[str]:
-        r = self.broker(38, {"consumerGroup": group})
+        r = self.broker(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
         return json.loads(r.body)["consumerIdList"] if r.code == 0 else []
 
     def stop(self) -> None:

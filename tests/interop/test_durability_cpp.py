@@ -25,6 +25,7 @@ import pytest
 rocketmq_client = pytest.importorskip("rocketmq.client")
 
 from conformance.targets.launch import launch_broker  # noqa: E402
+from reference.broker.protocol import PullSysFlag  # noqa: E402
 from reference.net.remoting.client import RemotingClient  # noqa: E402
 from reference.net.remoting.command import RequestCode  # noqa: E402
 from reference.net.remoting.message_codec import decode_records  # noqa: E402
@@ -140,8 +141,8 @@ def _read_all(broker_addr: str) -> dict[int, list[tuple[int, str]]]:
             while True:
                 r = client.invoke(RequestCode.PULL_MESSAGE, {
                     "consumerGroup": "CG_DURABLE_CHECK", "topic": TOPIC, "queueId": q, "queueOffset": str(offset),
-                    "maxMsgNums": 32, "sysFlag": 0x4, "commitOffset": "0", "suspendTimeoutMillis": "0",
-                    "subscription": "*", "subVersion": "0"}, timeout_s=30)
+                    "maxMsgNums": 32, "sysFlag": int(PullSysFlag.SUBSCRIPTION), "commitOffset": "0",
+                    "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0"}, timeout_s=30)
                 if r.code != ResponseCode.SUCCESS:
                     break
                 for record in decode_records(r.body):

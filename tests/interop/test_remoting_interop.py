@@ -20,7 +20,7 @@ rocketmq_client = pytest.importorskip("rocketmq.client")
 
 from reference.allocation.averagely import AllocateMessageQueueAveragely  # noqa: E402
 from reference.allocation.message_queue import MessageQueue  # noqa: E402
-from reference.net.remoting.broker_handlers import DELETE_EXPIRED_COMMITLOG  # noqa: E402
+from reference.net.remoting.command import RequestCode  # noqa: E402
 from tests.interop.harness import BrokerProcess, home_for_client, wait_for  # noqa: E402
 
 Message = rocketmq_client.Message
@@ -240,9 +240,11 @@ def test_a_restarted_consumer_resumes_from_its_committed_offset(workdir: Path) -
         c = push_consumer(broker, group, topic, received, "r0")
         wait_for(lambda: received.bodies() >= first, "the first batch consumed")
         c.shutdown()  # persists the consume offsets (UPDATE_CONSUMER_OFFSET) before UNREGISTER_CLIENT
-        committed = {q: int(broker.broker(14, {"consumerGroup": group, "topic": topic, "queueId": q})
-                            .ext_fields.get("offset", "-1")) for q in range(QUEUES)}
-        maxes = {q: int(broker.broker(30, {"topic": topic, "queueId": q}).ext_fields["offset"]) for q in range(QUEUES)}
+        asked = {q: {"consumerGroup": group, "topic": topic, "queueId": q} for q in range(QUEUES)}
+        committed = {q: int(broker.broker(RequestCode.QUERY_CONSUMER_OFFSET, fields).ext_fields.get("offset", "-1"))
+                     for q, fields in asked.items()}
+        maxes = {q: int(broker.broker(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": q}).ext_fields["offset"])
+                 for q in range(QUEUES)}
         assert committed == maxes
         second = {f"second-{i}" for i in range(20)}
         for body in sorted(second):
@@ -300,9 +302,11 @@ def test_pull_consumer_walks_queues_through_an_offset_moved_correction(workdir: 
             p.send_sync(message(topic, f"p-{i:03d}-" + "z" * 150))
     finally:
         p.shutdown()
-    assert broker.broker(DELETE_EXPIRED_COMMITLOG).code == 0
-    mins = {q: int(broker.broker(31, {"topic": topic, "queueId": q}).ext_fields["offset"]) for q in range(QUEUES)}
-    maxes = {q: int(broker.broker(30, {"topic": topic, "queueId": q}).ext_fields["offset"]) for q in range(QUEUES)}
+    assert broker.broker(RequestCode.DELETE_EXPIRED_COMMITLOG).code == 0
+    mins = {q: int(broker.broker(RequestCode.GET_MIN_OFFSET, {"topic": topic, "queueId": q}).ext_fields["offset"])
+            for q in range(QUEUES)}
+    maxes = {q: int(broker.broker(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": q}).ext_fields["offset"])
+             for q in range(QUEUES)}
     assert any(mins.values()), "retention removed nothing; the scenario needs a min offset above 0"
     PullConsumer.offset_table.clear()  # the binding keeps offsets in a class attribute
     pull = PullConsumer("CG_PULL")

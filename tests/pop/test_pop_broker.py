@@ -14,13 +14,13 @@ from properties.harness import SMALL_STORE
 from reference.broker.broker import Broker
 from reference.broker.pop.checkpoint import PopCheckPoint, decode_checkpoint
 from reference.broker.pop.config import PopConfig
-from reference.broker.pop.keys import ACK_TAG, CK_TAG, REVIVE_GROUP, lock_key, retry_topic
+from reference.broker.pop.keys import ACK_TAG, CK_TAG, REVIVE_GROUP, lock_key
 from reference.broker.pop.protocol import PopMessageRequest, RecordingPopChannel
 from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE, ReceiptHandle
 from reference.clock import SimClock
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest
-from reference.rules.topics import FIRST_POP_TIME
+from reference.rules.topics import FIRST_POP_TIME, pop_retry_topic
 from reference.rules.trace_schema import missing_columns
 from reference.sim.engine import scratch_dir
 from reference.store.config import MessageStoreConfig
@@ -82,7 +82,7 @@ def test_all_queue_pop_starts_at_random_q_mod_queue_count() -> None:
 @pytest.mark.req("POP-3")
 def test_retry_topic_first_one_pop_in_five_else_to_fill_the_batch() -> None:
     with pop_broker(queues=1) as (broker, clock, _sink):
-        assert broker.store.topics().get(retry_topic(G, T)) is None, "created on the first revive"
+        assert broker.store.topics().get(pop_retry_topic(G, T)) is None, "created on the first revive"
         seen = {True: 0, False: 0}
         for _ in range(40):
             revived = revive_one(broker, clock)
@@ -97,7 +97,7 @@ def test_retry_topic_first_one_pop_in_five_else_to_fill_the_batch() -> None:
             for m in one.messages + rest.messages:
                 broker.ack(G, T, m.handle)
         assert seen[True] and seen[False], "both orders must have been exercised"
-        assert broker.store.topics()[retry_topic(G, T)] == 1
+        assert broker.store.topics()[pop_retry_topic(G, T)] == 1
 
 
 @pytest.mark.req("POP-8")
@@ -247,9 +247,9 @@ def test_trace_rows_of_pop_ack_change_and_revive() -> None:
         assert {r["msg_id"] for r in (pop1, change, revive, pop2, ack)} == {sent.unique_id}
         assert (pop1["topic"], pop1["queue_id"], pop1["offset"], pop1["reconsume_times"]) == (T, 1, 0, 0)
         assert json.loads(change["detail"])["new_handle"] == new.handle and change["invisible_ms"] == 1_000
-        assert revive["reconsume_times"] == 1 and json.loads(revive["detail"])["retry_topic"] == retry_topic(G, T)
+        assert revive["reconsume_times"] == 1 and json.loads(revive["detail"])["retry_topic"] == pop_retry_topic(G, T)
         assert (pop2["topic"], pop2["queue_id"], pop2["offset"], pop2["reconsume_times"]) == (T, 1, 0, 1)
-        assert json.loads(pop2["detail"])["retry_topic"] == retry_topic(G, T)
+        assert json.loads(pop2["detail"])["retry_topic"] == pop_retry_topic(G, T)
         assert ack["status"] == "OK" and ack["handle"] == again.handle
         assert again.properties[FIRST_POP_TIME] == str(json.loads(revive["detail"])["pop_time"])
 

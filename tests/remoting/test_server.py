@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from reference.broker.protocol import PullSysFlag
 from reference.clock import SimClock
-from reference.net.remoting.broker_handlers import DELETE_EXPIRED_COMMITLOG
 from reference.net.remoting.command import ONEWAY_FLAG, RequestCode
 from reference.net.remoting.message_codec import (
     BatchEntry,
@@ -106,7 +106,7 @@ def test_send_then_pull_returns_v1_records_with_string_headers(tmp_path: Path) -
         assert sent.ext_fields == {"msgId": offset_msg_id(store_host_bytes(servers.broker_addr), 0),
                                    "queueId": "2", "queueOffset": "0"}
         await br.send("T", 2, b"world")
-        response = await br.pull("G", "T", 2, 0, sys_flag=4)
+        response = await br.pull("G", "T", 2, 0, sys_flag=PullSysFlag.SUBSCRIPTION)
         assert response.code == ResponseCode.SUCCESS
         assert response.ext_fields == {"nextBeginOffset": "2", "minOffset": "0", "maxOffset": "2",
                                        "suggestWhichBrokerId": "0"}
@@ -117,7 +117,7 @@ def test_send_then_pull_returns_v1_records_with_string_headers(tmp_path: Path) -
         assert first.msg_id == "U1" and second.queue_offset == 1
         assert first.commit_log_offset != second.commit_log_offset
         assert first.store_host == store_host_bytes(servers.broker_addr)
-        not_found = await br.pull("G", "T", 2, 2, sys_flag=4)
+        not_found = await br.pull("G", "T", 2, 2, sys_flag=PullSysFlag.SUBSCRIPTION)
         assert not_found.code == ResponseCode.PULL_NOT_FOUND and not not_found.body
         assert not_found.ext_fields["nextBeginOffset"] == "2"
 
@@ -136,7 +136,7 @@ def test_batch_and_compressed_sends_store_one_message_per_record(tmp_path: Path)
         big = b"x" * 5000
         z = await br.send("T", 1, zlib.compress(big, 5), sysFlag=1)
         assert z.ext_fields["queueOffset"] == "3"
-        records = decode_records((await br.pull("G", "T", 1, 0, sys_flag=4)).body)
+        records = decode_records((await br.pull("G", "T", 1, 0, sys_flag=PullSysFlag.SUBSCRIPTION)).body)
         assert [(m.queue_offset, m.body, m.msg_id) for m in records[:3]] == [
             (i, f"batch-{i}".encode(), f"B{i}") for i in range(3)]
         assert records[3].body == big and records[3].sys_flag == 0
@@ -158,7 +158,7 @@ def test_a_java_batch_with_the_v2_header_is_stored(tmp_path: Path) -> None:
         r = await br.request(RequestCode.SEND_BATCH_MESSAGE, fields, encode_batch_body(entries))
         assert r.code == ResponseCode.SUCCESS, r.remark
         assert r.ext_fields["queueId"] == "2" and len(r.ext_fields["msgId"].split(",")) == 2
-        records = decode_records((await br.pull("G", "T", 2, 0, sys_flag=4)).body)
+        records = decode_records((await br.pull("G", "T", 2, 0, sys_flag=PullSysFlag.SUBSCRIPTION)).body)
         assert [m.body for m in records] == [b"java-0", b"java-1"]
 
     run(tmp_path, scenario)
@@ -168,7 +168,7 @@ def test_a_java_batch_with_the_v2_header_is_stored(tmp_path: Path) -> None:
 def test_suspended_pull_is_held_until_a_send_wakes_it(tmp_path: Path) -> None:
     async def scenario(servers: RemotingServers, ns: WireClient, br: WireClient) -> None:
         await ns.route("T")
-        held = br.pull("G", "T", 0, 0, sys_flag=6)
+        held = br.pull("G", "T", 0, 0, sys_flag=PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION)
         other = await WireClient.connect(servers.broker_addr)
         # Another request on the same connection is answered while the pull is held.
         assert (await br.request(RequestCode.GET_MAX_OFFSET, {"topic": "T", "queueId": 0})).code == 0
@@ -189,7 +189,7 @@ def test_suspended_pull_is_answered_not_found_when_its_suspend_time_runs_out(tmp
     async def scenario(servers: RemotingServers, ns: WireClient, br: WireClient) -> None:
         await ns.route("T")
         await br.send("T", 0, b"one")
-        held = br.pull("G", "T", 0, 1, sys_flag=6, suspend_ms=15_000)
+        held = br.pull("G", "T", 0, 1, sys_flag=PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION, suspend_ms=15_000)
         await br.request(RequestCode.GET_MIN_OFFSET, {"topic": "T", "queueId": 0})  # the pull has been read
         clock.advance(14_000)
         await br.request(RequestCode.GET_MIN_OFFSET, {"topic": "T", "queueId": 0})
@@ -217,7 +217,8 @@ def test_offsets_query_update_piggyback_min_max_and_timestamp(tmp_path: Path) ->
         assert (fresh.code, fresh.ext_fields) == (ResponseCode.SUCCESS, {"offset": "0"})
         assert (await br.request(RequestCode.UPDATE_CONSUMER_OFFSET, {**q, "commitOffset": "2"})).code == 0
         assert (await br.request(RequestCode.QUERY_CONSUMER_OFFSET, q)).ext_fields == {"offset": "2"}
-        await br.pull("G", "T", 0, 3, sys_flag=4 | 1, commit=3)  # no suspend bit: answered, commit kept
+        # No suspend bit: answered, commit kept.
+        await br.pull("G", "T", 0, 3, sys_flag=PullSysFlag.SUBSCRIPTION | PullSysFlag.COMMIT_OFFSET, commit=3)
         assert (await br.request(RequestCode.QUERY_CONSUMER_OFFSET, q)).ext_fields == {"offset": "3"}
         mq = {"topic": "T", "queueId": 0}
         assert (await br.request(RequestCode.GET_MAX_OFFSET, mq)).ext_fields == {"offset": "3"}
@@ -237,13 +238,14 @@ def test_pull_below_min_after_retention_is_offset_moved(tmp_path: Path) -> None:
         await ns.route("T")
         for _ in range(40):
             await br.send("T", 0, b"y" * 200)
-        assert (await br.request(DELETE_EXPIRED_COMMITLOG)).code == ResponseCode.SUCCESS
+        assert (await br.request(RequestCode.DELETE_EXPIRED_COMMITLOG)).code == ResponseCode.SUCCESS
         low = int((await br.request(RequestCode.GET_MIN_OFFSET, {"topic": "T", "queueId": 0})).ext_fields["offset"])
         assert low > 0
-        moved = await br.pull("G", "T", 0, 0, sys_flag=4)
+        moved = await br.pull("G", "T", 0, 0, sys_flag=PullSysFlag.SUBSCRIPTION)
         assert moved.code == ResponseCode.PULL_OFFSET_MOVED
         assert moved.ext_fields["nextBeginOffset"] == str(low)
-        assert decode_records((await br.pull("G", "T", 0, low, sys_flag=4)).body)[0].queue_offset == low
+        first = decode_records((await br.pull("G", "T", 0, low, sys_flag=PullSysFlag.SUBSCRIPTION)).body)[0]
+        assert first.queue_offset == low
 
     run(tmp_path, scenario, commit_log_segment_bytes=4096, file_reserved_time_hours=0)
 
@@ -301,12 +303,12 @@ def test_send_back_stores_a_retry_copy_found_by_physical_offset(tmp_path: Path) 
         await ns.route("T")
         await ns.route("%RETRY%G")
         await br.send("T", 0, b"fail me", encode_properties({"UNIQ_KEY": "U9", "TAGS": "TagA"}))
-        (original,) = decode_records((await br.pull("G", "T", 0, 0, sys_flag=4)).body)
+        (original,) = decode_records((await br.pull("G", "T", 0, 0, sys_flag=PullSysFlag.SUBSCRIPTION)).body)
         r = await br.request(RequestCode.CONSUMER_SEND_MSG_BACK,
                              {"delayLevel": 0, "group": "G", "offset": original.commit_log_offset})
         assert r.code == ResponseCode.SUCCESS
         clock.advance(10_000)  # level 3 = 10 s for a first retry
-        retry = await br.pull("G", "%RETRY%G", 0, 0, sys_flag=4)
+        retry = await br.pull("G", "%RETRY%G", 0, 0, sys_flag=PullSysFlag.SUBSCRIPTION)
         (copy,) = decode_records(retry.body)
         assert (copy.body, copy.msg_id, copy.reconsume_times, copy.tags) == (b"fail me", "U9", 1, "TagA")
         assert copy.properties["RETRY_TOPIC"] == "T"
@@ -359,7 +361,8 @@ def test_the_broker_trace_records_sends_pulls_and_commits(tmp_path: Path) -> Non
         await ns.route("T")
         await br.heartbeat("c1", "G", {"T": "*"})
         await br.send("T", 0, b"a", encode_properties({"UNIQ_KEY": "U1"}))
-        await br.pull("G", "T", 0, 0, sys_flag=4 | 1 | 2, commit=0)
+        await br.pull("G", "T", 0, 0, commit=0,
+                      sys_flag=PullSysFlag.SUBSCRIPTION | PullSysFlag.COMMIT_OFFSET | PullSysFlag.SUSPEND)
         await br.request(RequestCode.UPDATE_CONSUMER_OFFSET,
                          {"consumerGroup": "G", "topic": "T", "queueId": 0, "commitOffset": 1})
 

@@ -8,6 +8,7 @@ import itertools
 import json
 from typing import Any
 
+from reference.broker.protocol import PullSysFlag
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.frame import FrameDecoder, encode_frame
 
@@ -85,9 +86,10 @@ class WireClient:
                   "unitMode": "0", "batch": "0", **ext}
         return await self.request(RequestCode.SEND_MESSAGE, fields, body)
 
-    def pull(self, group: str, topic: str, queue_id: int, offset: int, sys_flag: int = 6, commit: int = 0,
+    def pull(self, group: str, topic: str, queue_id: int, offset: int,
+             sys_flag: int = PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION, commit: int = 0,
              suspend_ms: int = 15_000, max_nums: int = 32, subscription: str = "*") -> asyncio.Future:
         return self.start(RequestCode.PULL_MESSAGE, {
             "consumerGroup": group, "topic": topic, "queueId": queue_id, "queueOffset": offset,
-            "maxMsgNums": max_nums, "sysFlag": sys_flag, "commitOffset": commit,
+            "maxMsgNums": max_nums, "sysFlag": int(sys_flag), "commitOffset": commit,
             "suspendTimeoutMillis": suspend_ms, "subscription": subscription, "subVersion": "1"})

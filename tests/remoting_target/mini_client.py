@@ -30,6 +30,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 from reference.allocation.averagely import AllocateMessageQueueAveragely
 from reference.allocation.message_queue import MessageQueue
+from reference.broker.protocol import PullSysFlag
 from reference.net.remoting.client import RemotingClient
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.message_codec import decode_records
@@ -95,8 +96,9 @@ class MiniConsumer:
             "consumerGroup": self.group, "topic": self.topic, "queueId": q, "commitOffset": str(offset)})
 
     def pull(self, q: int) -> None:
+        flags = PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION | PullSysFlag.COMMIT_OFFSET
         ext = {"consumerGroup": self.group, "topic": self.topic, "queueId": q, "queueOffset": str(self.offsets[q]),
-               "maxMsgNums": 32, "sysFlag": 0x2 | 0x4 | 0x1, "commitOffset": str(self.consumed[q]),
+               "maxMsgNums": 32, "sysFlag": int(flags), "commitOffset": str(self.consumed[q]),
                "suspendTimeoutMillis": str(SUSPEND_MS), "subscription": "*", "subVersion": "0"}
         self.inflight[self.broker.invoke_async(RequestCode.PULL_MESSAGE, ext)] = q
 

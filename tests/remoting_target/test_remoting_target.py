@@ -11,10 +11,10 @@ import pytest
 
 from conformance.targets import TargetError
 from conformance.targets.registry import parse_target
-from conformance.targets.remoting import RemotingTarget, derive_status
+from conformance.targets.remoting import RemotingTarget
 from reference.net.remoting.client import RemotingClient
 from reference.net.remoting.command import RemotingCommand, RequestCode
-from reference.rules.codes import ResponseCode
+from reference.rules.codes import ResponseCode, derive_status
 
 
 def _conform(target: str, report_dir: Path) -> dict:

@@ -17,6 +17,7 @@ from conformance.audit.synth.hashrand import below
 from conformance.audit.synth.kinds import EXTENDED, NORMAL, SLOW, pop_kind
 from conformance.audit.synth.layout import GroupSpec, Layout
 from conformance.audit.synth.rows import Rows, Vocab
+from reference.rules.topics import pop_retry_topic
 
 INVISIBLE_MS = 30_000
 EXTEND_AT_MS, EXTEND_TO_MS, EXTENDED_ACK_MS = 10_000, 60_000, 40_000
@@ -36,7 +37,7 @@ class PopGroup:
         self.lanes = np.array([lane.index for lane in layout.lanes_of(spec.topic)])
         self.clients = vocab.codes([spec.client(i) for i in range(spec.clients)])
         self.group = vocab.code(spec.name)
-        self.retry = vocab.code(f'{{"retry_topic": "%RETRY%{spec.name}_{spec.topic}"}}')
+        self.retry = vocab.code(f'{{"retry_topic": "{pop_retry_topic(spec.name, spec.topic)}"}}')
 
     def messages(self, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(lane, offset, arrival ms) of every message of the group's topic in rounds [r0, r1)."""

@@ -25,6 +25,7 @@ from conformance.audit.synth.kinds import matches
 from conformance.audit.synth.layout import MAX_NUMS, ROUND_MS, SUSPEND_MS, Layout
 from conformance.audit.synth.rows import NULL, Rows, Vocab
 from conformance.audit.synth.tracks import Tracks
+from reference.rules.topics import retry_topic
 
 P_WAKE, P_STALE, P_HOLD, P_ASSIGN, P_REVOKE = 20, 21, 22, 23, 24
 #: Upper bound of the wake latency (ms); the distribution is u**6, so most are a few ms.
@@ -266,6 +267,6 @@ class PullGroup:
                  msg_off=start[retry], status="LATER", **qsel(retry))
         again = b["bt"][:, k] + RETRY_AFTER_MS
         self._consume(rows, retry, again, again + 1, lane, start, owner, qsel, reconsume=1,
-                      detail=f'{{"retry_topic": "%RETRY%{self.tr.spec.name}"}}')
+                      detail=f'{{"retry_topic": "{retry_topic(self.tr.spec.name)}"}}')
         # duplicate-unknown: consumed OK a second time right after, for no recorded reason.
         self._consume(rows, unknown, cend, cend, lane, start, owner, qsel, micros=300)

@@ -1,7 +1,7 @@
 """Names and keys of POP consumption (seed 004): one place, so a key cannot be built two ways.
 
-* the POP retry topic of a (group, topic): ``%RETRY%{group}_{topic}`` (§3.4.2), separate per topic
-  because a pop names a topic, unlike the group-wide ``%RETRY%{group}`` of push consumers;
+* the topic a POP retry topic belongs to (the retry topic itself, a rule shared with the clients, is
+  :func:`reference.rules.topics.pop_retry_topic`, §3.4.2);
 * the queue lock key ``{topic}@{group}@{queueId}`` (§4.2.2), where topic may be the retry topic;
 * the revive log topic ``rmq_sys_REVIVE_LOG_{cluster}`` and its consumer group;
 * the checkpoint key that matches acks to checkpoints: topic, group, queue id, start offset, pop
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-#: Prefix of retry topics (RocketMQ's MixAll.RETRY_GROUP_TOPIC_PREFIX).
-RETRY_TOPIC_PREFIX = "%RETRY%"
+from reference.rules.topics import pop_retry_topic
+
 #: Separator of the queue lock key (PopAckConstants.SPLIT).
 LOCK_KEY_SEPARATOR = "@"
 #: Prefix of the revive log topic (PopAckConstants.REVIVE_TOPIC).
@@ -27,18 +27,9 @@ CK_TAG = "ck"
 ACK_TAG = "ack"
 
 
-def retry_topic(group: str, topic: str) -> str:
-    """KeyBuilder.buildPopRetryTopic: ``%RETRY%{group}_{topic}``."""
-    return f"{RETRY_TOPIC_PREFIX}{group}_{topic}"
-
-
-def is_retry_topic(topic: str) -> bool:
-    return topic.startswith(RETRY_TOPIC_PREFIX)
-
-
 def normal_topic(ck_topic: str, group: str) -> str:
     """KeyBuilder.parseNormalTopic: the topic a (possibly retry) checkpoint topic belongs to."""
-    prefix = f"{RETRY_TOPIC_PREFIX}{group}_"
+    prefix = pop_retry_topic(group, "")
     return ck_topic[len(prefix):] if ck_topic.startswith(prefix) else ck_topic
 
 

@@ -31,13 +31,14 @@ from dataclasses import dataclass, field
 from reference.broker.pop.buffer import PopBufferMergeService
 from reference.broker.pop.checkpoint import PopCheckPoint
 from reference.broker.pop.config import RANDOM_Q_BOUND, RETRY_FIRST_MODULUS, PopConfig
-from reference.broker.pop.keys import lock_key, retry_topic
+from reference.broker.pop.keys import lock_key
 from reference.broker.pop.protocol import ALL_QUEUES, PopMessageRequest
 from reference.broker.pop.queue_lock import QueueLockManager
 from reference.clock import Clock
 from reference.rules.errors import require
 from reference.rules.filter import SubscriptionData
 from reference.rules.status import GetMessageStatus
+from reference.rules.topics import pop_retry_topic
 from reference.store.message import StoredMessage
 from reference.store.names import check_name
 from reference.store.offsets import ConsumerOffsetManager
@@ -122,7 +123,7 @@ class PopMessageProcessor:
             0 <= request.poll_time_ms <= cfg.max_poll_time_ms,
             "pollTime", f"must be in [0, {cfg.max_poll_time_ms}] ms",
         )
-        check_name(retry_topic(request.consumer_group, request.topic), "consumerGroup+topic (retry topic name)")
+        check_name(pop_retry_topic(request.consumer_group, request.topic), "consumerGroup+topic (retry topic name)")
         return SubscriptionData.parse(request.topic, request.expression)
 
     # -- one pop -------------------------------------------------------------------------------
@@ -147,7 +148,7 @@ class PopMessageProcessor:
         return batch
 
     def _pop_retry(self, request: PopMessageRequest, batch: PoppedBatch) -> None:
-        topic = retry_topic(request.consumer_group, request.topic)
+        topic = pop_retry_topic(request.consumer_group, request.topic)
         nums = self.store.topics().get(topic) or 0
         for i in range(nums):
             self.pop_msg_from_queue(topic, True, request, _RETRY_SUBSCRIPTION, (batch.random_q + i) % nums, batch)

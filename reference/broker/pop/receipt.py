@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.broker.pop.keys import CheckpointKey, retry_topic
+from reference.broker.pop.keys import CheckpointKey
 from reference.rules.errors import InvalidRequest
+from reference.rules.topics import pop_retry_topic
 
 #: Field separator of extraInfo (MessageConst.KEY_SEPARATOR).
 SEPARATOR = " "
@@ -46,7 +47,7 @@ class ReceiptHandle:
 
     def checkpoint_key(self, group: str, topic: str) -> CheckpointKey:
         """The key of the checkpoint this handle belongs to, for a request naming (group, topic)."""
-        ck_topic = retry_topic(group, topic) if self.retry else topic
+        ck_topic = pop_retry_topic(group, topic) if self.retry else topic
         return CheckpointKey(ck_topic, group, self.queue_id, self.start_offset, self.pop_time, self.broker_name)
 
     @property

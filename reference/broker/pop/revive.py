@@ -37,11 +37,17 @@ from dataclasses import dataclass
 
 from reference.broker.pop.checkpoint import AckMsg, PopCheckPoint
 from reference.broker.pop.config import PopConfig
-from reference.broker.pop.keys import REVIVE_GROUP, CheckpointKey, is_retry_topic, normal_topic, retry_topic
+from reference.broker.pop.keys import REVIVE_GROUP, CheckpointKey, normal_topic
 from reference.broker.pop.revive_log import ReviveLog, ReviveRecord
 from reference.clock import Clock, TimerHandle
 from reference.rules.errors import InvalidRequest
-from reference.rules.topics import FIRST_POP_TIME, PROPERTY_POP_ORIGIN_QUEUE_ID, PROPERTY_POP_ORIGIN_QUEUE_OFFSET
+from reference.rules.topics import (
+    FIRST_POP_TIME,
+    PROPERTY_POP_ORIGIN_QUEUE_ID,
+    PROPERTY_POP_ORIGIN_QUEUE_OFFSET,
+    is_retry_topic,
+    pop_retry_topic,
+)
 from reference.store.message import UNIQ_KEY, Message, PutMessageResult, StoredMessage
 from reference.store.offsets import ConsumerOffsetManager
 from reference.store.store import MessageStore
@@ -194,7 +200,7 @@ class PopReviveService:
 
     def revive_message(self, ck: PopCheckPoint, message: StoredMessage) -> PutMessageResult:
         """reviveRetry: store a copy of ``message`` in the retry topic with reconsumeTimes + 1."""
-        target = ck.topic if is_retry_topic(ck.topic) else retry_topic(ck.group, ck.topic)
+        target = ck.topic if is_retry_topic(ck.topic) else pop_retry_topic(ck.group, ck.topic)
         if self.store.topics().get(target) is None:
             self.store.create_topic(target, self.config.retry_queue_num)
         properties = dict(message.properties)

@@ -21,7 +21,7 @@ from reference.broker.pop.assignment import DEFAULT_STRATEGY, QueryAssignmentPro
 from reference.broker.pop.buffer import PopBufferMergeService
 from reference.broker.pop.checkpoint import PopCheckPoint
 from reference.broker.pop.config import PopConfig
-from reference.broker.pop.keys import normal_topic, retry_topic
+from reference.broker.pop.keys import normal_topic
 from reference.broker.pop.long_polling import HeldPop, PollingResult, PopLongPollingService
 from reference.broker.pop.processor import PopMessageProcessor, PoppedBatch
 from reference.broker.pop.protocol import (
@@ -39,7 +39,7 @@ from reference.broker.pop.revive_log import ReviveLog
 from reference.clock import Clock
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest
-from reference.rules.topics import pop_origin
+from reference.rules.topics import pop_origin, pop_retry_topic
 from reference.store.message import PutMessageResult, StoredMessage
 from reference.store.offsets import ConsumerOffsetManager
 from reference.store.store import MessageStore
@@ -228,7 +228,7 @@ class PopService:
         has committed pop offsets for it or its retry topic, or a checkpoint of it is pending."""
         if (group, topic) in self._popped_groups:
             return True
-        if self.offsets.offsets_of(group, topic) or self.offsets.offsets_of(group, retry_topic(group, topic)):
+        if self.offsets.offsets_of(group, topic) or self.offsets.offsets_of(group, pop_retry_topic(group, topic)):
             return True
         self.revive.catch_up()
         return any(

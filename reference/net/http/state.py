@@ -14,13 +14,13 @@ from fastapi import Depends, Request
 from reference.broker.broker import Broker
 from reference.broker.host import BrokerHost
 from reference.broker.permits.protocol import RecordingPermitChannel
-from reference.broker.pop.keys import retry_topic
 from reference.broker.protocol import PullMessageRequest, PullResponse
 from reference.clock import SimClock
 from reference.net.http import models as m
 from reference.net.http.errors import QueueNotFound
 from reference.net.http.held import HeldRequests
 from reference.rules.errors import InvalidRequest
+from reference.rules.topics import pop_retry_topic
 from reference.store.names import MAX_NAME_LENGTH
 
 
@@ -80,7 +80,7 @@ class FrontState:
     def check_retry_topic(group: str, topic: str) -> None:
         """Both names are valid alone, but the POP retry topic they make may be too long: a conflict
         between two existing names rather than a bad field (so 409, not 400)."""
-        name = retry_topic(group, topic)
+        name = pop_retry_topic(group, topic)
         if len(name) > MAX_NAME_LENGTH:
             raise InvalidRequest(
                 "consumerGroup", f"with topic {topic!r} makes the retry topic {name!r}, longer than "

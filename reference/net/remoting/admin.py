@@ -21,9 +21,6 @@ from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest
 from reference.rules.filter import SubscriptionData
 
-#: RocketMQ RequestCode.UPDATE_AND_CREATE_TOPIC.
-UPDATE_AND_CREATE_TOPIC = 17
-
 
 def update_and_create_topic(broker: Broker, cmd: RemotingCommand) -> RemotingCommand:
     """Create ``topic`` with ``readQueueNums`` queues (RocketMQ's header; ``writeQueueNums`` if absent)."""

@@ -58,9 +58,6 @@ CONSUME_FROM_WHERE = {
 #: version or later and otherwise uses the group's retryMaxTimes (16), so a C++ 1.2.x client (version 63) asking for
 #: fewer retries still gets 16 (SendMessageProcessor.asyncConsumerSendMsgBack, CONSUME-10).
 MAX_RECONSUME_TIMES_FROM_VERSION = 165
-#: The Java-style "DELETE_EXPIRED_COMMITLOG" admin request: run the store's retention now (the manual
-#: delete of RocketMQ's mqadmin deleteExpiredCommitLog), so tests can provoke PULL_OFFSET_MOVED.
-DELETE_EXPIRED_COMMITLOG = 329
 #: The refusal code when a request breaks a rule, per request (Java: SYSTEM_ERROR from header checks).
 _REFUSAL: dict[int, ResponseCode] = {RequestCode.SEND_MESSAGE: ResponseCode.MESSAGE_ILLEGAL,
             RequestCode.SEND_MESSAGE_V2: ResponseCode.MESSAGE_ILLEGAL,
@@ -117,8 +114,8 @@ class BrokerRequestHandlers:
             RequestCode.VIEW_MESSAGE_BY_ID: self.view_message_by_id,
             RequestCode.LOCK_BATCH_MQ: self.lock_batch_mq,
             RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch_mq,
-            DELETE_EXPIRED_COMMITLOG: self.delete_expired_commit_log,
-            admin.UPDATE_AND_CREATE_TOPIC: lambda conn, cmd: admin.update_and_create_topic(self.broker, cmd),
+            RequestCode.DELETE_EXPIRED_COMMITLOG: self.delete_expired_commit_log,
+            RequestCode.UPDATE_AND_CREATE_TOPIC: lambda conn, cmd: admin.update_and_create_topic(self.broker, cmd),
             RequestCode.GET_CONSUMER_CONNECTION_LIST:
                 lambda conn, cmd: admin.get_consumer_connection_list(self.broker, cmd),
             **PopRequestHandlers(broker, self.store_host).table(),

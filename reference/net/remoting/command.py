@@ -33,8 +33,16 @@ class RequestCode(enum.IntEnum):
 
     SEND_MESSAGE = 10
     PULL_MESSAGE = 11
+    #: Messages by key; the reference does not serve it, but its ACL checks it as RocketMQ does.
+    QUERY_MESSAGE = 12
     QUERY_CONSUMER_OFFSET = 14
     UPDATE_CONSUMER_OFFSET = 15
+    #: admin: create or update a topic with a chosen queue count (how a harness creates topics on any broker)
+    UPDATE_AND_CREATE_TOPIC = 17
+    #: admin: a broker's settings (the peers' runners read and change them)
+    UPDATE_BROKER_CONFIG = 25
+    GET_BROKER_CONFIG = 26
+    GET_BROKER_RUNTIME_INFO = 28
     SEARCH_OFFSET_BY_TIMESTAMP = 29
     GET_MAX_OFFSET = 30
     GET_MIN_OFFSET = 31
@@ -54,10 +62,18 @@ class RequestCode(enum.IntEnum):
     UNLOCK_BATCH_MQ = 42
     #: name server
     GET_ROUTEINFO_BY_TOPIC = 105
+    #: admin: create or update a subscription group
+    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
     #: admin (``mqadmin consumerConnection``): a group's connections and stored subscriptions
     GET_CONSUMER_CONNECTION_LIST = 203
+    #: admin: delete a subscription group, delete a topic (the reference serves neither; its ACL knows them)
+    DELETE_SUBSCRIPTIONGROUP = 207
+    DELETE_TOPIC_IN_BROKER = 215
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
+    #: admin (``mqadmin deleteExpiredCommitLog``): run the store's retention now, so tests can provoke
+    #: PULL_OFFSET_MOVED
+    DELETE_EXPIRED_COMMITLOG = 329
     #: POP consumption (RocketMQ 5): the broker allocates (QUERY_ASSIGNMENT) and tracks invisibility.
     QUERY_ASSIGNMENT = 400
     #: Sets a group's request mode for a topic (PULL or POP) and its popShareQueueNum.

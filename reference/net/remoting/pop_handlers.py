@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reference.broker.broker import Broker
-from reference.broker.pop.keys import is_retry_topic, normal_topic
+from reference.broker.pop.keys import normal_topic
 from reference.broker.pop.protocol import PopMessageRequest, PoppedMessage, PopResponse
 from reference.broker.pop.receipt import ReceiptHandle
 from reference.net.remoting.command import RemotingCommand, RequestCode, encode_body
@@ -37,6 +37,7 @@ from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.fields import body_str, field_int, field_str, json_body
 from reference.net.remoting.message_codec import encode_stored_record
 from reference.rules.errors import require
+from reference.rules.topics import is_retry_topic
 from reference.store.message import StoredMessage
 
 Handler = Callable[[RemotingConnection, RemotingCommand], RemotingCommand | None]

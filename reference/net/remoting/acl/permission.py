@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import enum
 
+from reference.net.remoting.command import RequestCode
+
 
 class Perm(enum.IntFlag):
     """RocketMQ's Permission bits (the values are the wire's and the Java class's)."""
@@ -26,13 +28,11 @@ PERM_NAMES: dict[str, Perm] = {
 
 #: Request codes only an admin account may send (RocketMQ's ``Permission.ADMIN_CODE``): create or update a topic,
 #: update the broker's config, delete a topic, create or update or delete a subscription group.
-UPDATE_AND_CREATE_TOPIC = 17
-UPDATE_BROKER_CONFIG = 25
-UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
-DELETE_SUBSCRIPTIONGROUP = 207
-DELETE_TOPIC_IN_BROKER = 215
-ADMIN_CODES = frozenset({UPDATE_AND_CREATE_TOPIC, UPDATE_BROKER_CONFIG, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-                         DELETE_SUBSCRIPTIONGROUP, DELETE_TOPIC_IN_BROKER})
+ADMIN_CODES = frozenset({
+    RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.UPDATE_BROKER_CONFIG,
+    RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+    RequestCode.DELETE_TOPIC_IN_BROKER,
+})
 
 
 def parse_perm(text: str) -> Perm:

@@ -23,14 +23,11 @@ from __future__ import annotations
 from reference.net.remoting.acl.permission import Perm
 from reference.net.remoting.command import RemotingCommand, RequestCode, loads_body
 from reference.net.remoting.send_header import send_header, uses_v2_names
+from reference.rules.topics import RETRY_GROUP_TOPIC_PREFIX, is_retry_topic, retry_topic
 
-#: RocketMQ's retry-topic prefix: a group G is the resource ``%RETRY%G``.
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 #: RocketMQ's message-trace topic: a request needing only PUB on it is let through (4.9.7's validate does so, so
 #: that tracing clients need no permission for it).
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
-#: QUERY_MESSAGE (by key), which the reference does not serve but checks as RocketMQ does.
-QUERY_MESSAGE = 12
 
 
 class UnreadableRequest(ValueError):
@@ -38,11 +35,12 @@ class UnreadableRequest(ValueError):
 
 
 def group_resource(group: str) -> str:
-    return f"{RETRY_GROUP_TOPIC_PREFIX}{group}"
+    """RocketMQ keys a group's permissions by its retry topic."""
+    return retry_topic(group)
 
 
 def is_group_resource(resource: str) -> bool:
-    return resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    return is_retry_topic(resource)
 
 
 def group_of(resource: str) -> str:
@@ -117,6 +115,6 @@ def needed_permissions(cmd: RemotingCommand) -> dict[str, Perm]:
         needs.group(ext.get("group"))
     elif code in (RequestCode.UNREGISTER_CLIENT, RequestCode.GET_CONSUMER_LIST_BY_GROUP):
         needs.group(ext.get("consumerGroup"))
-    elif code == QUERY_MESSAGE:
+    elif code == RequestCode.QUERY_MESSAGE:
         needs.add(ext.get("topic"), Perm.SUB)
     return needs.perms
