@@ -25,6 +25,7 @@ from conformance.targets import (
     WireTarget,
 )
 from conformance.targets.patience import PATIENCE_S, visible
+from reference.broker.protocol import PullSysFlag
 from reference.net.remoting.message_codec import decode_records
 
 #: CGRP-6: slack beyond channelExpiredTimeout and two housekeeping scans before a silent channel must be gone.
@@ -92,8 +93,8 @@ def test_offset_message_id_is_store_host_port_and_commit_log_offset(target: Wire
         visible(target, "ST3", 0, 3)
         pulled = client.invoke(RequestCode.PULL_MESSAGE, {
             "consumerGroup": target.namespaced("G"), "topic": topic, "queueId": 0, "queueOffset": "0",
-            "maxMsgNums": 32, "sysFlag": 4, "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*",
-            "subVersion": "0",
+            "maxMsgNums": 32, "sysFlag": int(PullSysFlag.SUBSCRIPTION), "commitOffset": "0",
+            "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0",
         }, timeout_s=30)
         records = decode_records(pulled.body)
     finally:

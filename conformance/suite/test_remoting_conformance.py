@@ -51,6 +51,7 @@ from conformance.suite.support import Settings
 from conformance.targets import PopTarget, RestartTarget, Target, WireTarget
 from conformance.targets.patience import PATIENCE_S
 from conformance.targets.remoting import subscription_data
+from reference.broker.protocol import PullSysFlag
 from reference.net.remoting.client import CLIENT_VERSION, RemotingClient, split_address
 from reference.net.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand, RequestCode, loads_body
 from reference.net.remoting.frame import MAX_FRAME_BYTES
@@ -77,7 +78,7 @@ class WirePopTarget(WireTarget, PopTarget, Protocol):
 
 
 #: Poll interval while waiting for a change that a broker makes asynchronously (a route registered with the name
-#: server, a closed connection's member dropped, a notification written); support.PATIENCE_S is how long.
+#: server, a closed connection's member dropped, a notification written); PATIENCE_S is how long.
 POLL_S = 0.05
 #: Apache's PullRequestHoldService checks held pulls every 5 s (long polling): a timed-out pull is answered
 #: at the first check at or after its deadline.
@@ -98,7 +99,6 @@ ONCE_SUSPEND_MS = 3_000
 #: An arrival must answer the held pull within this long after its send was acknowledged.
 WAKE_BOUND_MS = 1_000
 #: Pull sysFlag bits (protocols/rocketmq-remoting.md §5.4): SUSPEND | SUBSCRIPTION, SUBSCRIPTION.
-PULL_SUSPEND, PULL_SUBSCRIPTION = 0x2, 0x4
 #: Response codes a PULL_MESSAGE can be answered with when it was served (§5.4).
 PULL_CODES = (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
               ResponseCode.PULL_OFFSET_MOVED)
@@ -286,7 +286,7 @@ def pull_fields(group: str, topic: str, queue_id: int, offset: int, *, suspend_m
     """PULL_MESSAGE extFields: subscription "*" sent along (no heartbeat needed), suspend bit if ``suspend_ms``."""
     return {
         "consumerGroup": group, "topic": topic, "queueId": queue_id, "queueOffset": str(offset),
-        "maxMsgNums": max_nums, "sysFlag": PULL_SUBSCRIPTION | (PULL_SUSPEND if suspend_ms else 0),
+        "maxMsgNums": max_nums, "sysFlag": int(PullSysFlag.SUBSCRIPTION | (PullSysFlag.SUSPEND if suspend_ms else 0)),
         "commitOffset": "0", "suspendTimeoutMillis": str(suspend_ms), "subscription": "*", "subVersion": "0",
     }
 
@@ -548,7 +548,7 @@ def test_a_route_names_the_brokers_reachable_address_and_an_invalid_name_has_non
     ns, br = client(target.namesrv), client(target.broker_addr)
     # A group's retry topic is made by its first heartbeat (Apache) or by the lookup (the reference).
     heartbeat(br, target.namespaced("c5"), group, [topic])
-    for name, queues in ((topic, 4), (f"%RETRY%{group}", 1)):
+    for name, queues in ((topic, 4), (retry_topic(group), 1)):
         body = wait_until(functools.partial(_route_body, ns, name))
         assert body is not None, f"REMOTING-5: no route for {name} within {PATIENCE_S} s"
         assert body.get("orderTopicConf") is None, f"REMOTING-5: orderTopicConf {body.get('orderTopicConf')!r}"
@@ -636,7 +636,7 @@ def test_a_pull_without_the_suspend_flag_is_answered_at_once_whatever_its_timeou
     is answered PULL_NOT_FOUND at once (a broker holding it would answer at a hold check, seconds later)."""
     target.create_topic("P3", 1)
     topic, group = target.namespaced("P3"), target.namespaced("GP3")
-    fields = {**pull_fields(group, topic, 0, 0, suspend_ms=ASKED_SUSPEND_MS), "sysFlag": PULL_SUBSCRIPTION}
+    fields = {**pull_fields(group, topic, 0, 0, suspend_ms=ASKED_SUSPEND_MS), "sysFlag": int(PullSysFlag.SUBSCRIPTION)}
     br = client(target.broker_addr)
     started = time.monotonic()
     r = br.invoke(RequestCode.PULL_MESSAGE, fields, timeout_s=PATIENCE_S)
