@@ -180,13 +180,7 @@ class ReferenceTarget:
 
     def start_pull(self, group, topic, queue_id, offset, *, max_nums=32, expression="*", suspend_ms=0,
                    commit_offset=None, client_id="conformance"):  # type: ignore[no-untyped-def]
-        flag = PullSysFlag(0)
-        if suspend_ms > 0:
-            flag |= PullSysFlag.SUSPEND
-        if expression is not None:
-            flag |= PullSysFlag.SUBSCRIPTION
-        if commit_offset is not None:
-            flag |= PullSysFlag.COMMIT_OFFSET
+        flag = PullSysFlag.of(suspend_ms=suspend_ms, subscription=expression, commit_offset=commit_offset)
         request = PullMessageRequest(
             group, topic, queue_id, offset, max_msg_nums=max_nums, sys_flag=int(flag),
             commit_offset=commit_offset or 0, suspend_timeout_ms=suspend_ms, subscription=expression,

@@ -262,13 +262,7 @@ class RemotingTarget:
 
     def start_pull(self, group, topic, queue_id, offset, *, max_nums=32, expression="*", suspend_ms=0,
                    commit_offset=None, client_id="conformance"):  # type: ignore[no-untyped-def]
-        flag = PullSysFlag(0)
-        if suspend_ms > 0:
-            flag |= PullSysFlag.SUSPEND
-        if expression is not None:
-            flag |= PullSysFlag.SUBSCRIPTION
-        if commit_offset is not None:
-            flag |= PullSysFlag.COMMIT_OFFSET
+        flag = PullSysFlag.of(suspend_ms=suspend_ms, subscription=expression, commit_offset=commit_offset)
         ext: dict[str, Any] = {
             "consumerGroup": self._n(group), "topic": self._n(topic), "queueId": queue_id,
             "queueOffset": str(offset), "maxMsgNums": max_nums, "sysFlag": int(flag),

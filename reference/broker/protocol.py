@@ -25,6 +25,19 @@ class PullSysFlag(enum.IntFlag):
     SUBSCRIPTION = 0x4
     CLASS_FILTER = 0x8
 
+    @classmethod
+    def of(cls, *, suspend_ms: int, subscription: str | None, commit_offset: int | None) -> PullSysFlag:
+        """The bits a consumer sets (pullKernelImpl): SUSPEND when it may be held, SUBSCRIPTION when it sends its
+        expression, COMMIT_OFFSET when it carries an offset to commit; every front and target builds them here."""
+        flag = cls(0)
+        if suspend_ms > 0:
+            flag |= cls.SUSPEND
+        if subscription is not None:
+            flag |= cls.SUBSCRIPTION
+        if commit_offset is not None:
+            flag |= cls.COMMIT_OFFSET
+        return flag
+
 
 @dataclass(frozen=True)
 class PullMessageRequest:

@@ -86,13 +86,9 @@ async def send_batch(front: Front, topic: TopicPath, queueId: QueuePath,  # noqa
                          "time ends.")
 async def pull(front: Front, topic: TopicPath, queueId: QueuePath, body: m.PullBody) -> Any:  # noqa: N803
     front.check_topic(topic, queueId)
-    flag = PullSysFlag(0)
-    if body.suspendTimeoutMs > 0:
-        flag |= PullSysFlag.SUSPEND
-    if body.subscription is not None:
-        flag |= PullSysFlag.SUBSCRIPTION
-    if body.commitOffset is not None:
-        flag |= PullSysFlag.COMMIT_OFFSET
+    flag = PullSysFlag.of(
+        suspend_ms=body.suspendTimeoutMs, subscription=body.subscription, commit_offset=body.commitOffset
+    )
     request = PullMessageRequest(
         body.consumerGroup, topic, queueId, body.queueOffset, max_msg_nums=body.maxMsgNums, sys_flag=int(flag),
         commit_offset=body.commitOffset or 0, suspend_timeout_ms=body.suspendTimeoutMs,
