@@ -22,8 +22,7 @@ from conformance.progress import Ticker
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("peer", help="real brokers to judge: list, install, run",
-                       description="Real implementations installed by name and version from their registries.")
+    p = sub.add_parser("peer", help="real brokers, clients and strategies to judge: list, install, run")
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
     verbs.add_parser("list", help="one line per known peer: name, kind, version").set_defaults(func=_list)
