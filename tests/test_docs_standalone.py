@@ -54,3 +54,18 @@ def test_the_trace_contract_gives_each_event_the_columns_the_schema_requires() -
     base = set(schema["required"])
     for event, columns in documented.items():
         assert columns == required.get(event, set()) - base, event
+
+
+def test_the_example_workflow_installs_mqtck_from_a_checkout_not_a_placeholder_host() -> None:
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / "docs" / "examples" / "gate-with-mqtck.yml").read_text("utf-8"))
+    for name, job in workflow["jobs"].items():
+        checked_out = {step["with"]["path"] for step in job["steps"]
+                       if step.get("uses", "").startswith("actions/checkout@") and "path" in step.get("with", {})}
+        installs = [step["run"] for step in job["steps"] if "pip install" in step.get("run", "")]
+        assert installs, name
+        for run in installs:
+            target = run.split("pip install", 1)[1].split()[0]
+            assert target.removeprefix("./") in checked_out, f"{name}: {run!r} installs from no checkout"
+    assert ".invalid" not in (ROOT / "docs" / "examples" / "gate-with-mqtck.yml").read_text("utf-8")
