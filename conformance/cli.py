@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shutil
 import sys
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Iterator, Sequence
 
 from conformance.cliargs import UsageError
+from conformance.helptext import DESCRIPTIONS, EXAMPLES
 
 #: Subcommand modules, in the order ``mqtck --help`` lists them.
 COMMAND_MODULES = (
@@ -31,31 +34,6 @@ COMMAND_MODULES = (
     "conformance.commands.diff",
     "conformance.commands.matrix",
 )
-
-
-#: ``mqtck COMMAND --help`` ends with these: what a newcomer types first.
-EXAMPLES: dict[str, tuple[str, ...]] = {
-    "conform": ("mqtck conform", "mqtck conform --only LPOLL-4 --json",
-                "mqtck conform --target remoting://127.0.0.1:9876?control=127.0.0.1:7000 --junit ci.xml",
-                "mqtck conform --mutants",
-                "mqtck conform --client './my-consumer'  # reads MQTCK_NAMESRV, MQTCK_TOPIC, MQTCK_GROUP"),
-    "broker": ("mqtck broker --http 0 --data-dir /tmp/b", "mqtck broker --remoting 0 --control --data-dir /tmp/b",
-               "mqtck broker --http 0 --sim-clock --segment-bytes 65536 --data-dir /tmp/b"),
-    "bench": ("mqtck bench store", "mqtck bench strategy", "mqtck bench audit --events 1000000"),
-    "spec": ("mqtck spec check", "mqtck spec render"),
-    "strategy": ("mqtck strategy list", "mqtck strategy check averagely",
-                 "mqtck strategy check mypkg.zones:ZoneAware", "mqtck strategy check --exec 'java -jar alloc.jar'"),
-    "audit": ("mqtck audit trace.jsonl --report-dir reports/audit", "mqtck audit traces/ --report-dir out --master spark://head:7077"),
-    "trace": ("mqtck trace synth --events 100000 --out /tmp/trace",),
-    "record": ("mqtck record --listen 127.0.0.1:9877 --upstream 127.0.0.1:9876 --trace recorded.jsonl",),
-    "peer": ("mqtck peer list", "mqtck peer install rocketmq-4.9.7", "mqtck peer run rocketmq-5.5.0"),
-    "gate": ("mqtck gate rocketmq-4.9.7", "mqtck gate rocketmq-5.5.0 --only REVIVE-6 --junit gate.xml",
-             "mqtck gate java-client-4.9.8"),
-    "diff": ("mqtck diff --target mutant:hold-ignore-deadline --examples 200",
-             "mqtck diff --target peer:rocketmq-4.9.7 --examples 500 --without restart --report-dir d",
-             "mqtck diff --replay d/divergence.json --target peer:rocketmq-4.9.7"),
-    "matrix": ("mqtck matrix --out docs/matrix reports/gate",),
-}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -84,20 +62,34 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every subcommand, or only of ``command`` when it names one: importing a command's module
     imports what it runs (the conformance suite, the mutants, Hypothesis, pytest), about 0.7 s for all of them,
     and ``mqtck audit`` should not wait for the suite's imports before it starts its JVM."""
-    parser = _Parser(prog="mqtck", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(prog="mqtck")
     parser.add_argument("--version", action="version", version=f"mqtck {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     modules = [m for m in COMMAND_MODULES if m.rpartition(".")[2] == command] or COMMAND_MODULES
     for name in modules:
         importlib.import_module(name).register(sub)
-    for command_name, examples in EXAMPLES.items():
-        if command_name not in sub.choices:
-            continue
-        command_parser = sub.choices[command_name]
-        command_parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        command_parser.epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples)
+    width = min(HELP_WIDTH, shutil.get_terminal_size().columns - 2)
+    for words, page in help_pages(parser):
+        page.formatter_class = argparse.RawDescriptionHelpFormatter
+        page.description = "\n".join(textwrap.wrap(DESCRIPTIONS[words], width))
+        page.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[words])
     return parser
+
+
+#: Widest the descriptions are wrapped to, narrower on a narrow terminal (RawDescriptionHelpFormatter keeps line
+#: breaks as they are, so that the examples stay one per line).
+HELP_WIDTH = 100
+
+
+def help_pages(parser: argparse.ArgumentParser,
+               words: tuple[str, ...] = ()) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """Every help page under ``parser`` with its command's words (``""`` for ``mqtck``, ``"strategy check"``)."""
+    yield " ".join(words), parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from help_pages(child, (*words, name))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -147,21 +147,6 @@ def test_only_reports_what_was_selected_not_the_rest_as_not_covered(tmp_path: Pa
     assert all(r["tests"] for r in requirements), "every requirement listed was judged by a test that ran"
 
 
-def test_every_help_example_parses() -> None:
-    """The examples ``mqtck COMMAND --help`` shows are valid command lines (flags and arguments)."""
-    import shlex
-
-    from conformance.cli import EXAMPLES, build_parser
-
-    parser = build_parser()
-    for command, examples in EXAMPLES.items():
-        assert command in parser._subparsers._group_actions[0].choices, command  # type: ignore[union-attr]
-        for line in examples:
-            words = shlex.split(line, comments=True)
-            assert words[:2] == ["mqtck", command], line
-            parser.parse_args(words[1:])  # exits 2 (SystemExit) on a bad example
-
-
 def test_strategy_check_names_each_property_as_it_starts_without_a_terminal() -> None:
     quick = mqtck("strategy", "check", "averagely", "--examples", "20")
     assert quick.returncode == 0 and quick.stderr == "", "a run shorter than the interval prints no progress"

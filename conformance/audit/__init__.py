@@ -1,4 +1,4 @@
-"""Trace audits on Spark: every derivation of trace schema v1 (``../shared/trace-schema.md``), as PySpark
+"""Trace audits on Spark: every derivation of trace schema v1 (``docs/trace-schema.md``), as PySpark
 DataFrame code, over traces far larger than memory.
 
 Theory of operation

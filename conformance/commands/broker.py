@@ -44,7 +44,7 @@ LOOPBACK = "127.0.0.1"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("broker", help="serve the reference broker (--stdio or --http)")
+    p = sub.add_parser("broker", help="serve the reference broker (--stdio, --http or --remoting)")
     transport = p.add_mutually_exclusive_group()
     transport.add_argument("--stdio", action="store_true", help="JSON Lines requests on stdin, responses on stdout")
     transport.add_argument("--http", metavar="[HOST:]PORT", default=None, help="serve the OpenAPI front")

@@ -33,8 +33,7 @@ DEFAULT_MAX_STEPS = 12
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("diff", help="run two targets in lockstep on random sequences; shrink the first divergence",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser("diff", help="run two targets in lockstep on random sequences; shrink the first divergence")
     p.add_argument("--target", required=True,
                    help="reference, mutant:NAME, http://HOST:PORT, remoting://HOST:PORT[?control=HOST:PORT] or "
                         "peer:NAME (a peer of `mqtck peer list`, started for the run)")

@@ -19,8 +19,7 @@ from conformance.peers import PeerError, PeerInfo, peer_info
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("gate", help="start a real peer, run the conformance suite against it, stop it",
-                       description=__doc__.splitlines()[0] if __doc__ else None)
+    p = sub.add_parser("gate", help="start a real peer, run the conformance suite against it, stop it")
     p.add_argument("name", help="a peer of `mqtck peer list`, e.g. rocketmq-4.9.7")
     p.add_argument("--report-dir", default="reports", type=report_dir,
                    help="where the run is written (default: reports)")

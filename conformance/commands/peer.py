@@ -18,11 +18,11 @@ from types import FrameType
 
 from conformance.cliargs import UsageError
 from conformance.peers import CATALOGUE, PeerError, peer_info
+from conformance.progress import Ticker
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("peer", help="real brokers to judge: list, install, run",
-                       description="Real implementations installed by name and version from their registries.")
+    p = sub.add_parser("peer", help="real brokers, clients and strategies to judge: list, install, run")
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
     verbs.add_parser("list", help="one line per known peer: name, kind, version").set_defaults(func=_list)
@@ -44,7 +44,19 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from conformance.peers.maven import client_classpath, rocketmq_classpath
+    from conformance.peers.maven import DownloadTally, client_classpath, rocketmq_classpath
+
+    downloads: list[DownloadTally] = []
+    ticker = Ticker("peer install", "Maven downloads")
+
+    def progress(tally: DownloadTally) -> None:
+        """A step line when Maven starts, then its downloads as they finish: a first install is tens of MB."""
+        if not downloads:
+            downloads.append(tally)
+            print(f"mqtck peer install: resolving {tally.label} from Maven Central with Maven (a first install "
+                  "downloads tens of MB into ~/.m2)", file=sys.stderr, flush=True)
+            return
+        ticker.advance(f"{tally.bytes / 1e6:.1f} MB, {tally.last_file}")
 
     try:
         info = peer_info(args.name)
@@ -56,10 +68,12 @@ def _install(args: argparse.Namespace) -> int:
 
             print(f"installed {info.name}: {go_subject(info.version)}")
             return 0
-        jars = (rocketmq_classpath if info.kind == "broker" else client_classpath)(info.version)
+        with ticker:
+            jars = (rocketmq_classpath if info.kind == "broker" else client_classpath)(info.version, progress=progress)
     except PeerError as exc:
         raise UsageError(str(exc)) from None
-    print(f"installed {info.name}: {len(jars)} jars")
+    fetched = f" (downloaded {downloads[0].summary()})" if downloads else " (already cached)"
+    print(f"installed {info.name}: {len(jars)} jars{fetched}")
     return 0
 
 

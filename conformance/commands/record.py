@@ -25,8 +25,7 @@ UPSTREAM_CHECK_TIMEOUT_S = 5.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("record", help="record clients' remoting traffic off the wire into a trace (schema v1)",
-                       description=__doc__.splitlines()[0] if __doc__ else None)
+    p = sub.add_parser("record", help="record clients' remoting traffic off the wire into a trace (schema v1)")
     p.add_argument("--listen", required=True, metavar="HOST:PORT",
                    help="where clients find the name server now (port 0 picks a free one)")
     p.add_argument("--upstream", required=True, metavar="HOST:PORT", help="the real name server")

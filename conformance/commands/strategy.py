@@ -41,16 +41,11 @@ POP_INNER_CHOICES = ("averagely", "by_circle", "consistent_hash")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("strategy", help="property-test a queue allocation strategy (check, list, serve)",
-                       description=__doc__.splitlines()[0] if __doc__ else None)
+    p = sub.add_parser("strategy", help="property-test a queue allocation strategy (check, list, serve)")
     actions = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
     actions.required = True
 
-    check = actions.add_parser(
-        "check", help="run the allocation properties against a strategy",
-        description="Run the allocation properties (validity, partition, balance, stickiness, "
-                    "determinism, machine room, POP sharing) against a strategy.",
-    )
+    check = actions.add_parser("check", help="run the allocation properties against a strategy")
     check.add_argument("strategy", nargs="?", metavar="STRATEGY",
                        help=f"a built-in ({', '.join(BUILTIN_NAMES)}) or package.module:Name")
     check.add_argument("--exec", dest="exec_command", metavar="CMD",

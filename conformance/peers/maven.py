@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.peers import PeerError
@@ -38,17 +40,52 @@ def require_tool(name: str, why: str) -> str:
     return path
 
 
-def rocketmq_classpath(version: str, *, refresh: bool = False) -> list[str]:
+#: Maven's line for one finished download in batch mode, e.g.
+#: ``[INFO] Downloaded from central: https://…/rocketmq-all-4.9.8.pom (31 kB at 1.2 MB/s)`` (decimal units).
+_DOWNLOADED = re.compile(r"Downloaded from [^:]+: (?P<url>\S+) \((?P<size>[\d.]+) (?P<unit>B|kB|MB|GB) at ")
+_UNIT_BYTES = {"B": 1, "kB": 1000, "MB": 1000**2, "GB": 1000**3}
+
+
+@dataclass
+class DownloadTally:
+    """What Maven has downloaded so far, read off its output lines: a cold install fetches tens of MB over
+    minutes, and a person watching should see it move."""
+
+    label: str
+    files: int = 0
+    bytes: int = 0
+    last_file: str = ""
+
+    def feed(self, line: str) -> bool:
+        """Count ``line`` if it reports a finished download; True when it did."""
+        found = _DOWNLOADED.search(_ANSI.sub("", line))
+        if found is None:
+            return False
+        self.files += 1
+        self.bytes += round(float(found["size"]) * _UNIT_BYTES[found["unit"]])
+        self.last_file = found["url"].rpartition("/")[2]
+        return True
+
+    def summary(self) -> str:
+        """``37 files, 12.3 MB``."""
+        return f"{self.files} files, {self.bytes / 1e6:.1f} MB"
+
+
+#: Hears a resolution's progress: once when Maven starts (nothing downloaded yet), then after each download.
+Progress = Callable[[DownloadTally], None]
+
+
+def rocketmq_classpath(version: str, *, refresh: bool = False, progress: Progress | None = None) -> list[str]:
     """The name server + broker runtime classpath of Apache RocketMQ ``version`` (jar paths).
 
     PeerError with Maven's own first error line when it cannot resolve (registry unreachable, version not
     published)."""
-    return _classpath(POM_DIR, f"rocketmq-{version}", version, refresh)
+    return _classpath(POM_DIR, f"rocketmq-{version}", version, refresh, progress)
 
 
-def client_classpath(version: str) -> list[str]:
+def client_classpath(version: str, *, progress: Progress | None = None) -> list[str]:
     """The runtime classpath of Apache RocketMQ's Java client ``rocketmq-client`` ``version`` (jar paths)."""
-    return _classpath(CLIENT_POM_DIR, f"rocketmq-client-{version}", version, False)
+    return _classpath(CLIENT_POM_DIR, f"rocketmq-client-{version}", version, False, progress)
 
 
 def app_client_classpath(version: str) -> list[str]:
@@ -57,7 +94,7 @@ def app_client_classpath(version: str) -> list[str]:
     return _classpath(APP_CLIENT_POM_DIR, f"rocketmq-client-acl-{version}", version, False)
 
 
-def _classpath(pom_dir: Path, label: str, version: str, refresh: bool) -> list[str]:
+def _classpath(pom_dir: Path, label: str, version: str, refresh: bool, progress: Progress | None = None) -> list[str]:
     cached = cache_dir() / f"{label}.classpath"
     if cached.exists() and not refresh:
         jars = cached.read_text(encoding="utf-8").strip().split(os.pathsep)
@@ -67,13 +104,27 @@ def _classpath(pom_dir: Path, label: str, version: str, refresh: bool) -> list[s
     cached.parent.mkdir(parents=True, exist_ok=True)
     # Per process: CI's interop and gate lanes may resolve the same peer at once on a fresh machine.
     out = cached.with_suffix(f".{os.getpid()}.tmp")
-    cmd = [mvn, "-q", "-B", "-f", str(pom_dir / "pom.xml"), f"-Drocketmq.version={version}",
+    # Quiet unless someone watches: Maven's "Downloaded from" lines are the progress.
+    cmd = [mvn, *([] if progress else ["-q"]), "-B", "-f", str(pom_dir / "pom.xml"), f"-Drocketmq.version={version}",
            "dependency:build-classpath", f"-Dmdep.outputFile={out}"]
-    run_build(cmd, step=f"Maven's resolution of {label}", timeout_s=RESOLVE_TIMEOUT_S, first_error=_first_error)
+    run_build(cmd, step=f"Maven's resolution of {label}", timeout_s=RESOLVE_TIMEOUT_S, first_error=_first_error,
+              on_line=_download_reader(label, progress) if progress else None)
     if not out.exists():
         raise PeerError(f"Maven's resolution of {label} failed: it wrote no classpath")
     out.replace(cached)
     return cached.read_text(encoding="utf-8").strip().split(os.pathsep)
+
+
+def _download_reader(label: str, progress: Progress) -> Callable[[str], None]:
+    """Announce the resolution at once, then read Maven's lines as they come and report each download."""
+    tally = DownloadTally(label)
+    progress(tally)
+
+    def on_line(line: str) -> None:
+        if tally.feed(line):
+            progress(tally)
+
+    return on_line
 
 
 #: ANSI colour codes, which Maven 3.9 writes even in batch mode when its output is not a terminal.

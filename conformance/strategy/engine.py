@@ -22,7 +22,7 @@ from hypothesis.errors import Flaky
 from conformance.strategy.adapters import StrategyUnderTest
 from conformance.strategy.context import CheckContext
 from conformance.strategy.declaration import Declaration
-from conformance.strategy.properties import PROPERTIES, Property, applicable
+from conformance.strategy.properties import ALL_TO_ONE, PROPERTIES, Property, applicable
 from conformance.strategy.protocol import ProtocolError
 from conformance.strategy.report import FAIL, PASS, REPORTED, CheckReport, Failure, PropertyResult
 from conformance.strategy.scenario import scenarios
@@ -117,6 +117,12 @@ def run_property(prop: Property, ctx: CheckContext, cfg: CheckSettings) -> Prope
     observed = ctx.observations.get(prop.name)
     if observed is not None and observed.worst is not None:
         result.observation = _observation_text(prop.name, observed.worst)
+    all_to_one = ctx.observations.get(ALL_TO_ONE) if prop.name == "balance" else None
+    if all_to_one is not None and all_to_one.worst is not None and ctx.declaration.balance_bound is None:
+        # Balance is only measured without a bound, so say plainly when it is as bad as it can be.
+        result.observation = (f"{result.observation}; maximally unbalanced: one consumer got every queue of a "
+                              f"group (up to {all_to_one.worst}) and the others none; to fail on this, check with "
+                              "--balance-bound N (1 for an even split)")
     return result
 
 

@@ -208,6 +208,9 @@ def check_pop_share(ctx: CheckContext, scenario: Scenario) -> Failure | None:
 
 # --- measured: balance and stickiness ---------------------------------------------------------
 
+#: The observation made when one consumer got every queue of a group and the others none (value: the queues).
+ALL_TO_ONE = "balance: all to one"
+
 
 def check_balance(ctx: CheckContext, scenario: Scenario) -> Failure | None:
     """Largest share minus smallest share, over the members, within the declared bound."""
@@ -217,6 +220,9 @@ def check_balance(ctx: CheckContext, scenario: Scenario) -> Failure | None:
     sizes = {cid: len(_share(evaluation[cid])) for cid in scenario.cid_all}
     spread = max(sizes.values()) - min(sizes.values())
     ctx.observe("balance", spread)
+    if len(sizes) > 1 and len(scenario.mq_all) > 1 and spread == len(scenario.mq_all):
+        # Every queue on one consumer, none on the others: valid and a partition, yet no sharing at all.
+        ctx.observe(ALL_TO_ONE, len(scenario.mq_all))
     bound = ctx.declaration.balance_bound
     if bound is None:
         target(spread, label="balance spread")

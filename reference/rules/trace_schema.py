@@ -1,6 +1,6 @@
 """Trace schema v1: the one record format every component writes and the auditor reads.
 
-This module owns the schema (``../shared/trace-schema.md`` is its prose source): the column list with
+This module owns the schema (``docs/trace-schema.md`` is its prose form): the column list with
 types, the event kinds and the columns each requires. ``fixtures/trace-schema-v1.json`` (JSON Schema)
 and ``fixtures/trace-schema-v1.arrow.json`` (the Parquet/Spark schema) are rendered from these
 tables and a test keeps them equal, so an implementer in another language can validate a trace

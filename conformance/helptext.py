@@ -1,0 +1,126 @@
+"""What ``mqtck … --help`` says about each command and subcommand: a description and the examples it ends with.
+
+Kept in one table, keyed by the command's words (``""`` for ``mqtck`` itself, ``"strategy check"``), so that every
+help page reads the same way: plain sentences (no reStructuredText markup, which argparse prints as it is), then
+``examples:`` with what a newcomer types first. ``tests/test_cli_help.py`` walks the parser and holds every page to
+that; only ``conformance/cli.py`` reads this module.
+"""
+
+from __future__ import annotations
+
+#: The description of each command: what it does, then what its exit code means where that is not the usual
+#: contract (0 everything required passed, 1 a requirement failed, 2 usage or environment error).
+DESCRIPTIONS: dict[str, str] = {
+    "": "mqtck: a conformance kit for message-queue consumption (RocketMQ pull, rebalance and POP; Pulsar "
+        "permits). Exit codes: 0 everything required passed, 1 a requirement failed, 2 a usage or environment "
+        "error, named in one line on stderr.",
+    "conform": "Run the conformance suite against a target (the in-process reference by default, an HTTP or "
+               "RocketMQ-protocol broker, a seeded mutant, or your own client program with --client) and write "
+               "per-requirement verdicts: JSON, JUnit and an HTML report.",
+    "broker": "Serve the reference broker: over stdin/stdout (--stdio), the HTTP front (--http) or the RocketMQ "
+              "4.x remoting protocol (--remoting, a name server and a broker), optionally with a control channel "
+              "(--control) and on simulated time (--sim-clock).",
+    "bench": "Measure one timing goal and print the result as JSON; timing goals live here, never in the tests.",
+    "bench audit": "Synthesize --events trace rows with faults and audit them on Spark: events per second, phase "
+                   "times and the driver's peak memory.",
+    "bench store": "Append to and pull from the reference store: messages and MiB per second, with a cProfile "
+                   "summary.",
+    "bench strategy": "Time an allocation strategy check: examples per second in-process, requests per second over "
+                      "the exec protocol.",
+    "bench conform": "Time mqtck conform on the reference in-process (-n 2) and over HTTP (goals: 60 s and 120 s).",
+    "bench sim": "Measure the simulator's throughput in trace events per second, with a cProfile summary.",
+    "bench remoting": "Run the real C++ client over loopback against the reference: end-to-end throughput and "
+                      "long-poll wake latency (needs the PyPI rocketmq==0.4.4 package).",
+    "bench diff": "Time mqtck diff (controls in-process, over remoting and over HTTP) and, with --faults, check "
+                  "that each broker fault of the catalogue is found.",
+    "bench held": "Hold thousands of long polls over HTTP and remoting: all woken, wake latency p50 and p99, the "
+                  "broker's memory (goal 1 GiB).",
+    "bench record": "Measure the recorder's overhead: the Java client's produce and consume throughput direct and "
+                    "through mqtck record.",
+    "bench e2e": "Audit a recorded deployment: a producer and consumers (Java, Go or C++) through mqtck record, "
+                 "one consumer killed and one added on the way.",
+    "spec": "Render SPEC.md from requirements.toml (render), or check that every requirement ID is covered by a "
+            "test and every test names a known ID (check).",
+    "strategy": "Property-test a queue allocation strategy (check), list the built-in strategies (list), or serve "
+                "a Python strategy over the JSON-lines exec protocol (serve). A strategy is a built-in name, a "
+                "Python object (package.module:Name) or any program (--exec CMD); see docs/strategy-check.md.",
+    "strategy check": "Run the allocation properties (validity, partition, balance, stickiness, determinism, "
+                      "machine room, POP sharing) against a strategy. Flags declare what it promises: balance and "
+                      "stickiness are only reported unless a bound is given. Exit 0 every declared property "
+                      "holds, 1 one does not, 2 a usage error or a program that broke the protocol.",
+    "strategy list": "List the built-in strategies, the RocketMQ class each one mirrors and what it promises.",
+    "strategy serve": "Serve a Python strategy over the exec protocol on stdin and stdout, to compare it with a "
+                      "port in another language.",
+    "audit": "Audit a recorded trace (trace schema v1, Parquet or JSON Lines; docs/trace-schema.md) on Spark and "
+             "write a summary, the findings with the events that prove them, and an HTML report. Exit 0 no MUST "
+             "violated, 1 some finding violates one, 2 the trace cannot be read or Spark cannot start.",
+    "trace": "Tools for trace schema v1 files: synth writes a synthetic trace with the faults you ask for.",
+    "trace synth": "Write a synthetic workload trace (partitioned Parquet) and its manifest.json, with exactly the "
+                   "injected faults asked for, to test the auditor or your own tooling.",
+    "record": "Record a deployment's remoting traffic as a trace (schema v1) from a proxy in front of its name "
+              "server: point the clients at --listen instead. SIGTERM or SIGINT ends the trace and prints a JSON "
+              "summary.",
+    "peer": "Real brokers, clients and strategies, installed by name and version from their registries (Maven "
+            "Central, the Go module proxy, PyPI) and run on loopback.",
+    "peer list": "List the known peers, one line each: name, kind, version, description.",
+    "peer install": "Resolve a peer's jars from Maven Central into the local caches (~/.m2 and ~/.cache/mqtck); a "
+                    "first install downloads tens of MB and shows its progress on stderr.",
+    "peer run": "Serve a peer on loopback in the foreground until SIGTERM or SIGINT; once it is usable, print one "
+                "line on stdout: ready remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT.",
+    "gate": "Install a peer if needed, start it, run the conformance suite against it with its reviewed "
+            "expectations, stop it, and write the usual reports. Exit 2 when the peer cannot be had or started.",
+    "diff": "Run two targets in lockstep on random operation sequences (drawn from the capabilities both have) and "
+            "shrink the first divergence, printed side by side and written as a replay file. Exit 0 no "
+            "unexplained divergence, 1 one was found, 2 a usage error or an unusable target.",
+    "matrix": "Write the results matrix of several conform runs: one HTML page and matrix.json, one column per "
+              "run.",
+}
+
+#: What each help page ends with, under ``examples:``: what a newcomer types first.
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "": ("mqtck conform", "mqtck conform --target remoting://127.0.0.1:9876 --junit ci.xml",
+         "mqtck gate rocketmq-4.9.7", "mqtck strategy check averagely", "mqtck peer install rocketmq-4.9.7"),
+    "conform": ("mqtck conform", "mqtck conform --only LPOLL-4 --json",
+                "mqtck conform --target remoting://127.0.0.1:9876?control=127.0.0.1:7000 --junit ci.xml",
+                "mqtck conform --mutants",
+                "mqtck conform --client './my-consumer'  # reads MQTCK_NAMESRV, MQTCK_TOPIC, MQTCK_GROUP"),
+    "broker": ("mqtck broker --http 0 --data-dir /tmp/b", "mqtck broker --remoting 0 --control --data-dir /tmp/b",
+               "mqtck broker --http 0 --sim-clock --segment-bytes 65536 --data-dir /tmp/b"),
+    "bench": ("mqtck bench store", "mqtck bench strategy", "mqtck bench audit --events 1000000"),
+    "bench audit": ("mqtck bench audit --events 1000000", "mqtck bench audit --events 200000 --baseline duckdb"),
+    "bench store": ("mqtck bench store", "mqtck bench store --messages 50000 --body-bytes 4096 --out store.json"),
+    "bench strategy": ("mqtck bench strategy", "mqtck bench strategy --exec 'java -jar alloc.jar'"),
+    "bench conform": ("mqtck bench conform", "mqtck bench conform --skip-http"),
+    "bench sim": ("mqtck bench sim", "mqtck bench sim --events 200000 --faults --no-profile"),
+    "bench remoting": ("mqtck bench remoting", "mqtck bench remoting --messages 5000 --through-recorder"),
+    "bench diff": ("mqtck bench diff", "mqtck bench diff --examples 1000 --faults --out diff.json"),
+    "bench held": ("mqtck bench held", "mqtck bench held --http 1000 --remoting 0"),
+    "bench record": ("mqtck bench record --peer rocketmq-4.9.7", "mqtck bench record --messages 20000 --rounds 1"),
+    "bench e2e": ("mqtck bench e2e --peer rocketmq-4.9.7", "mqtck bench e2e --peer reference --client go"),
+    "spec": ("mqtck spec check", "mqtck spec render"),
+    "strategy": ("mqtck strategy list", "mqtck strategy check averagely",
+                 "mqtck strategy check mypkg.zones:ZoneAware", "mqtck strategy check --exec 'java -jar alloc.jar'"),
+    "strategy check": ("mqtck strategy check averagely", "mqtck strategy check mypkg.zones:ZoneAware --balance-bound 1",
+                       "mqtck strategy check --exec 'java -jar alloc.jar' --balance-bound 1 --json",
+                       "mqtck strategy check consistent_hash --property determinism --seed random"),
+    "strategy list": ("mqtck strategy list",),
+    "strategy serve": ("mqtck strategy serve mypkg.zones:ZoneAware",
+                       "mqtck strategy check --exec 'mqtck strategy serve mypkg.zones:ZoneAware'"),
+    "audit": ("mqtck audit trace.jsonl --report-dir reports/audit",
+              "mqtck audit traces/ --report-dir out --master spark://head:7077"),
+    "trace": ("mqtck trace synth --events 100000 --out /tmp/trace",),
+    "trace synth": ("mqtck trace synth --events 100000 --out /tmp/trace", "mqtck trace synth --list-kinds",
+                    "mqtck trace synth --events 50000 --inject lost=3,unsafe-commit=2 --out /tmp/trace"),
+    "record": ("mqtck record --listen 127.0.0.1:9877 --upstream 127.0.0.1:9876 --trace recorded.jsonl",),
+    "peer": ("mqtck peer list", "mqtck peer install rocketmq-4.9.7", "mqtck peer run rocketmq-5.5.0"),
+    "peer list": ("mqtck peer list",),
+    "peer install": ("mqtck peer install rocketmq-4.9.7", "mqtck peer install java-client-4.9.8"),
+    "peer run": ("mqtck peer run rocketmq-4.9.7", "mqtck peer run rocketmq-5.5.0 --listen 127.0.0.1:9876 --verbose"),
+    "gate": ("mqtck gate rocketmq-4.9.7", "mqtck gate rocketmq-5.5.0 --only REVIVE-6 --junit gate.xml",
+             "mqtck gate java-client-4.9.8"),
+    "diff": ("mqtck diff --target mutant:hold-ignore-deadline --examples 200",
+             "mqtck diff --target remoting://127.0.0.1:9876 --against reference --examples 1000 --report-dir d",
+             "mqtck diff --target peer:rocketmq-4.9.7 --examples 500 --without restart --report-dir d",
+             "mqtck diff --replay d/divergence.json --target peer:rocketmq-4.9.7"),
+    "matrix": ("mqtck matrix --out docs/matrix reports/gate",),
+}
