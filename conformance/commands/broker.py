@@ -133,6 +133,14 @@ def read_key_file(path: str) -> frozenset[str]:
         raise UsageError(f"--api-key-file {exc}") from None
 
 
+def announce_fault(mutant: Mutant) -> None:
+    """Say on stderr which fault is served and what it breaks: a served mutant answers like a broker, so without
+    this line nothing tells the person at the terminal (or a CI log) that its answers are wrong on purpose. Stderr,
+    because stdout's one serving line is what launchers read."""
+    print(f"mqtck broker: serving seeded fault {mutant.name}, which breaks {', '.join(mutant.breaks)}: "
+          f"{mutant.description}", file=sys.stderr, flush=True)
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -186,6 +194,8 @@ def run(args: argparse.Namespace) -> int:
     if args.acl is not None and args.remoting is None:
         raise UsageError("--acl needs --remoting [HOST:]PORT (the HTTP front takes --api-key-file FILE)")
     mutant = broker_mutant(args.mutant) if args.mutant is not None else None
+    if mutant is not None:
+        announce_fault(mutant)
     address = parse_http_address(args.http) if args.http is not None else None
     api_keys = read_key_file(args.api_key_file) if args.api_key_file is not None else frozenset()
     if address is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import re
+import shlex
 import sys
 import tempfile
 import time
@@ -174,7 +174,7 @@ def _replay(args: argparse.Namespace, target: str, against: str, rules: tuple[An
 
 def _search(args: argparse.Namespace, target: str, against: str, expect: str | None, rules: tuple[Any, ...],
             settings: dict[str, object]) -> int:
-    from conformance.diff.replay import emit_test, listing, replay_document
+    from conformance.diff.replay import listing
     from conformance.diff.runner import Lockstep, TargetBroken, open_pair, search
 
     with tempfile.TemporaryDirectory(prefix="mqtck-diff-") as workdir:
@@ -205,18 +205,19 @@ def _search(args: argparse.Namespace, target: str, against: str, expect: str | N
         "flaky": result.flaky,
         "excused": [{"step": r.step, "field": r.field, "kind": r.kind, "id": r.id, "times": n}
                     for r, n in stats.excused.items()],
+        "steps_by_kind": dict(sorted(stats.kinds.items())),
     }
     divergence = result.divergence
     if divergence is not None:
         summary["shrunk_steps"] = divergence.index + 1
         summary["first_found_steps"] = result.first.index + 1 if result.first else None
     if args.report_dir is not None:
-        _write_reports(Path(args.report_dir), summary, divergence, args, target, against, expect,
-                       replay_document, emit_test)
+        _write_reports(Path(args.report_dir), summary, divergence, args, target, against, expect)
     if args.json:
         print(json.dumps(summary, indent=2))
     if divergence is None:
-        _say(f"no divergence in {stats.sequences} sequences ({stats.steps} steps, {stats.elapsed_s:.1f} s)")
+        if not args.json:
+            print(_agreement(summary))
         return 0
     if not args.json:
         flaky = " (it did not reproduce while shrinking: timing-dependent)" if result.flaky else ""
@@ -226,8 +227,22 @@ def _search(args: argparse.Namespace, target: str, against: str, expect: str | N
     return 1
 
 
+def _agreement(summary: dict[str, Any]) -> str:
+    """What a run that found nothing covered, on stdout: an empty stdout reads as "diff did nothing", and the
+    counts per step kind show whether the steps that reach a behaviour were drawn at all."""
+    kinds = summary["steps_by_kind"]
+    width = max((len(kind) for kind in kinds), default=4)
+    lines = [f"no divergence: {summary['target']} and {summary['against']} agree on {summary['sequences']} sequences, "
+             f"{summary['steps']} steps (seed {summary['seed']}, {summary['elapsed_s']:.1f} s)",
+             "steps run, by kind:"]
+    lines += [f"  {kind:<{width}}  {n:>6}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return "\n".join(lines)
+
+
 def _write_reports(directory: Path, summary: dict[str, Any], divergence: Any, args: argparse.Namespace,
-                   target: str, against: str, expect: str | None, replay_document: Any, emit_test: Any) -> None:
+                   target: str, against: str, expect: str | None) -> None:
+    from conformance.diff.replay import emit_test, replay_document, test_name
+
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "diff.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     if divergence is None:
@@ -235,9 +250,10 @@ def _write_reports(directory: Path, summary: dict[str, Any], divergence: Any, ar
     replay_file = directory / "divergence.json"
     replay_file.write_text(json.dumps(replay_document(divergence, target, against, args.seed, expect), indent=2)
                            + "\n", encoding="utf-8")
-    _say(f"replay: mqtck diff --replay {replay_file} --target {target} --against {against}")
+    command = ["mqtck", "diff", "--replay", str(replay_file), "--target", args.target, "--against", args.against]
+    _say(f"replay: {shlex.join(command)}")
     if args.emit_test:
-        name = re.sub(r"[^a-z0-9]+", "_", f"{divergence.step.kind} {target}".lower()).strip("_")
+        name = test_name(divergence.step.kind, args.target, args.seed, summary["sequences_to_first_divergence"])
         test_file = directory / f"test_diff_{name}.py"
         test_file.write_text(emit_test(divergence, target, against, expect, name), encoding="utf-8")
         _say(f"test: {test_file}")

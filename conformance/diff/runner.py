@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,8 @@ class Stats:
     shortest_steps: int = 0
     #: How often each rule excused a difference.
     excused: dict[DiffRule, int] = field(default_factory=dict)
+    #: Steps run per step kind: what a run that found nothing covered.
+    kinds: Counter[str] = field(default_factory=Counter)
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -107,6 +110,7 @@ class Lockstep:
             for index, step in enumerate(program.steps):
                 a, b = (_observe(side, step, index) for side in sides)
                 self.stats.steps += 1
+                self.stats.kinds[step.kind] += 1
                 difference = compare(step.kind, a, b, self.rules)
                 for rule in difference.excused:
                     self.stats.excused[rule] = self.stats.excused.get(rule, 0) + 1
