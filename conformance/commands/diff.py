@@ -2,7 +2,7 @@
 
 Examples::
 
-    mqtck diff --target mutant:offset-too-small-keeps-offset --examples 200
+    mqtck diff --target mutant:offset-empty-queue-keeps-offset --examples 100
     mqtck diff --target remoting://127.0.0.1:9876 --against reference --examples 1000 --report-dir reports/diff
     mqtck diff --target peer:rocketmq-4.9.7 --examples 500 --without restart
     mqtck diff --replay reports/diff/divergence.json --target mutant:pull-no-match-not-found
@@ -11,6 +11,12 @@ Steps are drawn only from the capabilities both targets have. A divergence is pr
 the shrunk sequence with both answers side by side and the requirements the steps touch, and written as a
 replay file (and, with ``--emit-test``, as a pytest test). Exit 0 when no unexplained divergence was found,
 1 when one was, 2 for a usage error or an unusable target (one line).
+
+A run repeats (the same sequences, the same first divergence, shrunk alike) for the same --seed, --examples,
+--max-steps, --without and pair of targets, on the same mqtck and Hypothesis versions, when both targets are on
+simulated time: in-process (reference, mutant:NAME), or a fresh `mqtck broker ... --sim-clock` runner. A target on
+real time (a real broker, peer:NAME, a runner without --sim-clock) draws the same sequences but may answer them
+differently from run to run (docs/diff.md, "Repeating a run").
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "peer:NAME (a peer of `mqtck peer list`, started for the run)")
     p.add_argument("--against", default="reference", help="the target it is compared with (default: reference)")
     p.add_argument("--examples", type=int, default=100, help="sequences to draw at most (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="the random seed (default 0: runs repeat)")
+    p.add_argument("--seed", type=int, default=0, help="the random seed (default 0); a run repeats on targets on simulated time (see above)")
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
                    help=f"steps per sequence at most (default {DEFAULT_MAX_STEPS})")
     p.add_argument("--without", nargs="+", default=[], metavar="STEP",

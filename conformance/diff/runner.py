@@ -88,7 +88,10 @@ class Lockstep:
         self.rules = rules
         self.stats = Stats()
         self._on_sequence = on_sequence
-        self._salt = f"{os.getpid() % 1000}x{next(_salts)}"
+        # Names must not collide with an earlier run's on a server that outlives it (the pid), and must be as long
+        # in every run: a topic's length is in every record's size, so it moves segment boundaries, and with them
+        # what a retention step deletes. Three digits whatever the pid.
+        self._salt = f"{os.getpid() % 1000:03d}x{next(_salts)}"
         #: Per side, the simulated instant its broker last started (clocked pairs only).
         self._origins: list[int | None] = [None, None]
 
