@@ -46,7 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "peer:NAME (a peer of `mqtck peer list`, started for the run)")
     p.add_argument("--against", default="reference", help="the target it is compared with (default: reference)")
     p.add_argument("--examples", type=int, default=100, help="sequences to draw at most (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="the random seed (default 0); a run repeats on targets on simulated time (see above)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the random seed (default 0); a run repeats on targets on simulated time (see above)")
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
                    help=f"steps per sequence at most (default {DEFAULT_MAX_STEPS})")
     p.add_argument("--without", nargs="+", default=[], metavar="STEP",

@@ -55,7 +55,7 @@ def test_a_seed_repeats_its_search_in_another_process(tmp_path: Path) -> None:
     assert found[0] == found[1]
 
 
-def test_the_docs_quick_faults_diverge_where_the_doc_says(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_docs_quick_faults_diverge_where_the_doc_says(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Each command of docs/diff.md's table of quick faults diverges at the sequence, shrunk to the steps, at the
     step the table states; the headline example is the first row's command."""
     text = DOC.read_text(encoding="utf-8")
@@ -63,11 +63,13 @@ def test_the_docs_quick_faults_diverge_where_the_doc_says(capsys: pytest.Capture
     assert len(rows) >= 2, "docs/diff.md lost its table of quick faults"
     assert f"mqtck diff {' '.join(HEADLINE)}\n" in text.split("## What a sequence does")[0]
     assert rows[0][0] == f"mqtck diff {' '.join(HEADLINE)}"
-    for command, sequence, steps, kind in rows:
-        code, summary = _json_diff(shlex.split(command)[2:], capsys)
+    for n, (command, sequence, steps, kind) in enumerate(rows):
+        reports = tmp_path / str(n)
+        code, summary = _json_diff([*shlex.split(command)[2:], "--report-dir", str(reports)], capsys)
         assert code == 1, command
-        stated = (int(sequence), int(steps))
-        assert (summary["sequences_to_first_divergence"], summary["shrunk_steps"]) == stated, command
+        _, document = read_replay(reports / "divergence.json")
+        found = (summary["sequences_to_first_divergence"], summary["shrunk_steps"], document["divergence"]["kind"])
+        assert found == (int(sequence), int(steps), kind), command
 
 
 def test_the_help_examples_are_the_docs_checked_ones() -> None:
