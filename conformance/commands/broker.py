@@ -136,7 +136,8 @@ def read_key_file(path: str) -> frozenset[str]:
 def announce_fault(mutant: Mutant) -> None:
     """Say on stderr which fault is served and what it breaks: a served mutant answers like a broker, so without
     this line nothing tells the person at the terminal (or a CI log) that its answers are wrong on purpose. Stderr,
-    because stdout's one serving line is what launchers read."""
+    because stdout's one serving line is what launchers read; once every flag is checked, so that a usage error
+    stays one line."""
     print(f"mqtck broker: serving seeded fault {mutant.name}, which breaks {', '.join(mutant.breaks)}: "
           f"{mutant.description}", file=sys.stderr, flush=True)
 
@@ -194,8 +195,6 @@ def run(args: argparse.Namespace) -> int:
     if args.acl is not None and args.remoting is None:
         raise UsageError("--acl needs --remoting [HOST:]PORT (the HTTP front takes --api-key-file FILE)")
     mutant = broker_mutant(args.mutant) if args.mutant is not None else None
-    if mutant is not None:
-        announce_fault(mutant)
     address = parse_http_address(args.http) if args.http is not None else None
     api_keys = read_key_file(args.api_key_file) if args.api_key_file is not None else frozenset()
     if address is not None:
@@ -235,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
     trace = Trace(sink, run=f"broker-{data_dir.name}", clock=clock) if sink is not None else None
     if args.remoting is not None:
         return _run_remoting(args, data_dir, clock, config, store_config, trace, mutant, ring)
+    if mutant is not None:
+        announce_fault(mutant)
     broker_host = BrokerHost(data_dir, clock, config=config, store_config=store_config, trace=trace,
                              components=mutant.components if mutant is not None else None)
     try:
@@ -270,6 +271,8 @@ def _run_remoting(
     acl = read_acl(args.acl) if args.acl is not None else None
     if acl is None:
         warn_if_open(host, "--remoting", "--acl FILE")
+    if mutant is not None:
+        announce_fault(mutant)
 
     broker_host = BrokerHost(data_dir, clock, config=config, store_config=store_config, trace=trace,
                              components=mutant.components if mutant is not None else None)

@@ -113,3 +113,18 @@ def test_a_served_fault_names_itself_and_its_replay_survives_a_shell(
     err = server.stop()
     assert ("mqtck broker: serving seeded fault offset-empty-queue-keeps-offset, which breaks OFFSET-1: A pull on "
             "an empty queue") in err, err
+
+
+def test_a_fault_served_over_http_names_itself_too(http_server: Callable[..., LaunchedBroker]) -> None:
+    server = http_server("--sim-clock", "--mutant", "flow-permits-go-negative")
+    err = server.stop()
+    assert "mqtck broker: serving seeded fault flow-permits-go-negative, which breaks FLOW-2: " in err, err
+
+
+def test_a_usage_error_beside_a_served_fault_stays_one_line(tmp_path: Path) -> None:
+    """The fault is named once every flag is checked: a bad flag beside ``--mutant`` is still one line, exit 2."""
+    command = [sys.executable, "-m", "conformance.cli", "broker", "--remoting", "127.0.0.1:0", "--mutant",
+               "hold-ignore-deadline", "--clean-interval-ms", "5", "--data-dir", str(tmp_path / "d")]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and run.stderr.strip().splitlines() == [
+        "mqtck broker: error: --clean-interval-ms must be >= 100"], run.stderr
