@@ -85,6 +85,17 @@ def _warn_of_a_full_disk(*targets: Any) -> None:
                  "free disk space first")
 
 
+def _say_when_on_real_time(*targets: Any) -> None:
+    """A target without clock control makes the whole pair run in real time: every hold and wait of a step is
+    spent waiting, some tenths of a sequence a second, so fifty sequences take minutes. Say so before the run,
+    with the faster way when the target is the reference runner."""
+    for target in targets:
+        if "clock_control" not in target.capabilities:
+            _say(f"{target.name} runs on real time (no clock control): each hold and wait takes real seconds, about "
+                 "0.3 sequences/s; the reference runner served with --sim-clock (with --control over remoting) "
+                 "runs on simulated time, 2-6 sequences/s")
+
+
 class _Progress:
     """Plain progress lines on stderr (a CI log and a terminal alike), at most every ``plain_every_s()`` (the
     interval of every command's progress, ``MQTCK_PROGRESS_EVERY_S``)."""
@@ -194,6 +205,7 @@ def _search(args: argparse.Namespace, target: str, against: str, expect: str | N
             _say(f"{target} vs {against}: up to {args.examples} sequences of up to {args.max_steps} steps over "
                  f"{', '.join(sorted(both))}")
             _warn_of_a_full_disk(a, b)
+            _say_when_on_real_time(a, b)
             lockstep = Lockstep(a, b, rules, on_sequence=_Progress(args.examples))
             try:
                 result = search(lockstep, both, args.examples, args.seed, args.max_steps, frozenset(args.without))

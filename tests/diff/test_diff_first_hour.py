@@ -128,3 +128,12 @@ def test_a_usage_error_beside_a_served_fault_stays_one_line(tmp_path: Path) -> N
     run = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and run.stderr.strip().splitlines() == [
         "mqtck broker: error: --clean-interval-ms must be >= 100"], run.stderr
+
+
+def test_a_target_on_real_time_is_said_before_the_run(remoting_server: Callable[..., LaunchedBroker]) -> None:
+    """A runner without --sim-clock makes the pair wait out every hold: the diff says so, and the faster way."""
+    server = remoting_server("--control", "--segment-bytes", "65536")
+    run = _mqtck_diff("--target", server.url, "--examples", "1", "--max-steps", "1", "--without", "restart")
+    assert run.returncode == 0, run.stderr
+    assert f"mqtck diff: {server.url} runs on real time (no clock control)" in run.stderr
+    assert "--sim-clock" in run.stderr and "reference runs on real time" not in run.stderr
