@@ -133,6 +133,15 @@ def read_key_file(path: str) -> frozenset[str]:
         raise UsageError(f"--api-key-file {exc}") from None
 
 
+def announce_fault(mutant: Mutant) -> None:
+    """Say on stderr which fault is served and what it breaks: a served mutant answers like a broker, so without
+    this line nothing tells the person at the terminal (or a CI log) that its answers are wrong on purpose. Stderr,
+    because stdout's one serving line is what launchers read; once every flag is checked, so that a usage error
+    stays one line."""
+    print(f"mqtck broker: serving seeded fault {mutant.name}, which breaks {', '.join(mutant.breaks)}: "
+          f"{mutant.description}", file=sys.stderr, flush=True)
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -225,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
     trace = Trace(sink, run=f"broker-{data_dir.name}", clock=clock) if sink is not None else None
     if args.remoting is not None:
         return _run_remoting(args, data_dir, clock, config, store_config, trace, mutant, ring)
+    if mutant is not None:
+        announce_fault(mutant)
     broker_host = BrokerHost(data_dir, clock, config=config, store_config=store_config, trace=trace,
                              components=mutant.components if mutant is not None else None)
     try:
@@ -260,6 +271,8 @@ def _run_remoting(
     acl = read_acl(args.acl) if args.acl is not None else None
     if acl is None:
         warn_if_open(host, "--remoting", "--acl FILE")
+    if mutant is not None:
+        announce_fault(mutant)
 
     broker_host = BrokerHost(data_dir, clock, config=config, store_config=store_config, trace=trace,
                              components=mutant.components if mutant is not None else None)

@@ -2,7 +2,7 @@
 
 Examples::
 
-    mqtck diff --target mutant:offset-too-small-keeps-offset --examples 200
+    mqtck diff --target mutant:offset-empty-queue-keeps-offset --examples 100
     mqtck diff --target remoting://127.0.0.1:9876 --against reference --examples 1000 --report-dir reports/diff
     mqtck diff --target peer:rocketmq-4.9.7 --examples 500 --without restart
     mqtck diff --replay reports/diff/divergence.json --target mutant:pull-no-match-not-found
@@ -11,6 +11,12 @@ Steps are drawn only from the capabilities both targets have. A divergence is pr
 the shrunk sequence with both answers side by side and the requirements the steps touch, and written as a
 replay file (and, with ``--emit-test``, as a pytest test). Exit 0 when no unexplained divergence was found,
 1 when one was, 2 for a usage error or an unusable target (one line).
+
+A run repeats (the same sequences, the same first divergence, shrunk alike) for the same --seed, --examples,
+--max-steps, --without and pair of targets, on the same mqtck and Hypothesis versions, when both targets are on
+simulated time: in-process (reference, mutant:NAME), or a fresh `mqtck broker ... --sim-clock` runner. A target on
+real time (a real broker, peer:NAME, a runner without --sim-clock) draws the same sequences but may answer them
+differently from run to run (docs/diff.md, "Repeating a run").
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import re
+import shlex
 import sys
 import tempfile
 import time
@@ -39,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "peer:NAME (a peer of `mqtck peer list`, started for the run)")
     p.add_argument("--against", default="reference", help="the target it is compared with (default: reference)")
     p.add_argument("--examples", type=int, default=100, help="sequences to draw at most (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="the random seed (default 0: runs repeat)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the random seed (default 0); a run repeats on targets on simulated time (see above)")
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
                    help=f"steps per sequence at most (default {DEFAULT_MAX_STEPS})")
     p.add_argument("--without", nargs="+", default=[], metavar="STEP",
@@ -75,6 +82,17 @@ def _warn_of_a_full_disk(*targets: Any) -> None:
             _say(f"warning: {target.name}'s disk is {ratio:.0%} used; above {FORCED_CLEAN_RATIO:.0%} a RocketMQ broker "
                  "deletes segments before they expire (diskSpaceCleanForciblyRatio) and min offsets will differ: "
                  "free disk space first")
+
+
+def _say_when_on_real_time(*targets: Any) -> None:
+    """A target without clock control makes the whole pair run in real time: every hold and wait of a step is
+    spent waiting, some tenths of a sequence a second, so fifty sequences take minutes. Say so before the run,
+    with the faster way when the target is the reference runner."""
+    for target in targets:
+        if "clock_control" not in target.capabilities:
+            _say(f"{target.name} runs on real time (no clock control): each hold and wait takes real seconds, about "
+                 "0.3 sequences/s; the reference runner served with --sim-clock (with --control over remoting) "
+                 "runs on simulated time, 2-6 sequences/s")
 
 
 class _Progress:
@@ -173,7 +191,7 @@ def _replay(args: argparse.Namespace, target: str, against: str, rules: tuple[An
 
 def _search(args: argparse.Namespace, target: str, against: str, expect: str | None, rules: tuple[Any, ...],
             settings: dict[str, object]) -> int:
-    from conformance.diff.replay import emit_test, listing, replay_document
+    from conformance.diff.replay import listing
     from conformance.diff.runner import Lockstep, TargetBroken, open_pair, search
 
     with tempfile.TemporaryDirectory(prefix="mqtck-diff-") as workdir:
@@ -186,6 +204,7 @@ def _search(args: argparse.Namespace, target: str, against: str, expect: str | N
             _say(f"{target} vs {against}: up to {args.examples} sequences of up to {args.max_steps} steps over "
                  f"{', '.join(sorted(both))}")
             _warn_of_a_full_disk(a, b)
+            _say_when_on_real_time(a, b)
             lockstep = Lockstep(a, b, rules, on_sequence=_Progress(args.examples))
             try:
                 result = search(lockstep, both, args.examples, args.seed, args.max_steps, frozenset(args.without))
@@ -204,18 +223,19 @@ def _search(args: argparse.Namespace, target: str, against: str, expect: str | N
         "flaky": result.flaky,
         "excused": [{"step": r.step, "field": r.field, "kind": r.kind, "id": r.id, "times": n}
                     for r, n in stats.excused.items()],
+        "steps_by_kind": dict(sorted(stats.kinds.items())),
     }
     divergence = result.divergence
     if divergence is not None:
         summary["shrunk_steps"] = divergence.index + 1
         summary["first_found_steps"] = result.first.index + 1 if result.first else None
     if args.report_dir is not None:
-        _write_reports(Path(args.report_dir), summary, divergence, args, target, against, expect,
-                       replay_document, emit_test)
+        _write_reports(Path(args.report_dir), summary, divergence, args, target, against, expect)
     if args.json:
         print(json.dumps(summary, indent=2))
     if divergence is None:
-        _say(f"no divergence in {stats.sequences} sequences ({stats.steps} steps, {stats.elapsed_s:.1f} s)")
+        if not args.json:
+            print(_agreement(summary))
         return 0
     if not args.json:
         flaky = " (it did not reproduce while shrinking: timing-dependent)" if result.flaky else ""
@@ -225,8 +245,22 @@ def _search(args: argparse.Namespace, target: str, against: str, expect: str | N
     return 1
 
 
+def _agreement(summary: dict[str, Any]) -> str:
+    """What a run that found nothing covered, on stdout: an empty stdout reads as "diff did nothing", and the
+    counts per step kind show whether the steps that reach a behaviour were drawn at all."""
+    kinds = summary["steps_by_kind"]
+    width = max((len(kind) for kind in kinds), default=4)
+    lines = [f"no divergence: {summary['target']} and {summary['against']} agree on {summary['sequences']} sequences, "
+             f"{summary['steps']} steps (seed {summary['seed']}, {summary['elapsed_s']:.1f} s)",
+             "steps run, by kind:"]
+    lines += [f"  {kind:<{width}}  {n:>6}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return "\n".join(lines)
+
+
 def _write_reports(directory: Path, summary: dict[str, Any], divergence: Any, args: argparse.Namespace,
-                   target: str, against: str, expect: str | None, replay_document: Any, emit_test: Any) -> None:
+                   target: str, against: str, expect: str | None) -> None:
+    from conformance.diff.replay import emit_test, replay_document, test_name
+
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "diff.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     if divergence is None:
@@ -234,9 +268,10 @@ def _write_reports(directory: Path, summary: dict[str, Any], divergence: Any, ar
     replay_file = directory / "divergence.json"
     replay_file.write_text(json.dumps(replay_document(divergence, target, against, args.seed, expect), indent=2)
                            + "\n", encoding="utf-8")
-    _say(f"replay: mqtck diff --replay {replay_file} --target {target} --against {against}")
+    command = ["mqtck", "diff", "--replay", str(replay_file), "--target", args.target, "--against", args.against]
+    _say(f"replay: {shlex.join(command)}")
     if args.emit_test:
-        name = re.sub(r"[^a-z0-9]+", "_", f"{divergence.step.kind} {target}".lower()).strip("_")
+        name = test_name(divergence.step.kind, args.target, args.seed, summary["sequences_to_first_divergence"])
         test_file = directory / f"test_diff_{name}.py"
         test_file.write_text(emit_test(divergence, target, against, expect, name), encoding="utf-8")
         _say(f"test: {test_file}")

@@ -8,6 +8,7 @@ program; ``mqtck diff --replay FILE --target A --against B`` runs its program on
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,17 @@ def test_{name}_targets_agree() -> None:
     divergence = replay(Program.from_json(PROGRAM), TARGET, AGAINST, rules_for({expect!r}), settings_for({expect!r}))
     assert divergence is None, "\\n" + listing(divergence, TARGET, AGAINST)
 '''
+
+
+def test_name(kind: str, target: str, seed: int, sequence: int | None) -> str:
+    """The name of an emitted test (``test_diff_<name>.py``, ``test_<name>_targets_agree``): the divergent step,
+    what the target is (its kind, and the fault or peer it names) and where the search found it (seed and
+    sequence). Never the host or port: a served target's port changes every run, and a name that changes with it
+    makes each run's file a new one."""
+    scheme, _, rest = target.partition(":")
+    what = f"{scheme} {rest}" if scheme in ("mutant", "peer") else scheme
+    found = f"seed {seed} seq {sequence}" if sequence is not None else f"seed {seed}"
+    return re.sub(r"[^a-z0-9]+", "_", f"{kind} {what} {found}".lower()).strip("_")
 
 
 def emit_test(divergence: Divergence, target: str, against: str, expect: str | None, name: str) -> str:

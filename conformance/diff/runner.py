@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,8 @@ class Stats:
     shortest_steps: int = 0
     #: How often each rule excused a difference.
     excused: dict[DiffRule, int] = field(default_factory=dict)
+    #: Steps run per step kind: what a run that found nothing covered.
+    kinds: Counter[str] = field(default_factory=Counter)
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -85,7 +88,10 @@ class Lockstep:
         self.rules = rules
         self.stats = Stats()
         self._on_sequence = on_sequence
-        self._salt = f"{os.getpid() % 1000}x{next(_salts)}"
+        # Names must not collide with an earlier run's on a server that outlives it (the pid), and must be as long
+        # in every run: a topic's length is in every record's size, so it moves segment boundaries, and with them
+        # what a retention step deletes. Three digits whatever the pid.
+        self._salt = f"{os.getpid() % 1000:03d}x{next(_salts)}"
         #: Per side, the simulated instant its broker last started (clocked pairs only).
         self._origins: list[int | None] = [None, None]
 
@@ -107,6 +113,7 @@ class Lockstep:
             for index, step in enumerate(program.steps):
                 a, b = (_observe(side, step, index) for side in sides)
                 self.stats.steps += 1
+                self.stats.kinds[step.kind] += 1
                 difference = compare(step.kind, a, b, self.rules)
                 for rule in difference.excused:
                     self.stats.excused[rule] = self.stats.excused.get(rule, 0) + 1
