@@ -71,7 +71,9 @@ DESCRIPTIONS: dict[str, str] = {
             "expectations, stop it, and write the usual reports. Exit 2 when the peer cannot be had or started.",
     "diff": "Run two targets in lockstep on random operation sequences (drawn from the capabilities both have) and "
             "shrink the first divergence, printed side by side and written as a replay file. Exit 0 no "
-            "unexplained divergence, 1 one was found, 2 a usage error or an unusable target.",
+            "unexplained divergence, 1 one was found, 2 a usage error or an unusable target. A run repeats for the "
+            "same --seed, --examples and targets when both are on simulated time (in-process, or a runner served "
+            "with --sim-clock); see docs/diff.md, Repeating a run.",
     "matrix": "Write the results matrix of several conform runs: one HTML page and matrix.json, one column per "
               "run.",
 }
@@ -118,7 +120,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "peer run": ("mqtck peer run rocketmq-4.9.7", "mqtck peer run rocketmq-5.5.0 --listen 127.0.0.1:9876 --verbose"),
     "gate": ("mqtck gate rocketmq-4.9.7", "mqtck gate rocketmq-5.5.0 --only REVIVE-6 --junit gate.xml",
              "mqtck gate java-client-4.9.8"),
-    "diff": ("mqtck diff --target mutant:hold-ignore-deadline --examples 200",
+    "diff": ("mqtck diff --target mutant:offset-empty-queue-keeps-offset --examples 100",
              "mqtck diff --target remoting://127.0.0.1:9876 --against reference --examples 1000 --report-dir d",
              "mqtck diff --target peer:rocketmq-4.9.7 --examples 500 --without restart --report-dir d",
              "mqtck diff --replay d/divergence.json --target peer:rocketmq-4.9.7"),

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from conformance.commands import diff as diff_command
 from conformance.diff.replay import read_replay
+from conformance.helptext import EXAMPLES
 from conformance.targets.launch import LaunchedBroker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ def test_the_docs_quick_faults_diverge_where_the_doc_says(capsys: pytest.Capture
 
 def test_the_help_examples_are_the_docs_checked_ones() -> None:
     """``mqtck diff --help`` shows only fault commands whose numbers the test above checks."""
-    helped = re.findall(r"^\s+(mqtck diff --target mutant:\S+ --examples \d+)$", diff_command.__doc__ or "", re.M)
+    helped = [line for line in EXAMPLES["diff"] if re.fullmatch(r"mqtck diff --target mutant:\S+ --examples \d+", line)]
     checked = {row[0] for row in QUICK_ROW.findall(DOC.read_text(encoding="utf-8"))}
     assert helped and set(helped) <= checked, helped
 
