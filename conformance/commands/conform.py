@@ -54,7 +54,8 @@ class ConformOptions:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ConformOptions:
-        """The options ``register``'s parser produced (a Namespace holds other keys too: ``command``, ``func``)."""
+        """The options ``register``'s parser produced (a Namespace holds other keys too: ``command``, ``func``); an
+        option the parser does not offer (``title``, which only ``mqtck gate`` knows) keeps its default."""
         return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
 
 
