@@ -41,8 +41,12 @@ def find(frames: TraceFrames, queue: QueuePass) -> DataFrame:
         F.col("expire_seq").alias("seq"), F.col("expire_ts").alias("ts"), "topic", "broker", "queue_id",
         F.col("expire_min_offset").alias("min_offset"),
     )))
+    # Clustering, the consumer is the group (``owner`` is empty): no one client was answerable for the message, so
+    # the finding names none (an empty "client" read as a client with no name); broadcasting, it is the client.
     detail = F.to_json(F.struct(
-        F.col("owner").alias("client"), F.col("start.offset").alias("start_offset"),
+        F.when(F.col("owner") != "", F.col("owner")).alias("client"),
+        F.when(F.col("owner") != "", "client (broadcasting)").otherwise("group (clustering)").alias("consumer"),
+        F.col("start.offset").alias("start_offset"),
         (F.col("horizon") - F.col("ts")).alias("age_at_horizon_us"),
     ))
     return findings(

@@ -161,6 +161,65 @@ def _plots(summary: dict[str, Any], metrics: dict[str, Any]) -> dict[str, list[t
     return plots
 
 
+def since_start(ts_us: int | None, first_us: int | None) -> str:
+    """A finding's time as a reader follows a run: from the trace's first event, in s or ms (``+698.330 s``),
+    not as the raw microseconds since the epoch the rows carry."""
+    if ts_us is None:
+        return "—"
+    if first_us is None:
+        return f"{ts_us / 1e6:.3f} s"
+    offset = (ts_us - first_us) / 1e6
+    return f"+{offset:.3f} s" if abs(offset) >= 1 else f"+{offset * 1000:.1f} ms"
+
+
+def _client(example: dict[str, Any]) -> str:
+    """Which client a finding is about, never an empty name: clustering, a message is the group's to consume (no
+    one client was answerable), so the finding says so, and who was first given its queue."""
+    named = example.get("client_id") or (example.get("detail") or {}).get("client")
+    if named:
+        return str(named)
+    if (example.get("detail") or {}).get("consumer", "").startswith("group"):
+        start = next((w for w in example.get("witnesses", []) if isinstance(w, dict) and w.get("event") == "ASSIGN"),
+                     None)
+        first = f"; its queue was first given to {start['client_id']}" if start and start.get("client_id") else ""
+        return f"— (clustering: the group's to consume{first})"
+    return "—"
+
+
+def _where(example: dict[str, Any]) -> str:
+    """Topic/broker/queue @ offset (and the message), what a reader looks up in the broker."""
+    parts = []
+    if example.get("topic"):
+        queue = "/".join(str(example[k]) for k in ("topic", "broker", "queue_id") if example.get(k) is not None)
+        parts.append(queue + (f" @ {example['offset']}" if example.get("offset") is not None else ""))
+    if example.get("group"):
+        parts.append(f"group {example['group']}")
+    if example.get("msg_id"):
+        parts.append(f"msg {example['msg_id']}")
+    return " · ".join(parts) or "—"
+
+
+def finding_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every example finding as a row of the report's first table (violations first, then by run and time):
+    what, where, which client, when (from the run's start) and which requirement; the raw rows go behind a click."""
+    rows = []
+    for run, data in summary["runs"].items():
+        for name, cat in data["categories"].items():
+            for ex in cat["examples"]:
+                detail = ex.get("detail") or {}
+                reason = detail.get("reason") if isinstance(detail, dict) else None
+                rows.append({
+                    "run": run, "category": name, "violation": cat["violation"], "level": cat["level"],
+                    "what": name + (f": {reason}" if reason else "")
+                    + (f" ({ex['value_ms']:.1f} ms)" if ex.get("value_ms") is not None else ""),
+                    "where": _where(ex), "client": _client(ex), "ts": ex.get("ts"),
+                    "when": since_start(ex.get("ts"), data.get("first_ts")), "requirement": ex.get("requirement"),
+                    "raw": [json.dumps(v, sort_keys=True) for v in ([detail] if detail else []) + ex["witnesses"]],
+                })
+    rows.sort(key=lambda r: (not r["violation"], r["run"], r["ts"] if r["ts"] is not None else 0))
+    return rows
+
+
 def write_outputs(report_dir: Path, summary: dict[str, Any], metrics: dict[str, Any]) -> None:
     (report_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     # The template's name ends in .j2: escaping must be asked for by that extension (a trace's text is untrusted).
@@ -168,5 +227,5 @@ def write_outputs(report_dir: Path, summary: dict[str, Any], metrics: dict[str, 
                       autoescape=select_autoescape(("html", "j2")))
     template = env.get_template("audit.html.j2")
     html = template.render(summary=summary, plots=_plots(summary, metrics), categories=CATEGORIES, no_run=UNKNOWN_RUN,
-                           json=lambda v: json.dumps(v, sort_keys=True))
+                           findings=finding_rows(summary))
     (report_dir / "report.html").write_text(html, encoding="utf-8")

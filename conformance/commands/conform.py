@@ -43,6 +43,9 @@ class ConformOptions:
     profile: list[str] = field(default_factory=list)
     slow: bool = False
     implementation: str | None = None
+    #: A reader's name for the implementation (``Apache RocketMQ 4.9.7``): the report's heading and the JUnit
+    #: testsuite's name; ``mqtck gate`` sets it from the peer, otherwise it is ``implementation``.
+    title: str | None = None
     mutants: list[str] | None = None
     client: str | None = None
     client_scenarios: list[str] | None = None
@@ -51,8 +54,9 @@ class ConformOptions:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ConformOptions:
-        """The options ``register``'s parser produced (a Namespace holds other keys too: ``command``, ``func``)."""
-        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+        """The options ``register``'s parser produced (a Namespace holds other keys too: ``command``, ``func``); an
+        option the parser does not offer (``title``, which only ``mqtck gate`` knows) keeps its default."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -132,6 +136,15 @@ def run(args: argparse.Namespace) -> int:
     return conform(ConformOptions.from_args(args))
 
 
+def run_name(args: ConformOptions) -> str:
+    """What a run's folder is named after: the implementation when given, else the target, but for a served
+    target its kind (``remoting``, ``http``), never its address: a port is a throwaway, not what was judged."""
+    if args.implementation:
+        return args.implementation
+    target = parse_target(args.target)
+    return args.target if target.kind in ("reference", "mutant") else target.kind
+
+
 def conform(args: ConformOptions) -> int:
     """Run the suite (or, with ``client``, the client check) as ``args`` say; the exit code."""
     if args.client is not None:
@@ -151,7 +164,7 @@ def conform(args: ConformOptions) -> int:
         if unknown:
             raise UsageError(f"--only: unknown requirement ID(s) {', '.join(unknown)}")
     report_dir = Path(args.report_dir)
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", args.target)
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", run_name(args))
     run_dir = report_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
     run_dir.mkdir(parents=True, exist_ok=True)
     results_file = run_dir / "results.jsonl"
@@ -198,12 +211,15 @@ def conform(args: ConformOptions) -> int:
         # What was asked for, and what the tests that ran also judged; the rest was not run, not "not covered".
         vs = [v for v in vs if v.id in args.only or v.tests]
     extra: dict = {"duration_s": round(elapsed, 3), "run": run_dir.name,
-                   "implementation": args.implementation or args.target, "profiles": args.profile,
+                   "implementation": args.implementation or args.target,
+                   "title": args.title or args.implementation or args.target, "profiles": args.profile,
                    "slow": args.slow}
     if expected is not None:
         extra["expectations"] = expected.name
     if mutant_names:
+        mutants_started = time.monotonic()
         extra["mutants"] = killing.run_catalogue(mutant_names, run_dir / "mutants", args.workers, console, args.json)
+        extra["mutants"]["duration_s"] = round(time.monotonic() - mutants_started, 3)
     doc = report.summary(args.target, capabilities, vs, results, extra, args.profile)
     report.publish(report_dir, run_dir, doc, vs, Path(args.junit) if args.junit else None)
     if args.json:
@@ -250,4 +266,4 @@ def _print_table(console: Console, doc: dict, run_dir: Path) -> None:
         for r in m["results"]:
             if not r["killed"]:
                 out.print(f"[red]SURVIVED[/red] {r['name']}: {r['description']}")
-    out.print(f"verdict: [bold]{doc['verdict'].upper()}[/bold] in {doc['duration_s']} s — reports in {run_dir}")
+    out.print(f"verdict: [bold]{doc['verdict'].upper()}[/bold] in {report.took(doc)} — reports in {run_dir}")

@@ -141,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
     from conformance.commands.conform import ConformOptions, conform
 
     options = ConformOptions(target=target, report_dir=args.report_dir, implementation=info.name,
+                             title=info.title or info.name,
                              workers=args.workers, expect=_expect(info, args), junit=args.junit, only=args.only,
                              json=args.json, slow=args.slow)
     with stack:

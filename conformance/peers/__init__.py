@@ -33,6 +33,8 @@ class PeerInfo:
     description: str
     #: Registry coordinates resolved to run it (informative; Maven's in the poms of ``conformance/peers``).
     artifacts: tuple[str, ...] = ()
+    #: Its name and version for a reader (``Apache RocketMQ 4.9.7``): a gate report's heading.
+    title: str = ""
 
 
 #: Apache RocketMQ 4.9.8 publishes no rocketmq-broker / rocketmq-namesrv on Maven Central (only the client
@@ -45,11 +47,13 @@ CATALOGUE: dict[str, PeerInfo] = {
             "rocketmq-4.9.7", "broker", "4.9.7",
             "Apache RocketMQ 4.9.7 name server and broker (remoting protocol), one master on loopback",
             ("org.apache.rocketmq:rocketmq-namesrv:4.9.7", "org.apache.rocketmq:rocketmq-broker:4.9.7"),
+            "Apache RocketMQ 4.9.7",
         ),
         PeerInfo(
             "rocketmq-5.5.0", "broker", "5.5.0",
             "Apache RocketMQ 5.5.0 name server and broker (remoting protocol, POP), one master on loopback",
             ("org.apache.rocketmq:rocketmq-namesrv:5.5.0", "org.apache.rocketmq:rocketmq-broker:5.5.0"),
+            "Apache RocketMQ 5.5.0",
         ),
         PeerInfo(
             "java-client-4.9.8", "client", "4.9.8",

@@ -4,7 +4,8 @@ A requirement's status for a run:
 
 * ``fail``: a test marked with it failed;
 * ``pass``: at least one test marked with it passed and none failed;
-* ``not-applicable``: every test marked with it was skipped because the target lacks a capability;
+* ``not-applicable``: every test marked with it ran and skipped itself: the target lacks a capability, or the
+  case could not be reached (a race that never happened), with the skip's reason;
 * ``not-covered``: no test of this suite is marked with it (it is proven by the project's own
   tests and property suites against the reference, not through a target);
 * ``expected-fail``: it failed, and the implementation's expectations (``conformance.expectations``) list it
@@ -42,7 +43,7 @@ STATUSES: dict[str, str] = {
     "unexpected-pass": "listed as a deviation, but passed: the entry is stale",
     "pass": "every test of this requirement passed, every clause judged",
     "partial": "the clauses judged passed; others could not be judged on this target (not a pass)",
-    "not-applicable": "the target lacks a capability the tests need",
+    "not-applicable": "the target lacks a capability the tests need, or the case could not be reached",
     "reference-only": "about the reference's own records: no other target can show it",
     "not-covered": "no test of this suite: proven by the project's own tests and property suites",
 }
@@ -59,10 +60,6 @@ class TestResult:
     summary: str = ""
     #: ``[name, value]`` pairs the test recorded with ``record_property``.
     observations: list[list[Any]] = field(default_factory=list)
-
-    @property
-    def not_applicable(self) -> bool:
-        return self.outcome == "skipped" and "not applicable" in self.message
 
 
 @dataclass
@@ -97,9 +94,10 @@ def _status(tests: list[TestResult]) -> str:
         return "fail"
     if any(t.outcome == "passed" for t in tests):
         return "pass"
-    if tests and all(t.not_applicable for t in tests):
-        return "not-applicable"
-    return "not-covered"
+    # A test that ran and skipped itself (a capability missing, or a race that never happened) did drive the
+    # requirement through the target: it was not judged, which is "not applicable" with the skip's reason, never
+    # "not covered" (no test of the suite) and never a pass.
+    return "not-applicable" if tests else "not-covered"
 
 
 def _clause_verdicts(req: spec.Requirement, tests: list[TestResult]) -> list[dict[str, Any]]:
@@ -195,15 +193,16 @@ def observations(results: list[TestResult]) -> dict[str, list[Any]]:
     return out
 
 
-def junit_xml(target: str, vs: list[Verdict], profiles: Iterable[str] = ()) -> bytes:
-    """One testcase per (requirement, test) pair; uncovered requirements are skipped testcases.
+def junit_xml(title: str, vs: list[Verdict], profiles: Iterable[str] = ()) -> bytes:
+    """One testcase per (requirement, test) pair; uncovered requirements are skipped testcases. The testsuite is
+    named after what was judged (``title``: ``Apache RocketMQ 4.9.7``), not after the address it was reached at.
 
     Each testcase carries its requirement, level and whether it gates (``gates``: ``true`` or ``false``) as JUnit
     properties: a failed SHOULD is a ``<failure>`` like any other, and a reader that decides the build from the
     file (CI's failure summary, ``.ci/failures.py``) tells it from a failure that makes the run exit 1.
     """
     chosen = tuple(profiles)
-    return testsuite_xml(f"mqtck conform {target}", (case for v in vs for case in _junit_cases(v, chosen)))
+    return testsuite_xml(f"mqtck conform {title}", (case for v in vs for case in _junit_cases(v, chosen)))
 
 
 def _junit_cases(v: Verdict, chosen: tuple[str, ...]) -> Iterable[JUnitCase]:
@@ -289,14 +288,88 @@ def family_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def title(doc: dict[str, Any]) -> str:
+    """What a run judged, for a reader: the implementation's name and version (``Apache RocketMQ 4.9.7``), else its
+    label, else the target (runs written before titles existed have neither)."""
+    return str(doc.get("title") or doc.get("implementation") or doc["target"])
+
+
+def tally(doc: dict[str, Any]) -> list[str]:
+    """The header's words after the verdict: failures apart from reviewed deviations, so that a PASS never sits
+    beside a bare "6 failed" (``0 failed · 6 expected fails · 1 intermittent``)."""
+    reqs = doc["requirements"]
+    failed = sum(r["status"] == "fail" for r in reqs)
+    deviations = [r for r in reqs if r.get("expectation")]
+    intermittent = [r for r in deviations if r["expectation"].get("intermittent")]
+    expected = sum(r["status"] == "expected-fail" for r in deviations if r not in intermittent)
+    words = [f"{failed} failed", f"{expected} expected fail{'s' if expected != 1 else ''}"]
+    if intermittent:
+        shown = sum(r["status"] == "expected-fail" for r in intermittent)
+        words.append(f"{len(intermittent)} intermittent ({shown} shown this run)")
+    stale = sum(r["status"] == "unexpected-pass" for r in reqs)
+    if stale:
+        words.append(f"{stale} unexpected pass{'es' if stale != 1 else ''}")
+    return words
+
+
+def seconds_text(seconds: float) -> str:
+    """A duration as a reader says it: ``21.5 s``, ``5 min 3 s``, ``1 h 2 min``."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    return f"{minutes // 60} h {minutes % 60} min"
+
+
+def took(doc: dict[str, Any]) -> str:
+    """How long the run took: the suite, and the seeded faults' runs apart when ``--mutants`` ran them (they are
+    most of the wall time, and the suite's own seconds alone would hide them)."""
+    suite = seconds_text(float(doc["duration_s"]))
+    mutants = doc.get("mutants", {}).get("duration_s")
+    return suite if mutants is None else f"{suite} (suite) + {seconds_text(float(mutants))} (mutants)"
+
+
+#: A remembered call as ``conformance.suite.calls`` writes it: ``name(arguments) -> answer``.
+_CALL = re.compile(r"^(?P<name>\w+)\((?P<args>.*?)\) -> (?P<answer>.*)$", re.DOTALL)
+#: What a call on the target does, in words (``conformance.targets``' methods); the rest show their own names.
+_CALL_WORDS: dict[str, str] = {
+    "advance": "advance the clock {} ms", "create_topic": "create the topic", "send": "send to",
+    "send_batch": "send a batch to", "start_pull": "start a pull of", "start_pull_racing": "start a racing pull of",
+    "pop": "pop from", "ack": "acknowledge", "change_invisible": "change the invisible time of",
+    "commit_offset": "commit the offset", "query_offset": "query the offset of", "query_assignment": "query the "
+    "assignment of", "heartbeat": "heartbeat", "unregister": "unregister", "min_max": "ask the min and max offsets "
+    "of", "run_retention": "run retention", "restart": "restart the broker", "configure": "set the broker's",
+    "expire_retention": "expire retention", "flow": "grant permits:", "redeliver": "ask to redeliver",
+}
+
+
+def readable_call(line: str) -> str:
+    """A remembered call in words: ``advance(5001) -> None`` reads ``advance the clock 5001 ms (no answer)``."""
+    call = _CALL.match(line)
+    if call is None:
+        return line
+    name, args, answer = call["name"], call["args"], call["answer"]
+    words = _CALL_WORDS.get(name, name.replace("_", " "))
+    request = words.format(args) if "{}" in words else f"{words} {args}".rstrip()
+    if answer == "None":
+        return f"{request} (no answer)"
+    if answer == "(pending)":
+        return f"{request} (still unanswered when the test failed)"
+    if answer.startswith("raised "):
+        return f"{request}: {answer}"
+    return f"{request}: answered {answer}"
+
+
 def html(doc: dict[str, Any]) -> str:
     # The template's name ends in .j2: escaping must be asked for by that extension (test messages hold '<').
     env = Environment(loader=PackageLoader("conformance.report"), autoescape=select_autoescape(("html", "j2")))
+    env.filters["readable_call"] = readable_call
     obs = doc.get("observations", {})
     latencies = [float(v) for v in obs.get("lpoll.wake_latency_ms", [])]
     return env.get_template("report.html.j2").render(
         doc=doc, families=family_rows(doc), causes=failure_causes(doc), latencies=latencies, noticed=noticed(doc),
-        statuses=STATUSES,
+        statuses=STATUSES, title=title(doc), tally=tally(doc), took=took(doc) if "duration_s" in doc else "",
         latency_svg=plots.histogram_svg(latencies, "ms") if latencies else "",
         balance=plots.balance_rows(obs.get("alloc.balance", [])),
     )
@@ -305,7 +378,7 @@ def html(doc: dict[str, Any]) -> str:
 def write_all(run_dir: Path, doc: dict[str, Any], vs: list[Verdict], junit_path: Path | None = None) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "summary.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    write_junit(run_dir, junit_xml(doc["target"], vs, doc.get("profiles") or ()), junit_path)
+    write_junit(run_dir, junit_xml(title(doc), vs, doc.get("profiles") or ()), junit_path)
     (run_dir / "report.html").write_text(html(doc), encoding="utf-8")
 
 

@@ -1,7 +1,8 @@
 """The audit report as a reader sees it, in headless Chromium: each ownership row says which group and queue it
 is, each bar which client owns it, red means an overlap and nothing else, no label covers another, owners at
 once are drawn one above the other; bad rows without a run are not a phantom run, and no chart is drawn
-empty. Screenshots: ``reports/screenshots/audit-*.png``."""
+empty; the findings come first, as a table that fits a 1400 px window. Screenshots:
+``reports/screenshots/audit-*.png``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from conformance.audit.svg import ALERT
 from conformance.audit.synth import synthesize
-from tests.browser import open_page
+from tests.browser import OVERFLOW, WIDE, open_page
 
 pytestmark = pytest.mark.slow
 
@@ -74,8 +75,35 @@ def test_rows_without_a_run_are_no_phantom_run_and_no_chart_is_empty(spark, brow
     page = open_page(browser, tmp_path / "report" / "report.html", "audit-bad-rows")
     headings = page.locator("h2").all_inner_texts()
     assert "Rows that name no run" in headings and not any("(no run)" in h for h in headings), headings
-    summaries = page.locator("details summary").all_inner_texts()
-    assert summaries and not any("at µs" in s for s in summaries), summaries
-    assert any("not a JSON object" in s for s in summaries), summaries  # a bad row says why it is bad
+    whens = page.locator("table.findings td.when").all_inner_texts()
+    assert whens and not any("µs" in w for w in whens), whens
+    whats = page.locator("table.findings td:nth-child(2)").all_inner_texts()
+    assert any("not a JSON object" in w for w in whats), whats  # a bad row says why it is bad
     assert "no data" not in _texts(page.locator("svg text"))
+    page.close()
+
+
+def test_the_findings_come_first_as_a_table_that_fits_1400_px(spark, browser, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A trace with a lost message, overlapping owners and an unexplained duplicate, audited: the findings table is
+    on the first screen of a 1400 px window, nothing runs past it, a time is from the run's start, the lost
+    message's client is never an empty name, and the rows behind a finding wait for a click. Screenshot:
+    ``reports/screenshots/audit-findings.png``."""
+    from conformance.audit.job import run_audit
+
+    trace = tmp_path / "trace"
+    synthesize(trace, 20_000, seed=3, inject={"ownership-overlap": 1, "lost": 1, "duplicate-unknown": 1})
+    run_audit(trace, tmp_path / "report")
+    page = open_page(browser, tmp_path / "report" / "report.html", "audit-findings", WIDE)
+    assert page.evaluate(OVERFLOW) <= 0, "the audit report runs past a 1400 px window"
+    box = page.locator("table.findings tr").nth(1).bounding_box()
+    assert box is not None and box["y"] + box["height"] <= WIDE["height"], "the first finding is below the fold"
+    headings = page.locator("h2").all_inner_texts()
+    assert headings.index("Findings") < headings.index("Totals"), headings
+    rows = page.locator("table.findings tr:has(td)").evaluate_all(
+        "trs => trs.map(tr => [...tr.children].map(td => td.innerText.trim()))")
+    assert {"lost", "duplicate-unknown"} <= {row[1].split(" ")[0] for row in rows}, rows
+    assert all(row[0].startswith("+") and row[0].endswith((" s", " ms")) for row in rows), rows
+    lost = next(row for row in rows if row[1] == "lost")
+    assert lost[3].startswith("— (clustering: the group's to consume"), lost
+    assert not page.locator("table.findings pre").first.is_visible(), "the trace rows wait behind a click"
     page.close()
