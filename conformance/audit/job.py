@@ -30,7 +30,7 @@ from conformance.audit.batch import collect_together
 from conformance.audit.categories import not_judged
 from conformance.audit.derive import derive
 from conformance.audit.frames import RUN, Catalog, TraceFrames, build_catalog
-from conformance.audit.inputs import AuditFailed, UnreadableTrace, detect, one_line
+from conformance.audit.inputs import AuditFailed, UnreadableTrace, check_trace, one_line
 from conformance.audit.lineage import release
 from conformance.audit.load import LoadedTrace, load_trace
 from conformance.audit.metrics import PREFIX as METRIC_PREFIX
@@ -90,7 +90,7 @@ def run_audit(
         timings[name] = round(now - clock, 3)
         clock = now
 
-    detect(Path(trace))  # a missing or foreign input fails before a JVM starts
+    check_trace(Path(trace))  # a missing or foreign input fails before a JVM starts
     size = input_bytes(Path(trace))
     settings = replace(settings or SparkSettings(), input_bytes=size)
     spark = spark_session(settings)
