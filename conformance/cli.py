@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mqtck {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("mqtck: interrupted", file=sys.stderr)
+        print(f"mqtck {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away: say nothing more, and keep Python's exit-time flush from raising again.

@@ -31,6 +31,7 @@ from conformance.audit.categories import not_judged
 from conformance.audit.derive import derive
 from conformance.audit.frames import RUN, Catalog, TraceFrames, build_catalog
 from conformance.audit.inputs import AuditFailed, UnreadableTrace, check_trace, one_line
+from conformance.audit.interrupt import interrupted
 from conformance.audit.lineage import release
 from conformance.audit.load import LoadedTrace, load_trace
 from conformance.audit.metrics import PREFIX as METRIC_PREFIX
@@ -190,7 +191,12 @@ def main(argv: list[str] | None = None, show_progress: bool = True) -> int:
         params = options.params_from(args)
         settings = SparkSettings(master=args.master, driver_memory=args.driver_memory)
         result = run_audit(args.trace, args.report_dir, params, settings, show_progress=show_progress)
-    except (ValueError, UnreadableTrace, AuditFailed, SparkUnavailable) as exc:
+    except BaseException as exc:
+        if interrupted() or isinstance(exc, KeyboardInterrupt):
+            print("mqtck audit: interrupted", file=sys.stderr)
+            return 130
+        if not isinstance(exc, ValueError | UnreadableTrace | AuditFailed | SparkUnavailable):
+            raise
         print(f"mqtck audit: error: {exc}", file=sys.stderr)
         return 2
     print_summary(result)
