@@ -236,6 +236,8 @@ def run(args: argparse.Namespace) -> int:
             from reference.net.stdio import serve_stdio
 
             asyncio.run(serve_stdio(broker_host))
+    except KeyboardInterrupt:  # a server's normal stop (exit 0), as with --remoting, `mqtck record`, `mqtck peer run`
+        pass
     finally:
         if trace is not None:
             trace.end()
