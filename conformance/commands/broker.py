@@ -277,6 +277,8 @@ def _run_remoting(
     extension: Extension | None = control if args.control else None
     try:
         serve_remoting(broker_host, host, port, args.broker_port, extension=extension, acl=acl)
+    except KeyboardInterrupt:  # before the server's own SIGINT handler is in place: still a normal stop
+        pass
     finally:
         if trace is not None:
             trace.end()
