@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 _INTERRUPTED = threading.Event()
@@ -32,3 +34,16 @@ def install() -> None:
     """Take SIGINT back from PySpark (only the main thread may set a handler; elsewhere PySpark set none)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _on_sigint)
+
+
+@contextmanager
+def as_interrupt() -> Iterator[None]:
+    """Whatever fails after a Ctrl-C (a py4j call to the stopped JVM, a read error, a cleanup in a ``finally``) is
+    the interrupt's doing: KeyboardInterrupt, so that every caller (``mqtck audit``, ``mqtck bench audit``,
+    spark-submit) reports an interrupt, not the failure."""
+    try:
+        yield
+    except BaseException:
+        if interrupted():
+            raise KeyboardInterrupt from None
+        raise

@@ -6,7 +6,7 @@ cluster, where this module is the application (see docs/audit.md)::
     spark-submit --master spark://host:7077 --py-files mqtck.zip \\
         "$(python -c 'import conformance.audit.job as j; print(j.__file__)')" TRACE --report-dir DIR
 
-Exit codes (the CLI contract): 0 no MUST requirement violated, 1 some finding violates one, 2 the input
+Exit codes (the CLI contract): 0 no MUST requirement violated, 1 some finding violates one, 130 interrupted, 2 the input
 cannot be read (one line on stderr).
 """
 
@@ -31,7 +31,7 @@ from conformance.audit.categories import not_judged
 from conformance.audit.derive import derive
 from conformance.audit.frames import RUN, Catalog, TraceFrames, build_catalog
 from conformance.audit.inputs import AuditFailed, UnreadableTrace, check_trace, one_line
-from conformance.audit.interrupt import interrupted
+from conformance.audit.interrupt import as_interrupt
 from conformance.audit.lineage import release
 from conformance.audit.load import LoadedTrace, load_trace
 from conformance.audit.metrics import PREFIX as METRIC_PREFIX
@@ -71,6 +71,7 @@ def input_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+@as_interrupt()
 def run_audit(
     trace: str | Path,
     report_dir: str | Path,
@@ -191,14 +192,12 @@ def main(argv: list[str] | None = None, show_progress: bool = True) -> int:
         params = options.params_from(args)
         settings = SparkSettings(master=args.master, driver_memory=args.driver_memory)
         result = run_audit(args.trace, args.report_dir, params, settings, show_progress=show_progress)
-    except BaseException as exc:
-        if interrupted() or isinstance(exc, KeyboardInterrupt):
-            print("mqtck audit: interrupted", file=sys.stderr)
-            return 130
-        if not isinstance(exc, ValueError | UnreadableTrace | AuditFailed | SparkUnavailable):
-            raise
+    except (ValueError, UnreadableTrace, AuditFailed, SparkUnavailable) as exc:
         print(f"mqtck audit: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("mqtck audit: interrupted", file=sys.stderr)
+        return 130
     print_summary(result)
     return result.exit_code
 

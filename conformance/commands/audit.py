@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from conformance.audit import interrupt, options
+from conformance.audit import options
 from conformance.audit.inputs import AuditFailed, UnreadableTrace, check_trace
 from conformance.cliargs import UsageError
 
@@ -35,11 +35,7 @@ def run(args: argparse.Namespace) -> int:
     settings = SparkSettings(master=args.master, driver_memory=args.driver_memory)
     try:
         result = run_audit(args.trace, args.report_dir, params, settings, show_progress=True)
-    except BaseException as exc:
-        if interrupt.interrupted():  # whatever the JVM's shutdown broke on the way out: an interrupt (exit 130)
-            raise KeyboardInterrupt from None
-        if isinstance(exc, UnreadableTrace | AuditFailed | SparkUnavailable):
-            raise UsageError(str(exc)) from exc
-        raise
+    except (UnreadableTrace, AuditFailed, SparkUnavailable) as exc:  # a Ctrl-C is KeyboardInterrupt (run_audit)
+        raise UsageError(str(exc)) from exc
     print_summary(result)
     return result.exit_code
