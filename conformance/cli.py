@@ -3,7 +3,10 @@
 Each subcommand lives in its own module under ``conformance.commands`` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func`` (returning the exit code).
 Exit codes are a contract (DESIGN.md): 0 everything required passed, 1 a requirement failed,
-2 usage or environment error with a one-line reason on stderr.
+2 usage or environment error with a one-line reason on stderr, 130 interrupted (Ctrl-C, SIGINT) with the one
+line ``mqtck COMMAND: interrupted``, whatever the command was running (the suite's pytest, Spark, Hypothesis).
+The servers (``mqtck broker``, ``mqtck record``, ``mqtck peer run``) are the exception: SIGINT or SIGTERM is how
+they are stopped, so it is their normal end, exit 0.
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mqtck {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("mqtck: interrupted", file=sys.stderr)
+        print(f"mqtck {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away: say nothing more, and keep Python's exit-time flush from raising again.

@@ -33,6 +33,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from conformance.audit import interrupt
+
 #: The JVM's own unified-logging tags for CDS off: a dump names every class it skips (signed jars, classes
 #: generated at run time) as a warning on the JVM's standard output, which is the CLI's.
 QUIET = "-Xlog:cds=off,cds+dynamic=off"
@@ -123,7 +125,7 @@ def _finish(partial: Path, archive: Path) -> None:
 
         gateway: Any = SparkContext._gateway
         context = SparkContext._active_spark_context
-        if gateway is None or getattr(gateway, "proc", None) is None:
+        if gateway is None or getattr(gateway, "proc", None) is None or interrupt.interrupted():
             return
         if context is not None:
             context.stop()

@@ -6,7 +6,7 @@ cluster, where this module is the application (see docs/audit.md)::
     spark-submit --master spark://host:7077 --py-files mqtck.zip \\
         "$(python -c 'import conformance.audit.job as j; print(j.__file__)')" TRACE --report-dir DIR
 
-Exit codes (the CLI contract): 0 no MUST requirement violated, 1 some finding violates one, 2 the input
+Exit codes (the CLI contract): 0 no MUST requirement violated, 1 some finding violates one, 130 interrupted, 2 the input
 cannot be read (one line on stderr).
 """
 
@@ -30,7 +30,8 @@ from conformance.audit.batch import collect_together
 from conformance.audit.categories import not_judged
 from conformance.audit.derive import derive
 from conformance.audit.frames import RUN, Catalog, TraceFrames, build_catalog
-from conformance.audit.inputs import AuditFailed, UnreadableTrace, detect, one_line
+from conformance.audit.inputs import AuditFailed, UnreadableTrace, check_trace, one_line
+from conformance.audit.interrupt import as_interrupt
 from conformance.audit.lineage import release
 from conformance.audit.load import LoadedTrace, load_trace
 from conformance.audit.metrics import PREFIX as METRIC_PREFIX
@@ -70,6 +71,7 @@ def input_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+@as_interrupt()
 def run_audit(
     trace: str | Path,
     report_dir: str | Path,
@@ -90,7 +92,7 @@ def run_audit(
         timings[name] = round(now - clock, 3)
         clock = now
 
-    detect(Path(trace))  # a missing or foreign input fails before a JVM starts
+    check_trace(Path(trace))  # a missing or foreign input fails before a JVM starts
     size = input_bytes(Path(trace))
     settings = replace(settings or SparkSettings(), input_bytes=size)
     spark = spark_session(settings)
@@ -193,6 +195,9 @@ def main(argv: list[str] | None = None, show_progress: bool = True) -> int:
     except (ValueError, UnreadableTrace, AuditFailed, SparkUnavailable) as exc:
         print(f"mqtck audit: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("mqtck audit: interrupted", file=sys.stderr)
+        return 130
     print_summary(result)
     return result.exit_code
 

@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from conformance.audit import interrupt
 from conformance.progress import Ticker
 
 #: Seconds between polls of the status tracker.
@@ -59,6 +60,13 @@ class SparkProgress:
             self._plain.phase(text)
 
     def _poll(self) -> None:
+        try:
+            self._poll_until_stopped()
+        except Exception:
+            if not interrupt.interrupted():  # after a Ctrl-C the JVM is gone: nothing to show
+                raise
+
+    def _poll_until_stopped(self) -> None:
         tracker = self._sc.statusTracker()
         while not self._stop.is_set():
             total = done = 0

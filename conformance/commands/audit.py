@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from conformance.audit import options
-from conformance.audit.inputs import AuditFailed, UnreadableTrace, detect
+from conformance.audit.inputs import AuditFailed, UnreadableTrace, check_trace
 from conformance.cliargs import UsageError
 
 
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         params = options.params_from(args)
-        detect(Path(args.trace))
+        check_trace(Path(args.trace))
     except (ValueError, UnreadableTrace) as exc:
         raise UsageError(str(exc)) from exc
     # Spark is imported only now: the other commands (and a refused input) never start a JVM.
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     settings = SparkSettings(master=args.master, driver_memory=args.driver_memory)
     try:
         result = run_audit(args.trace, args.report_dir, params, settings, show_progress=True)
-    except (UnreadableTrace, AuditFailed, SparkUnavailable) as exc:
+    except (UnreadableTrace, AuditFailed, SparkUnavailable) as exc:  # a Ctrl-C is KeyboardInterrupt (run_audit)
         raise UsageError(str(exc)) from exc
     print_summary(result)
     return result.exit_code

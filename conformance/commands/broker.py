@@ -247,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
             from reference.net.stdio import serve_stdio
 
             asyncio.run(serve_stdio(broker_host))
+    except KeyboardInterrupt:  # a server's normal stop (exit 0), as with --remoting, `mqtck record`, `mqtck peer run`
+        pass
     finally:
         if trace is not None:
             trace.end()
@@ -288,6 +290,8 @@ def _run_remoting(
     extension: Extension | None = control if args.control else None
     try:
         serve_remoting(broker_host, host, port, args.broker_port, extension=extension, acl=acl)
+    except KeyboardInterrupt:  # before the server's own SIGINT handler is in place: still a normal stop
+        pass
     finally:
         if trace is not None:
             trace.end()

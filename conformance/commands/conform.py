@@ -202,6 +202,8 @@ def conform(args: ConformOptions) -> int:
             if len(phases) > 1:
                 ticker.phase(("tests on several workers", "tests that act on the whole broker, alone")[n])
             code = pytest.main(phase_args, plugins=[_Progress(ticker)])
+            if code == pytest.ExitCode.INTERRUPTED:  # pytest caught the Ctrl-C: an interrupt (130), not a usage error
+                raise KeyboardInterrupt
             if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
                 raise UsageError(f"the suite could not run (pytest exit {int(code)}); see {run_dir}")
     elapsed = time.monotonic() - started

@@ -97,3 +97,50 @@ def test_cli_refuses_unreadable_input_without_spark(tmp_path, capsys) -> None:
         err = capsys.readouterr().err
         assert err.startswith("mqtck audit: error: ") and err.count("\n") == 1
     assert main(["audit", str(tmp_path), "--report-dir", str(tmp_path / "r"), "--settle-ms", "-5"]) == 2
+
+
+def test_cli_refuses_input_that_is_not_a_trace_before_spark(tmp_path, capsys, monkeypatch) -> None:
+    """Someone else's JSON Lines or Parquet (a wrong path or glob) is a usage error, exit 2, naming the file and
+    the missing base columns, decided before a JVM starts; Spark would read it as all bad rows and exit 1."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from conformance.audit import session
+
+    def no_spark(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark started for an input that is not a trace")
+
+    monkeypatch.setattr(session, "spark_session", no_spark)
+    (tmp_path / "hello.jsonl").write_text('{"hello": 1}\n')
+    (tmp_path / "text.jsonl").write_text("plain text\n")
+    with gzip.open(tmp_path / "half.jsonl.gz", "wt") as fh:
+        fh.write('\n{"schema_version": 1, "run": "r", "event": "END"}\n')
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "table.parquet")
+    cases = {
+        "hello.jsonl": "line 1 lacks columns schema_version, run, ts, source, seq, event",
+        "text.jsonl": "line 1 is not a JSON object",
+        "half.jsonl.gz": "line 2 lacks columns ts, source, seq",
+        "table.parquet": "its schema lacks columns schema_version, run, ts, source, seq, event",
+    }
+    for name, reason in cases.items():
+        assert main(["audit", str(tmp_path / name), "--report-dir", str(tmp_path / "r")]) == 2
+        expected = f"mqtck audit: error: {tmp_path / name} is not a trace (schema v1): {reason}\n"
+        assert capsys.readouterr().err == expected
+
+
+def test_a_trace_with_bad_rows_among_good_ones_is_a_trace(tmp_path) -> None:
+    """Only input that cannot be a trace is refused: bad rows before a good one (within the first lines read) are
+    the audit's bad-row findings, and a partitioned Parquet trace's ``run`` comes from its directory."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from conformance.audit.inputs import check_trace
+    from reference.rules.trace_schema import ARROW_SCHEMA
+
+    row = '{"schema_version": 1, "run": "r", "ts": 0, "source": "broker:b", "seq": 1, "event": "END"}\n'
+    (tmp_path / "t.jsonl").write_text('not json\n{"hello": 1}\n' + row)
+    assert check_trace(tmp_path / "t.jsonl") == ("jsonl", [str(tmp_path / "t.jsonl")])
+    partition = tmp_path / "parquet" / "run=r"
+    partition.mkdir(parents=True)
+    pq.write_table(pa.table({n: [None] for n in ARROW_SCHEMA.names if n != "run"}), partition / "part-0.parquet")
+    assert check_trace(tmp_path / "parquet")[0] == "parquet"
