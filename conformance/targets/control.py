@@ -287,7 +287,7 @@ def check_description(doc: object) -> ControlDescription:
     offsets: dict[str, int | None] = {}
     for key in ("commitlog_max_offset", "commitlog_flushed_offset"):
         value = store.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        if value is not None and not _count(value):
             raise ValueError(f"store.{key}: must be an integer >= 0, got {value!r}")
         offsets[key] = value
     offered = frozenset(caps) & CONTROL_CAPABILITIES
