@@ -1,0 +1,1 @@
+"""The RocketMQ 5 gRPC front: ``apache.rocketmq.v2.MessagingService`` over the reference core."""
