@@ -1,0 +1,148 @@
+// Client-conformance subject for RocketMQ 5 (gRPC, POP): the official Go client
+// (github.com/apache/rocketmq-clients/golang/v5, from the Go module proxy) as an application writes it.
+//
+// `mqtck gate go-client-v5-5.1.2` builds it with `go build` from this module (go.mod pins the client's version)
+// and runs it through the POP client check with the environment of docs/client-conformance.md ("RocketMQ 5
+// clients"): MQTCK_ENDPOINTS, MQTCK_TOPIC, MQTCK_GROUP, MQTCK_MODE, MQTCK_FAIL, MQTCK_FAIL_ATTEMPTS, MQTCK_COUNT,
+// MQTCK_INVISIBLE_S, MQTCK_RETRY_INVISIBLE_S, MQTCK_AWAIT_S, MQTCK_BATCH, MQTCK_CONSUME_DELAY_MS,
+// MQTCK_DURATION_S. Every consumption is one JSON line on stdout.
+//
+// v5.1.2 (the newest version the module proxy serves) has a SimpleConsumer and no PushConsumer: MQTCK_MODE=push
+// exits with status 3 and a line saying so, which the check reports as not applicable.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	rmq "github.com/apache/rocketmq-clients/golang/v5"
+	"github.com/apache/rocketmq-clients/golang/v5/credentials"
+)
+
+// exitUnsupported is the status of a mode this client does not have (the check's "not applicable").
+const exitUnsupported = 3
+
+func env(name, fallback string) string {
+	if value := os.Getenv(name); value != "" {
+		return value
+	}
+	return fallback
+}
+
+func envInt(name, fallback string) int {
+	value, err := strconv.Atoi(env(name, fallback))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: not an integer\n", name)
+		os.Exit(2)
+	}
+	return value
+}
+
+func line(fields map[string]any) {
+	out, _ := json.Marshal(fields)
+	fmt.Println(string(out))
+}
+
+func main() {
+	mode := env("MQTCK_MODE", "push")
+	if mode == "push" {
+		line(map[string]any{"event": "unsupported", "mode": "push",
+			"message": "rocketmq-clients/golang/v5 v5.1.2 has no PushConsumer"})
+		os.Exit(exitUnsupported)
+	}
+	if mode != "simple" {
+		fmt.Fprintf(os.Stderr, "MQTCK_MODE: must be simple or push, not %s\n", mode)
+		os.Exit(2)
+	}
+	durationS, err := strconv.ParseFloat(env("MQTCK_DURATION_S", "30"), 64)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "MQTCK_DURATION_S: not a number")
+		os.Exit(2)
+	}
+	fail := map[string]bool{}
+	if value := env("MQTCK_FAIL", ""); value != "" {
+		for _, body := range strings.Split(value, ",") {
+			fail[body] = true
+		}
+	}
+	failAttempts := int32(envInt("MQTCK_FAIL_ATTEMPTS", "1"))
+	delay := time.Duration(envInt("MQTCK_CONSUME_DELAY_MS", "0")) * time.Millisecond
+	count := envInt("MQTCK_COUNT", "0")
+	invisible := time.Duration(envInt("MQTCK_INVISIBLE_S", "10")) * time.Second
+	retryInvisible := time.Duration(envInt("MQTCK_RETRY_INVISIBLE_S", "2")) * time.Second
+	batch := int32(envInt("MQTCK_BATCH", "16"))
+	topic := env("MQTCK_TOPIC", "mqtck_topic")
+
+	consumer, err := rmq.NewSimpleConsumer(&rmq.Config{
+		Endpoint:      env("MQTCK_ENDPOINTS", "127.0.0.1:8081"),
+		ConsumerGroup: env("MQTCK_GROUP", "mqtck_group"),
+		Credentials:   &credentials.SessionCredentials{},
+	},
+		rmq.WithAwaitDuration(time.Duration(envInt("MQTCK_AWAIT_S", "5"))*time.Second),
+		rmq.WithSubscriptionExpressions(map[string]*rmq.FilterExpression{topic: rmq.SUB_ALL}),
+	)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "new simple consumer:", err)
+		os.Exit(1)
+	}
+	if err = consumer.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "start:", err)
+		os.Exit(1)
+	}
+	line(map[string]any{"event": "started", "mode": "simple"})
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	deadline := time.Now().Add(time.Duration(durationS * float64(time.Second)))
+	succeeded := 0
+	stopped := false
+	for !stopped && time.Now().Before(deadline) && (count == 0 || succeeded < count) {
+		select {
+		case <-stop:
+			stopped = true
+			continue
+		default:
+		}
+		views, err := consumer.Receive(context.TODO(), batch, invisible)
+		if err != nil {
+			// MESSAGE_NOT_FOUND (nothing to receive) is an error to this client; the loop simply receives again.
+			if !strings.Contains(err.Error(), "MESSAGE_NOT_FOUND") {
+				line(map[string]any{"event": "error", "call": "receive", "message": err.Error()})
+				time.Sleep(time.Second)
+			}
+			continue
+		}
+		for _, view := range views {
+			if delay > 0 {
+				time.Sleep(delay)
+			}
+			body := string(view.GetBody())
+			ok := !(fail[body] && view.GetDeliveryAttempt() <= failAttempts)
+			result := "SUCCESS"
+			if !ok {
+				result = "FAILURE"
+			}
+			line(map[string]any{"event": "consumed", "body": body, "message_id": view.GetMessageId(),
+				"attempt": view.GetDeliveryAttempt(), "result": result, "ts_ms": time.Now().UnixMilli()})
+			if ok {
+				succeeded++
+				err = consumer.Ack(context.TODO(), view)
+			} else {
+				err = consumer.ChangeInvisibleDuration(view, retryInvisible)
+			}
+			if err != nil {
+				line(map[string]any{"event": "error", "call": "ack", "message": err.Error()})
+			}
+		}
+	}
+	if err = consumer.GracefulStop(); err != nil {
+		fmt.Fprintln(os.Stderr, "graceful stop:", err)
+	}
+	line(map[string]any{"event": "stopped", "succeeded": succeeded})
+}
