@@ -139,7 +139,8 @@ public class JavaV5Consumer {
             }
         }));
         ClientServiceProvider provider = ClientServiceProvider.loadService();
-        ClientConfiguration config = ClientConfiguration.newBuilder().setEndpoints(endpoints).build();
+        // Plaintext: the client's default is TLS, which the reference front does not speak (the proxy accepts both).
+        ClientConfiguration config = ClientConfiguration.newBuilder().setEndpoints(endpoints).enableSsl(false).build();
         Map<String, FilterExpression> subscriptions = Collections.singletonMap(topic, FilterExpression.SUB_ALL);
         long deadline = System.nanoTime() + (long) (durationS * 1e9);
         if (mode.equals("push")) {

@@ -24,6 +24,8 @@ import (
 
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 	"github.com/apache/rocketmq-clients/golang/v5/credentials"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // exitUnsupported is the status of a mode this client does not have (the check's "not applicable").
@@ -43,6 +45,19 @@ func envInt(name, fallback string) int {
 		os.Exit(2)
 	}
 	return value
+}
+
+// plaintext makes the client dial without TLS. v5.1.2 always dials TLS (its default connection options carry an
+// InsecureSkipVerify tls.Config, and no Config field turns it off), which the reference front does not speak (the
+// proxy accepts both). The package's exported NewRpcClient hook, through which every connection is made, takes
+// connection options: a later transport credential replaces the TLS one.
+func plaintext() {
+	dial := rmq.NewRpcClient
+	rmq.NewRpcClient = func(target string, opts ...rmq.RpcClientOption) (rmq.RpcClient, error) {
+		opts = append(opts, rmq.WithRpcClientConnOption(
+			rmq.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()))))
+		return dial(target, opts...)
+	}
 }
 
 func line(fields map[string]any) {
@@ -79,6 +94,7 @@ func main() {
 	retryInvisible := time.Duration(envInt("MQTCK_RETRY_INVISIBLE_S", "2")) * time.Second
 	batch := int32(envInt("MQTCK_BATCH", "16"))
 	topic := env("MQTCK_TOPIC", "mqtck_topic")
+	plaintext()
 
 	consumer, err := rmq.NewSimpleConsumer(&rmq.Config{
 		Endpoint:      env("MQTCK_ENDPOINTS", "127.0.0.1:8081"),
