@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,6 +48,9 @@ class BrokerThread:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="client-check-broker", daemon=True)
         self._servers: RemotingServers | None = None
+        self._host: BrokerHost | None = None
+        #: Fronts started beside remoting (:meth:`start_front`), closed first.
+        self._fronts: list[Any] = []
         self.namesrv = ""
 
     def start(self) -> BrokerThread:
@@ -55,6 +58,7 @@ class BrokerThread:
 
         host = BrokerHost(self.data_dir, self.clock, config=self._config, trace=self.trace,
                           store_config=MessageStoreConfig(commit_log_segment_bytes=SEGMENT_BYTES))
+        self._host = host
         future = asyncio.run_coroutine_threadsafe(start_remoting(host, "127.0.0.1", 0), self._loop)
         self._servers = future.result(timeout=CALL_TIMEOUT_S)
         host, port = self._servers.namesrv_addr
@@ -120,7 +124,18 @@ class BrokerThread:
         """A snapshot of the trace rows so far, from the ``start``-th on (the sink only ever appends)."""
         return self.call(lambda: self.sink.rows[start:])
 
+    def start_front(self, start: Callable[[BrokerHost], Awaitable[T]]) -> T:
+        """Start another front (the gRPC one: ``reference.net.grpc.server.start_grpc``) on the broker's loop over
+        the same broker, so the POP client check judges v5 clients from the same trace; closed by :meth:`close`."""
+        assert self._host is not None, "start() first"
+        front = asyncio.run_coroutine_threadsafe(start(self._host), self._loop).result(timeout=CALL_TIMEOUT_S)
+        self._fronts.append(front)
+        return front
+
     def close(self) -> None:
+        for front in self._fronts:
+            asyncio.run_coroutine_threadsafe(front.close(), self._loop).result(timeout=CALL_TIMEOUT_S)
+        self._fronts.clear()
         if self._servers is not None:
             asyncio.run_coroutine_threadsafe(self._servers.close(), self._loop).result(timeout=CALL_TIMEOUT_S)
             self._servers = None
