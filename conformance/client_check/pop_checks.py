@@ -15,6 +15,7 @@ violations, or ``not-applicable`` when the run gave no evidence either way.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +74,17 @@ class Delivery:
         return int(last["ts"]) + int(last.get("invisible_ms") or 0) * 1000
 
 
+def _new_handle(row: Row) -> str:
+    """A CHANGE_INVISIBLE row's new handle (its ``detail``, a JSON text in a trace row), or ""."""
+    detail = row.get("detail")
+    if isinstance(detail, str):
+        try:
+            detail = json.loads(detail)
+        except ValueError:
+            detail = None
+    return str((detail if isinstance(detail, dict) else {}).get("new_handle") or "")
+
+
 def deliveries(rows: Iterable[Row], ctx: PopContext) -> list[Delivery]:
     """Every POP of the scenario's group, in the broker's order, with the acks and changes of its handles."""
     found: list[Delivery] = []
@@ -93,7 +105,7 @@ def deliveries(rows: Iterable[Row], ctx: PopContext) -> list[Delivery]:
                 d_of.acks.append(row)
             else:
                 d_of.changes.append(row)
-                new = (row.get("detail") or {}).get("new_handle")
+                new = _new_handle(row)
                 if new:
                     d_of.handles.append(str(new))
                     by_handle[str(new)] = d_of
@@ -197,7 +209,7 @@ def handles_were_received(rows: list[Row], ctx: PopContext) -> Finding:
                 violations.append(f"{row['event']} of a handle no POP gave: {handle[:60]}")
             elif given[handle] != client and given[handle] not in ctx.subject_ids:
                 violations.append(f"{row['event']} by {client} of a handle given to {given[handle]}")
-            new = (row.get("detail") or {}).get("new_handle")
+            new = _new_handle(row)
             if row["event"] == "CHANGE_INVISIBLE" and new:
                 given[str(new)] = str(client)
     return _verdict(violations, evidence, "acks and changes of invisible time", "the client acked nothing")
@@ -226,7 +238,7 @@ def _current_handle(d: Delivery, before_seq: int) -> str:
     handle = d.handles[0]
     for change in d.changes:
         if int(change["seq"]) < before_seq:
-            handle = str((change.get("detail") or {}).get("new_handle") or handle)
+            handle = _new_handle(change) or handle
     return handle
 
 

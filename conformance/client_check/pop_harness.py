@@ -123,6 +123,7 @@ class _Run:
         self.env = {
             **os.environ, **(options.env or {}), "MQTCK_ENDPOINTS": endpoints, "MQTCK_TOPIC": self.topic,
             "MQTCK_GROUP": self.group, "MQTCK_MODE": scenario.mode, "MQTCK_FAIL": ",".join(scenario.fail),
+            "MQTCK_EXTEND": ",".join(scenario.extend),
             "MQTCK_FAIL_ATTEMPTS": str(scenario.fail_attempts), "MQTCK_COUNT": str(count),
             "MQTCK_INVISIBLE_S": str(RECEIVE_INVISIBLE_S), "MQTCK_RETRY_INVISIBLE_S": str(RETRY_INVISIBLE_S),
             "MQTCK_AWAIT_S": str(AWAIT_S), "MQTCK_CONSUME_DELAY_MS": str(scenario.consume_delay_ms),

@@ -44,6 +44,8 @@ class PopScenario:
     judges: tuple[str, ...]
     #: The longest the scenario runs from the first client's registration.
     duration_s: float
+    #: Bodies whose invisible time a simple consumer's application extends before consuming them (MQTCK_EXTEND).
+    extend: tuple[str, ...] = ()
     #: MQTCK_CONSUME_DELAY_MS: how long consuming one message takes.
     consume_delay_ms: int = 0
     #: Push-killed: a second consumer of the group joins; the first is killed this long after both run.
@@ -59,9 +61,10 @@ SCENARIOS: dict[str, PopScenario] = {
         PopScenario(
             "simple-retry",
             f"SimpleConsumer: 20 messages on {QUEUES} queues, received with {RECEIVE_INVISIBLE_S} s invisible time; "
-            f"the application fails m3 and m11 once and sets their invisible time to {RETRY_INVISIBLE_S} s, acks "
-            "everything else; stops once all 20 succeeded",
-            mode="simple", messages=20, fail=("m3", "m11"), fail_attempts=1, judges=_SINGLE, duration_s=60.0,
+            f"the application fails m3 and m11 once and sets their invisible time to {RETRY_INVISIBLE_S} s, extends "
+            "m5's before consuming it, acks everything else; stops once all 20 succeeded",
+            mode="simple", messages=20, fail=("m3", "m11"), fail_attempts=1, extend=("m5",), judges=_SINGLE,
+            duration_s=60.0,
         ),
         PopScenario(
             "push-retry",

@@ -10,6 +10,8 @@
 //   MQTCK_FAIL             comma-separated message bodies the application fails ...
 //   MQTCK_FAIL_ATTEMPTS    ... on their first N deliveries (default 1): simple mode changes the invisible
 //                          duration to MQTCK_RETRY_INVISIBLE_S, push mode returns FAILURE
+//   MQTCK_EXTEND           simple mode: comma-separated bodies whose invisible time the application extends
+//                          (changeInvisibleDuration to MQTCK_INVISIBLE_S) before it consumes them
 //   MQTCK_COUNT            stop after this many successful consumptions (0: run until the duration ends)
 //   MQTCK_INVISIBLE_S      simple mode: the invisible duration of a receive (default 10)
 //   MQTCK_RETRY_INVISIBLE_S simple mode: the invisible duration after a failure (default 2)
@@ -56,6 +58,7 @@ public class JavaV5Consumer {
     }
 
     static final Set<String> FAIL = new HashSet<>();
+    static final Set<String> EXTEND = new HashSet<>();
     static int failAttempts;
     static int delayMs;
     static int count;
@@ -114,6 +117,10 @@ public class JavaV5Consumer {
         if (!fail.isEmpty()) {
             FAIL.addAll(Arrays.asList(fail.split(",")));
         }
+        String extend = env("MQTCK_EXTEND", "");
+        if (!extend.isEmpty()) {
+            EXTEND.addAll(Arrays.asList(extend.split(",")));
+        }
         failAttempts = envInt("MQTCK_FAIL_ATTEMPTS", "1");
         delayMs = envInt("MQTCK_CONSUME_DELAY_MS", "0");
         count = envInt("MQTCK_COUNT", "0");
@@ -169,6 +176,10 @@ public class JavaV5Consumer {
                 }
                 for (MessageView view : views) {
                     try {
+                        String body = StandardCharsets.UTF_8.decode(view.getBody().duplicate()).toString();
+                        if (EXTEND.contains(body)) {
+                            consumer.changeInvisibleDuration(view, Duration.ofSeconds(invisibleS));
+                        }
                         if (consume(view)) {
                             consumer.ack(view);
                         } else {

@@ -43,6 +43,7 @@ class _Application:
 
     def __init__(self) -> None:
         self.fail = {b for b in os.environ.get("MQTCK_FAIL", "").split(",") if b}
+        self.extend = {b for b in os.environ.get("MQTCK_EXTEND", "").split(",") if b}
         self.fail_attempts = _env_int("MQTCK_FAIL_ATTEMPTS", 1)
         self.delay_s = _env_int("MQTCK_CONSUME_DELAY_MS", 0) / 1000
         self.count = _env_int("MQTCK_COUNT", 0)
@@ -115,6 +116,8 @@ def main() -> int:
                 continue
             for message in messages:
                 try:
+                    if bytes(message.body).decode("utf-8", "replace") in app.extend:
+                        simple.change_invisible_duration(message, invisible_s)  # then acked with the new handle
                     if app.consume(message):
                         simple.ack(message)
                     else:

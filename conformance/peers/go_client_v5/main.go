@@ -4,7 +4,7 @@
 // `mqtck gate go-client-v5-5.1.2` builds it with `go build` from this module (go.mod pins the client's version)
 // and runs it through the POP client check with the environment of docs/client-conformance.md ("RocketMQ 5
 // clients"): MQTCK_ENDPOINTS, MQTCK_TOPIC, MQTCK_GROUP, MQTCK_MODE, MQTCK_FAIL, MQTCK_FAIL_ATTEMPTS, MQTCK_COUNT,
-// MQTCK_INVISIBLE_S, MQTCK_RETRY_INVISIBLE_S, MQTCK_AWAIT_S, MQTCK_BATCH, MQTCK_CONSUME_DELAY_MS,
+// MQTCK_EXTEND, MQTCK_INVISIBLE_S, MQTCK_RETRY_INVISIBLE_S, MQTCK_AWAIT_S, MQTCK_BATCH, MQTCK_CONSUME_DELAY_MS,
 // MQTCK_DURATION_S. Every consumption is one JSON line on stdout.
 //
 // v5.1.2 (the newest version the module proxy serves) has a SimpleConsumer and no PushConsumer: MQTCK_MODE=push
@@ -87,6 +87,12 @@ func main() {
 			fail[body] = true
 		}
 	}
+	extend := map[string]bool{}
+	if value := env("MQTCK_EXTEND", ""); value != "" {
+		for _, body := range strings.Split(value, ",") {
+			extend[body] = true
+		}
+	}
 	failAttempts := int32(envInt("MQTCK_FAIL_ATTEMPTS", "1"))
 	delay := time.Duration(envInt("MQTCK_CONSUME_DELAY_MS", "0")) * time.Millisecond
 	count := envInt("MQTCK_COUNT", "0")
@@ -139,6 +145,13 @@ func main() {
 				time.Sleep(delay)
 			}
 			body := string(view.GetBody())
+			if extend[body] {
+				// The application needs longer: it extends the invisible time, then acks with the handle the change
+				// gave (the client keeps it in the view).
+				if err = consumer.ChangeInvisibleDuration(view, invisible); err != nil {
+					line(map[string]any{"event": "error", "call": "change", "message": err.Error()})
+				}
+			}
 			ok := !(fail[body] && view.GetDeliveryAttempt() <= failAttempts)
 			result := "SUCCESS"
 			if !ok {
