@@ -49,6 +49,8 @@ class ConformOptions:
     mutants: list[str] | None = None
     client: str | None = None
     client_scenarios: list[str] | None = None
+    #: ``--client-protocol``: remoting (the CCLIENT check) or grpc (the PCLIENT check of a RocketMQ 5 consumer).
+    client_protocol: str = "remoting"
     client_duration_s: float | None = None
     rebalance_grace_s: float | None = None
 
@@ -147,6 +149,15 @@ def run_name(args: ConformOptions) -> str:
 
 def conform(args: ConformOptions) -> int:
     """Run the suite (or, with ``client``, the client check) as ``args`` say; the exit code."""
+    if args.client is not None and args.client_protocol == "grpc":
+        from conformance.commands import conform_pop_client
+
+        if args.client_duration_s is not None or args.rebalance_grace_s is not None:
+            raise UsageError("--client-duration-s and --rebalance-grace-s are the remoting check's; --client-protocol "
+                             "grpc runs each scenario until its messages are consumed")
+        return conform_pop_client.run(args.client, args.client_scenarios, expect=args.expect,
+                                      report_dir=args.report_dir, implementation=args.implementation,
+                                      junit=args.junit, as_json=args.json)
     if args.client is not None:
         from conformance.commands import conform_client
 

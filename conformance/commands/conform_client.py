@@ -24,6 +24,7 @@ from rich.console import Console
 from conformance import expectations, report
 from conformance.cliargs import UsageError
 from conformance.client_check.harness import Options, run_client_check
+from conformance.client_check.pop_scenarios import SCENARIOS as POP_SCENARIOS
 from conformance.client_check.scenarios import SCENARIOS
 
 #: The requirement family this check judges.
@@ -36,8 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--client", default=None, metavar="CMD",
                    help="check a client program instead of a target: CMD (a shell command) is run against the "
                         "reference remoting broker in each scenario (docs/client-conformance.md)")
+    p.add_argument("--client-protocol", choices=("remoting", "grpc"), default="remoting",
+                   help="--client: the protocol the client speaks: remoting (RocketMQ 4.x, the default) or grpc "
+                        "(RocketMQ 5, POP consumers: the PCLIENT check against the reference's gRPC front)")
     p.add_argument("--client-scenarios", nargs="+", default=None, metavar="NAME",
-                   help=f"--client: run only these scenarios ({', '.join(SCENARIOS)})")
+                   help=f"--client: run only these scenarios ({', '.join(SCENARIOS)}; with --client-protocol grpc: "
+                        f"{', '.join(POP_SCENARIOS)})")
     p.add_argument("--client-duration-s", type=float, default=None,
                    help="--client: run the client this long in every scenario (default: each scenario's own)")
     p.add_argument("--rebalance-grace-s", type=float, default=None,

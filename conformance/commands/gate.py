@@ -98,6 +98,7 @@ def _gate_client(info: PeerInfo, args: argparse.Namespace, started: float) -> in
     from pathlib import Path
 
     from conformance.peers.clients import client_command
+    from conformance.peers.clients_v5 import is_v5
 
     home = Path(tempfile.mkdtemp(prefix=f"mqtck-{info.name}-"))
     try:
@@ -109,7 +110,8 @@ def _gate_client(info: PeerInfo, args: argparse.Namespace, started: float) -> in
     from conformance.commands.conform import ConformOptions, conform
 
     code = conform(ConformOptions(client=command, report_dir=args.report_dir, implementation=info.name,
-                                  expect=_expect(info, args), junit=args.junit, json=args.json))
+                                  expect=_expect(info, args), junit=args.junit, json=args.json,
+                                  client_protocol="grpc" if is_v5(info) else "remoting"))
     _say(f"{info.name}: exit {code}, {time.monotonic() - started:.1f} s wall time")
     return code
 

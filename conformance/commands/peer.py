@@ -60,6 +60,11 @@ def _install(args: argparse.Namespace) -> int:
 
     try:
         info = peer_info(args.name)
+        from conformance.peers.clients_v5 import install_v5, is_v5
+
+        if is_v5(info):
+            print(install_v5(info))
+            return 0
         if info.artifacts[0].startswith("pypi:"):
             raise PeerError(f"{info.name} comes from PyPI, not Maven Central: the interop-remoting tox env "
                             "installs it")

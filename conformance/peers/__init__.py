@@ -79,6 +79,24 @@ CATALOGUE: dict[str, PeerInfo] = {
             ("pypi:rocketmq==0.4.4",),
         ),
         PeerInfo(
+            "java-client-v5-5.2.0", "client", "5.2.0",
+            "the RocketMQ 5 Java client's SimpleConsumer and PushConsumer (rocketmq-client-java 5.2.0, gRPC) through "
+            "the POP client check",
+            ("org.apache.rocketmq:rocketmq-client-java:5.2.0",), "Apache RocketMQ Java client 5.2.0 (gRPC)",
+        ),
+        PeerInfo(
+            "python-client-v5-5.1.2", "client", "5.1.2",
+            "the RocketMQ 5 Python client's SimpleConsumer and PushConsumer (PyPI rocketmq-python-client 5.1.2, "
+            "gRPC) through the POP client check; needs the interop-v5 tox env",
+            ("pypi:rocketmq-python-client==5.1.2",), "Apache RocketMQ Python client 5.1.2 (gRPC)",
+        ),
+        PeerInfo(
+            "go-client-v5-5.1.2", "client", "5.1.2",
+            "the RocketMQ 5 Go client's SimpleConsumer (github.com/apache/rocketmq-clients/golang/v5 v5.1.2, gRPC; "
+            "it has no PushConsumer) through the POP client check; built with go build",
+            ("go:github.com/apache/rocketmq-clients/golang/v5@v5.1.2",), "Apache RocketMQ Go client 5.1.2 (gRPC)",
+        ),
+        PeerInfo(
             "java-strategies-4.9.8", "strategies", "4.9.8",
             "the Java client's six AllocateMessageQueue* strategies (rocketmq-client 4.9.8) behind the exec protocol",
             ("org.apache.rocketmq:rocketmq-client:4.9.8",),

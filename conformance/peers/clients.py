@@ -44,6 +44,10 @@ GO_BUILD_TIMEOUT_S = 600
 def client_command(info: PeerInfo, home: Path) -> str:
     """The shell command that runs the client peer ``info``, writing its files under ``home``; PeerError (one
     line) when what it needs is missing: java or mvn, the registry, or the C++ package."""
+    from conformance.peers.clients_v5 import V5_SUBJECTS, v5_client_command
+
+    if info.name in V5_SUBJECTS:
+        return v5_client_command(info, home)
     subject = SUBJECTS.get(info.name)
     if info.kind != "client" or subject is None:
         raise PeerError(f"{info.name} is not a client peer")
@@ -88,20 +92,21 @@ def go_client_version() -> str:
     raise PeerError(f"{GO_MODULE_DIR / 'go.mod'} does not require {GO_CLIENT_MODULE}")
 
 
-def go_build(package: str, cache_name: str, binary_name: str, what: str) -> Path:
+def go_build(package: str, cache_name: str, binary_name: str, what: str, module_dir: Path = GO_MODULE_DIR) -> Path:
     """``go build`` of ``package`` (a directory of :data:`GO_MODULE_DIR`, ``.`` or ``./e2e``) into the peer cache,
     under a directory named after ``cache_name`` and the hash of its sources: go.mod, go.sum and the package's own
     ``.go`` files (a package of this module imports no other of its packages, so these are all it is built
     from). A binary already there is reused; PeerError (naming ``what``) with go's first error line when the
-    build fails. For the root package the hash is the one go_subject always used (go.mod, go.sum, main.go)."""
+    build fails. For the root package the hash is the one go_subject always used (go.mod, go.sum, main.go).
+    ``module_dir``: another Go module of the peers (the RocketMQ 5 client's, ``go_client_v5``)."""
     import hashlib
 
     from conformance.peers.build import run_build
     from conformance.peers.maven import cache_dir, require_tool
 
     go = require_tool("go", f"{what} is built with go build")
-    package_dir = GO_MODULE_DIR / package
-    files = [GO_MODULE_DIR / "go.mod", GO_MODULE_DIR / "go.sum",
+    package_dir = module_dir / package
+    files = [module_dir / "go.mod", module_dir / "go.sum",
              *sorted(p for p in package_dir.glob("*.go") if not p.name.endswith("_test.go"))]
     sources = hashlib.sha256(b"".join(path.read_bytes() for path in files))
     binary = cache_dir() / f"{cache_name}-{sources.hexdigest()[:12]}" / binary_name
@@ -109,7 +114,7 @@ def go_build(package: str, cache_name: str, binary_name: str, what: str) -> Path
         return binary
     binary.parent.mkdir(parents=True, exist_ok=True)
     run_build([go, "build", "-o", str(binary), package], step=f"go build of {what}", timeout_s=GO_BUILD_TIMEOUT_S,
-              cwd=GO_MODULE_DIR)
+              cwd=module_dir)
     if not binary.exists():
         raise PeerError(f"go build of {what} failed: it wrote no {binary_name}")
     return binary

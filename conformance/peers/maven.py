@@ -23,6 +23,8 @@ POM_DIR = Path(__file__).resolve().parent / "rocketmq"
 CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_strategies"
 #: rocketmq-client with rocketmq-acl: the Java client as an application that signs its requests runs it.
 APP_CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_client"
+#: rocketmq-client-java: the RocketMQ 5 (gRPC) Java client, one shaded jar.
+V5_CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_client_v5"
 #: How long one resolution may take (a cold ~/.m2 downloads ~40 MB for 4.9.7, ~90 MB for 5.x).
 RESOLVE_TIMEOUT_S = 600
 
@@ -92,6 +94,11 @@ def app_client_classpath(version: str) -> list[str]:
     """The runtime classpath of an application on the Java client ``version`` with its ACL hook (rocketmq-client and
     rocketmq-acl): what a producer or consumer that signs its requests runs on."""
     return _classpath(APP_CLIENT_POM_DIR, f"rocketmq-client-acl-{version}", version, False)
+
+
+def v5_client_classpath(version: str) -> list[str]:
+    """The runtime classpath of the RocketMQ 5 Java client ``rocketmq-client-java`` ``version`` (jar paths)."""
+    return _classpath(V5_CLIENT_POM_DIR, f"rocketmq-client-java-{version}", version, False)
 
 
 def _classpath(pom_dir: Path, label: str, version: str, refresh: bool, progress: Progress | None = None) -> list[str]:
