@@ -86,7 +86,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                 "mqtck conform --target remoting://127.0.0.1:9876?control=127.0.0.1:7000 --junit ci.xml",
                 "mqtck conform --mutants",
                 "mqtck conform --client './my-consumer'  # reads MQTCK_NAMESRV, MQTCK_TOPIC, MQTCK_GROUP",
-                "mqtck conform --client './my-v5-consumer' --client-protocol grpc  # reads MQTCK_ENDPOINTS, MQTCK_MODE"),
+                "mqtck conform --client './my-v5-consumer' --client-protocol grpc  # reads MQTCK_ENDPOINTS"),
     "broker": ("mqtck broker --http 0 --data-dir /tmp/b", "mqtck broker --remoting 0 --control --data-dir /tmp/b",
                "mqtck broker --http 0 --sim-clock --segment-bytes 65536 --data-dir /tmp/b"),
     "bench": ("mqtck bench store", "mqtck bench strategy", "mqtck bench audit --events 1000000"),

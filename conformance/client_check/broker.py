@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -124,11 +124,11 @@ class BrokerThread:
         """A snapshot of the trace rows so far, from the ``start``-th on (the sink only ever appends)."""
         return self.call(lambda: self.sink.rows[start:])
 
-    def start_front(self, start: Callable[[BrokerHost], Awaitable[T]]) -> T:
+    def start_front(self, start: Callable[[BrokerHost], Coroutine[Any, Any, T]]) -> T:
         """Start another front (the gRPC one: ``reference.net.grpc.server.start_grpc``) on the broker's loop over
         the same broker, so the POP client check judges v5 clients from the same trace; closed by :meth:`close`."""
         assert self._host is not None, "start() first"
-        front = asyncio.run_coroutine_threadsafe(start(self._host), self._loop).result(timeout=CALL_TIMEOUT_S)
+        front: T = asyncio.run_coroutine_threadsafe(start(self._host), self._loop).result(timeout=CALL_TIMEOUT_S)
         self._fronts.append(front)
         return front
 

@@ -68,16 +68,17 @@ SCENARIOS: dict[str, PopScenario] = {
         ),
         PopScenario(
             "push-retry",
-            f"PushConsumer: 20 messages on {QUEUES} queues; the listener returns FAILURE for m3 twice and m11 once, "
-            "SUCCESS otherwise; stops once all 20 succeeded",
-            mode="push", messages=20, fail=("m3", "m11"), fail_attempts=2, judges=(*(r for r in _SINGLE if r != "PCLIENT-6"), "PCLIENT-4"),
-            duration_s=60.0,
+            f"PushConsumer: 20 messages on {QUEUES} queues; the listener returns FAILURE for m3 and m11 on their first "
+            "two deliveries, SUCCESS otherwise; stops once all 20 succeeded",
+            mode="push", messages=20, fail=("m3", "m11"), fail_attempts=2,
+            judges=(*(r for r in _SINGLE if r != "PCLIENT-6"), "PCLIENT-4"), duration_s=60.0,
         ),
         PopScenario(
             "push-killed",
             "two PushConsumers of one group share 40 messages that take 3 s each to consume; once both run and the "
-            "first holds messages (at least 2 s after the second registered) the first is killed with SIGKILL: every message it held unacknowledged comes back after its invisible time "
-            f"({PUSH_INVISIBLE_S} s when the client names none) and never before, and the survivor acks it",
+            "first holds messages (at least 2 s after the second registered) the first is killed with SIGKILL: every "
+            f"message it held unacknowledged comes back after its invisible time ({PUSH_INVISIBLE_S} s when the client "
+            "names none) and never before, and the survivor acks it",
             mode="push", messages=40, fail=(), fail_attempts=0, consume_delay_ms=3000, kill_at_s=2.0,
             judges=("PCLIENT-9", "PCLIENT-10", "PCLIENT-5"),
             duration_s=KILL_WITHIN_S + PUSH_INVISIBLE_S + REVIVE_SLACK_S + 20.0,

@@ -69,8 +69,15 @@ class _Application:
 def main() -> int:
     try:
         import rocketmq.v5  # noqa: F401  (rocketmq 0.4.4 has no v5: the wrong package is installed)
-        from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, MessageListener,
-                              PushConsumer, SimpleConsumer)
+        from rocketmq import (
+            ClientConfiguration,
+            ConsumeResult,
+            Credentials,
+            FilterExpression,
+            MessageListener,
+            PushConsumer,
+            SimpleConsumer,
+        )
     except ImportError:
         _line(event="unsupported", message="rocketmq-python-client 5.1.2 is not installed in this Python (tox -e "
               "interop-v5, or pip install 'mqtck[v5-python]')")
