@@ -98,12 +98,12 @@ def _gate_client(info: PeerInfo, args: argparse.Namespace, started: float) -> in
     from pathlib import Path
 
     from conformance.peers.clients import client_command
-    from conformance.peers.clients_v5 import is_v5
+    from conformance.peers.clients_v5 import is_v5, v5_client_command
 
     home = Path(tempfile.mkdtemp(prefix=f"mqtck-{info.name}-"))
     try:
         _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
-        command = client_command(info, home)
+        command = (v5_client_command if is_v5(info) else client_command)(info, home)
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     _say(f"{info.name}: running the client check (its files in {home})")

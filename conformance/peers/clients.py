@@ -44,10 +44,6 @@ GO_BUILD_TIMEOUT_S = 600
 def client_command(info: PeerInfo, home: Path) -> str:
     """The shell command that runs the client peer ``info``, writing its files under ``home``; PeerError (one
     line) when what it needs is missing: java or mvn, the registry, or the C++ package."""
-    from conformance.peers.clients_v5 import V5_SUBJECTS, v5_client_command
-
-    if info.name in V5_SUBJECTS:
-        return v5_client_command(info, home)
     subject = SUBJECTS.get(info.name)
     if info.kind != "client" or subject is None:
         raise PeerError(f"{info.name} is not a client peer")
