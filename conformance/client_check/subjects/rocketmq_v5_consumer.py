@@ -24,8 +24,14 @@ from typing import Any
 EXIT_UNSUPPORTED = 3
 
 
+#: The push consumer's listener runs on many threads: print writes the text and the newline separately, so two
+#: threads' lines could interleave on one line without it.
+_PRINTING = threading.Lock()
+
+
 def _line(**fields: Any) -> None:
-    print(json.dumps(fields), flush=True)
+    with _PRINTING:
+        print(json.dumps(fields), flush=True)
 
 
 def _env_int(name: str, default: int) -> int:
