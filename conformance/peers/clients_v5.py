@@ -16,7 +16,7 @@ consumptions as JSON lines:
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.metadata
 import shlex
 import sys
 from pathlib import Path
@@ -39,6 +39,17 @@ def is_v5(info: PeerInfo) -> bool:
     return info.name in V5_SUBJECTS
 
 
+def python_client_installed() -> bool:
+    """Whether rocketmq-python-client is installed here, asked of the package metadata: importing (or find_spec of
+    ``rocketmq.v5``, which imports its parent) would register its ``apache.rocketmq.v2`` protos in protobuf's default
+    pool, and the reference's own stubs (reference/net/grpc/protos.py) then fail as duplicate symbols."""
+    try:
+        importlib.metadata.version("rocketmq-python-client")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def v5_client_command(info: PeerInfo, home: Path) -> str:
     """The shell command that runs the v5 client peer ``info``, writing its logs under ``home``; PeerError (one
     line) when what it needs is missing: java or mvn, go, the registry, or the Python package."""
@@ -57,7 +68,7 @@ def v5_client_command(info: PeerInfo, home: Path) -> str:
                           module_dir=GO_V5_MODULE_DIR)
         # HOME: the client writes its logs under ~/logs/rocketmqlogs.
         return f"HOME={shlex.quote(str(home))} {shlex.quote(str(binary))}"
-    if importlib.util.find_spec("rocketmq") is None or importlib.util.find_spec("rocketmq.v5") is None:
+    if not python_client_installed():
         raise PeerError(f"{info.name} needs the PyPI package rocketmq-python-client=={info.version} in this Python; "
                         "it is installed by the interop-v5 tox env: tox -e interop-v5 -- (or pip install "
                         "'mqtck[v5-python]')")

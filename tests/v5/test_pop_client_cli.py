@@ -4,7 +4,6 @@ catalogue names the three official clients (the gates themselves are in tests/pe
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conformance.peers import CATALOGUE, PeerError, peer_info
-from conformance.peers.clients_v5 import V5_SUBJECTS, is_v5, v5_client_command
+from conformance.peers.clients_v5 import V5_SUBJECTS, is_v5, python_client_installed, v5_client_command
 
 
 def mqtck(*args: str) -> subprocess.CompletedProcess[str]:
@@ -47,7 +46,7 @@ def test_the_python_client_gate_says_where_it_runs(tmp_path: Path) -> None:
     """Without its package (every env but interop-v5) the gate is exit 2 naming the tox env; with it, the command
     runs the subject module with HOME in the given directory."""
     info = peer_info("python-client-v5-5.1.2")
-    if importlib.util.find_spec("rocketmq") is None or importlib.util.find_spec("rocketmq.v5") is None:
+    if not python_client_installed():
         with pytest.raises(PeerError, match="interop-v5 tox env"):
             v5_client_command(info, tmp_path / "home")
         result = mqtck("gate", "python-client-v5-5.1.2")
