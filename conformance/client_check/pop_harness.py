@@ -13,6 +13,7 @@ reports are those of ``mqtck conform --client``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -110,6 +111,17 @@ class _Process:
         return found
 
 
+def _group_alive(proc: subprocess.Popen[Any]) -> bool:
+    """Whether a process of ``proc``'s group (CMD's shell and what it started) still runs. The leader is reaped
+    first, so that its zombie does not count; its orphaned children are reaped by init."""
+    proc.poll()
+    try:
+        os.killpg(proc.pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 class _Run:
     """One scenario: its topic, group and messages, its client processes, and its verdicts."""
 
@@ -178,18 +190,23 @@ class _Run:
         return new
 
     def _stop(self, process: _Process, sig: signal.Signals = signal.SIGTERM) -> None:
-        """``sig`` to the process group; SIGKILL (and the process counts as killed) if it outlives the grace."""
-        if process.proc.poll() is None:
-            try:
-                os.killpg(process.proc.pid, sig)
-                process.proc.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.proc.pid, signal.SIGKILL)
-                process.proc.wait()
+        """``sig`` to the process group, then wait until every process of the group is gone; SIGKILL (and the
+        client counts as killed) if one outlives the grace. The whole group: the shell that ran CMD may end at the
+        signal before the client it started has said goodbye (NotifyClientTermination), and the verdicts must
+        wait for that."""
+        pgid = process.proc.pid
+        if _group_alive(process.proc):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, sig)
+            deadline = time.monotonic() + STOP_GRACE_S
+            while _group_alive(process.proc) and time.monotonic() < deadline:
+                time.sleep(POLL_S / 4)
+            if _group_alive(process.proc):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pgid, signal.SIGKILL)
                 sig = signal.SIGKILL
-            except ProcessLookupError:
-                process.proc.wait()
             process.killed = sig == signal.SIGKILL
+        process.proc.wait()
         for f in process.files:
             f.close()
 
