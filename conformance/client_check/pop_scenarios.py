@@ -76,8 +76,8 @@ SCENARIOS: dict[str, PopScenario] = {
         PopScenario(
             "push-killed",
             "two PushConsumers of one group share 40 messages that take 10 s each to consume (the first, 20 threads in "
-            "the official clients, holds them for 20 s); once both run and the first holds messages (at least 2 s after "
-            "the second registered) the first is killed with SIGKILL: every "
+            "the official clients, holds them for 20 s); once both run and the first holds messages (at least 2 s "
+            "after the second registered) the first is killed with SIGKILL: every "
             f"message it held unacknowledged comes back after its invisible time ({PUSH_INVISIBLE_S} s when the client "
             "names none) and never before, and the survivor acks it",
             mode="push", messages=40, fail=(), fail_attempts=0, consume_delay_ms=10_000, kill_at_s=2.0,
