@@ -26,13 +26,14 @@ import shutil
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from reference.broker.broker import Broker
 from reference.broker.host import BrokerHost
 from reference.broker.settings import apply_settings
+from reference.net.fronts import FrontStarter, ServedFront
 from reference.clock import SimClock
 from reference.net.remoting.acl.validator import AccessValidator
 from reference.net.remoting.broker_handlers import BrokerRequestHandlers
@@ -342,18 +343,23 @@ async def start_remoting(
 
 def serve_remoting(broker_host: BrokerHost, host: str, namesrv_port: int, broker_port: int = 0,
                    queue_nums: int = AUTO_CREATE_QUEUE_NUMS, extension: Extension | None = None,
-                   acl: AccessValidator | None = None) -> None:
+                   acl: AccessValidator | None = None, fronts: Sequence[FrontStarter] = ()) -> None:
     """Serve until SIGINT/SIGTERM, printing the name server's address line once listening (followed by what
-    ``extension`` appends, e.g. a control channel's address, which it stops when serving ends)."""
+    ``extension`` appends, e.g. a control channel's address, which it stops when serving ends). ``fronts``: more
+    fronts on the same broker and loop (``reference.net.fronts``), each announced by its own serving line after
+    the remoting one."""
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s", stream=sys.stderr)
 
     async def main() -> None:
         servers = await start_remoting(broker_host, host, namesrv_port, broker_port, queue_nums, acl=acl)
         ns_host, ns_port = servers.namesrv_addr
         b_host, b_port = servers.broker_addr
+        served: list[ServedFront] = [await start(broker_host) for start in fronts]
         suffix, stop_extension = extension(servers) if extension is not None else ("", _nothing)
         print(f"mqtck broker: broker at {b_host}:{b_port}", file=sys.stderr, flush=True)
         print(f"mqtck broker: serving remoting://{ns_host}:{ns_port}{suffix}", flush=True)
+        for front in served:
+            print(f"mqtck broker: serving {front.url}", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -363,6 +369,8 @@ def serve_remoting(broker_host: BrokerHost, host: str, namesrv_port: int, broker
             await stop.wait()
         finally:
             stop_extension()
+            for front in served:
+                await front.close()
             await servers.close()
 
     asyncio.run(main())
