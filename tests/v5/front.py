@@ -100,3 +100,22 @@ async def serving(data_dir: Path, clock: SimClock | None = None) -> AsyncIterato
         await channel.close()
         await front.close()
         await servers.close()
+
+
+def run(data_dir: Path, scenario: Callable[[Front], Any], clock: SimClock | None = None) -> None:
+    """Run ``scenario(front)`` on a fresh loop against a fresh broker."""
+
+    async def main() -> None:
+        async with serving(data_dir, clock) as front:
+            await scenario(front)
+
+    asyncio.run(main())
+
+
+async def held(front: Front, request: Any, client_id: str | None = None) -> asyncio.Task[list[Any]]:
+    """Start a receive and return once the broker holds it (nothing to pop yet)."""
+    polling = front.broker.pop_service.long_polling
+    before = polling.held_count()
+    task = asyncio.create_task(front.receive(request, client_id))
+    await front.until(lambda: polling.held_count() > before or task.done())
+    return task
