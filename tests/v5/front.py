@@ -53,7 +53,8 @@ class Front:
         return await self.call("QueryRoute", S.QueryRouteRequest(topic=D.Resource(name=topic)))
 
     async def send(self, topic: str, body: bytes, tag: str | None = None, **system: Any) -> Any:
-        props = D.SystemProperties(message_id=uuid.uuid4().hex.upper(), message_type=1, body_encoding=1, **system)
+        fields = {"message_id": uuid.uuid4().hex.upper(), "message_type": 1, "body_encoding": 1, **system}
+        props = D.SystemProperties(**fields)
         if tag is not None:
             props.tag = tag
         message = D.Message(topic=D.Resource(name=topic), body=body, system_properties=props)

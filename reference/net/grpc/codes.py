@@ -69,6 +69,8 @@ FIELD_TO_V5: dict[str, int] = {
     "topic": ILLEGAL_TOPIC,
     "consumerGroup": ILLEGAL_CONSUMER_GROUP,
     "group": ILLEGAL_CONSUMER_GROUP,
+    "settings.subscription.group": ILLEGAL_CONSUMER_GROUP,
+    "settings.subscription.subscriptions.topic": ILLEGAL_TOPIC,
     "invisibleTime": ILLEGAL_INVISIBLE_TIME,
     "invisible_duration": ILLEGAL_INVISIBLE_TIME,
     "pollTime": ILLEGAL_POLLING_TIME,
