@@ -121,7 +121,6 @@ def parse_http_address(text: str, option: str = "--http") -> tuple[str, int]:
 
 def read_acl(path: str) -> AccessValidator:
     from reference.net.remoting.acl.config import AclConfigError, load_acl
-    from reference.net.fronts import FrontStarter
     from reference.net.remoting.acl.validator import AccessValidator
 
     try:

@@ -11,7 +11,7 @@ import pytest
 
 from reference.net.grpc import codes
 from reference.rules.topics import dlq_topic
-from tests.v5.front import D, S, Front, held, messages, receive_request, run, status_of
+from tests.v5.front import D, Front, S, held, messages, receive_request, run, status_of
 
 OK, NOT_FOUND = codes.OK, codes.MESSAGE_NOT_FOUND
 

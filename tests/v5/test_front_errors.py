@@ -10,7 +10,7 @@ import pytest
 
 from reference.net.grpc import codes
 from reference.net.grpc.refused import REASONS
-from tests.v5.front import D, S, Front, messages, receive_request, run, status_of
+from tests.v5.front import D, Front, S, messages, receive_request, run, status_of
 
 
 def _receive(**changes: Any) -> Any:

@@ -18,7 +18,7 @@ from reference.net.grpc import codes
 from reference.net.remoting.message_codec import decode_records, encode_properties
 from reference.rules.codes import ResponseCode
 from tests.remoting.wire import WireClient
-from tests.v5.front import D, S, Front, messages, receive_request, run
+from tests.v5.front import D, Front, S, messages, receive_request, run
 
 ROOT = Path(__file__).resolve().parents[2]
 

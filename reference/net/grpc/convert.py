@@ -82,13 +82,13 @@ def duration_ms(duration: Any) -> int:
 
 
 def timestamp(ms: int) -> Any:
-    from google.protobuf.timestamp_pb2 import Timestamp
+    from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
 
     return Timestamp(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
 
 
 def duration(ms: int) -> Any:
-    from google.protobuf.duration_pb2 import Duration
+    from google.protobuf.duration_pb2 import Duration  # type: ignore[import-untyped]
 
     return Duration(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
 

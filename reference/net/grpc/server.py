@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
+import grpc  # type: ignore[import-untyped]
 
 from reference.broker.host import BrokerHost
 from reference.net.fronts import FrontStarter, ServedFront

@@ -33,8 +33,8 @@ from typing import Any, TypeVar
 from reference.broker.broker import Broker
 from reference.broker.host import BrokerHost
 from reference.broker.settings import apply_settings
-from reference.net.fronts import FrontStarter, ServedFront
 from reference.clock import SimClock
+from reference.net.fronts import FrontStarter, ServedFront
 from reference.net.remoting.acl.validator import AccessValidator
 from reference.net.remoting.broker_handlers import BrokerRequestHandlers
 from reference.net.remoting.connection import Dispatch, RemotingConnection
