@@ -11,7 +11,7 @@ import pytest
 
 from reference.net.grpc import codes
 from reference.rules.topics import dlq_topic
-from tests.v5.front import D, Front, S, held, messages, receive_request, run, status_of
+from tests.v5.front import D, Front, S, held, messages, receive_now, receive_request, run, status_of
 
 OK, NOT_FOUND = codes.OK, codes.MESSAGE_NOT_FOUND
 
@@ -262,5 +262,23 @@ def test_heartbeat_registers_a_consumer_and_termination_unregisters_it(tmp_path:
         bye = await f.call("NotifyClientTermination", S.NotifyClientTerminationRequest(group=D.Resource(name="GS")),
                            client_id="s@1")
         assert bye.status.code == OK and f.broker.consumer_ids("GS") == []
+
+    run(tmp_path, scenario)
+
+
+@pytest.mark.req("GRPC-5")
+def test_messages_popped_for_a_receive_the_client_cancelled_are_given_back_after_the_nack_time(tmp_path: Path) -> None:
+    async def scenario(f: Front) -> None:
+        await f.route("T")
+        task = await held(f, receive_request("G", "T", invisible_s=60, poll_s=20))
+        task.cancel()
+        holds = f.broker.pop_service.long_polling._table.values()
+        await f.until(lambda: all(h.channel.answer.done() for hs in holds for h in hs))  # the server saw it go
+        await f.send("T", b"orphan")  # wakes the abandoned hold, which pops it
+        assert f.broker.pop_service.long_polling.held_count() == 0
+        for _ in range(5):  # the nack time (1 s) and the revive delay, far less than the 60 s invisible time
+            f.clock.advance(1_000)
+        (again,) = messages(await receive_now(f, receive_request("G", "T")))
+        assert again.body == b"orphan" and again.system_properties.delivery_attempt == 2
 
     run(tmp_path, scenario)

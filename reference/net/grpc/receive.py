@@ -14,10 +14,11 @@ deadline on the broker's clock (real or simulated) — the same hold the remotin
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from reference.broker.pop.protocol import ALL_QUEUES, PopMessageRequest, PopResponse
+from reference.broker.pop.protocol import ALL_QUEUES, PopMessageRequest, PoppedMessage, PopResponse
 from reference.net.grpc.codes import pop_code, status
 from reference.net.grpc.convert import duration, duration_ms, resource_name, timestamp, wire_message
 from reference.net.grpc.state import FrontState
@@ -29,6 +30,8 @@ MIN_LONG_POLLING_MS, MAX_LONG_POLLING_MS = 5_000, 20_000
 LONG_POLLING_RESERVE_MS = 100
 #: ProxyConfig: a receive's invisible time is in [10 s, 12 h]; auto-renewing (push) consumers get 60 s.
 MIN_INVISIBLE_MS, MAX_INVISIBLE_MS, DEFAULT_INVISIBLE_MS = 10_000, 12 * 3_600_000, 60_000
+#: ReceiveMessageResponseStreamWriter.NACK_INVISIBLE_TIME: how soon a message the client could not take is back.
+NACK_INVISIBLE_MS = 1_000
 #: The client's default request timeout (§1.2) when its settings did not say.
 DEFAULT_REQUEST_TIMEOUT_MS = 3_000
 #: v5 FilterType.TAG (UNSPECIFIED is taken as TAG).
@@ -36,15 +39,29 @@ FILTER_TAG = 1
 
 
 class HeldReceive:
-    """The core's :class:`~reference.broker.pop.protocol.PopChannel` for one ReceiveMessage call."""
+    """The core's :class:`~reference.broker.pop.protocol.PopChannel` for one ReceiveMessage call. A call the
+    client cancelled while held (a push consumer shutting down) may still be answered with messages by a later
+    arrival: they are given back (:func:`release`) rather than left invisible for their whole invisible time."""
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, state: FrontState) -> None:
         self.key = key
+        self.state = state
         self.answer: asyncio.Future[PopResponse] = asyncio.get_running_loop().create_future()
 
     def deliver_pop(self, request: PopMessageRequest, response: PopResponse) -> None:
-        if not self.answer.done():
+        if self.answer.done():
+            release(self.state, request, response.messages)
+        else:
             self.answer.set_result(response)
+
+
+def release(state: FrontState, request: PopMessageRequest, popped: Sequence[PoppedMessage]) -> None:
+    """Messages popped for a call that can no longer take them: visible again after the proxy's nack time, as the
+    proxy's stream writer does when a write fails (processThrowableWhenWriteMessage)."""
+    for message in popped:
+        with contextlib.suppress(InvalidRequest):  # acked or revived meanwhile: nothing to give back
+            state.broker.change_invisible_time(request.consumer_group, request.topic, message.handle,
+                                               NACK_INVISIBLE_MS, request.client_id)
 
 
 def poll_time_ms(request: Any, remaining_ms: int | None, request_timeout_ms: int) -> int:
@@ -94,16 +111,22 @@ async def receive_message(state: FrontState, request: Any, client_id: str,
     """The stream's responses; refusals raise before the first is yielded (the front answers them)."""
     service = state.service
     pop = pop_request(state, request, client_id, remaining_ms)
-    channel = HeldReceive(f"grpc:{client_id}")
+    channel = HeldReceive(f"grpc:{client_id}", state)
     answer = state.broker.pop(pop, channel)
     if answer is None:
         answer = await channel.answer
     code, message = pop_code(answer.code)
-    yield service.ReceiveMessageResponse(status=status(state.definition, code, message))
-    for popped in answer.messages:
-        wire = wire_message(state.definition, popped, state.store_host)
-        wire.system_properties.invisible_duration.CopyFrom(duration(answer.invisible_time_ms))
-        yield service.ReceiveMessageResponse(message=wire)
+    written = 0
+    try:
+        yield service.ReceiveMessageResponse(status=status(state.definition, code, message))
+        for popped in answer.messages:
+            wire = wire_message(state.definition, popped, state.store_host)
+            wire.system_properties.invisible_duration.CopyFrom(duration(answer.invisible_time_ms))
+            yield service.ReceiveMessageResponse(message=wire)
+            written += 1
+    except (asyncio.CancelledError, GeneratorExit):  # the client went away mid-stream
+        release(state, pop, answer.messages[written:])
+        raise
     yield delivery_timestamp(state)
 
 
