@@ -15,10 +15,14 @@ from reference.broker.host import BrokerHost
 
 
 class ServedFront(Protocol):
-    """A running front: the URL its serving line names, and how to stop it."""
+    """A running front: the URL its serving line names, how many held requests it answered late (a simulated
+    clock's advance stops at the instant one is, as for the remoting front's), and how to stop it."""
 
     @property
     def url(self) -> str: ...
+
+    @property
+    def late_answers(self) -> int: ...
 
     async def close(self) -> None: ...
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -16,9 +17,10 @@ import pytest
 from reference.broker.protocol import PullSysFlag
 from reference.net.grpc import codes
 from reference.net.remoting.message_codec import decode_records, encode_properties
+from reference.net.remoting.server import LoopControl
 from reference.rules.codes import ResponseCode
 from tests.remoting.wire import WireClient
-from tests.v5.front import D, Front, S, messages, receive_request, run
+from tests.v5.front import D, Front, S, held, messages, receive_request, run, status_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,3 +94,21 @@ def test_a_bad_grpc_flag_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str,
     process = _mqtck("broker", *args, "--data-dir", str(tmp_path / "b"))
     out, err = process.communicate(timeout=60)
     assert process.returncode == 2 and err.strip().count("\n") == 0 and says in err, err
+
+
+@pytest.mark.req("GRPC-10")
+def test_a_simulated_clock_advance_stops_at_the_instant_a_held_grpc_receive_is_answered(tmp_path: Path) -> None:
+    """The control channel's advance (``mqtck broker --remoting --control --grpc --sim-clock``) counts the gRPC
+    front's late answers as the remoting front's, so a wire target times a held receive exactly."""
+
+    async def scenario(f: Front) -> None:
+        f.servers.fronts.append(f.front)  # as serve_remoting registers the fronts it starts
+        control = LoopControl(f.servers, asyncio.get_running_loop())
+        await f.route("T")
+        start = f.clock.now_ms()
+        task = await held(f, receive_request("G", "T", poll_s=5))
+        now, answered = await asyncio.to_thread(control.advance, 60_000)
+        assert (now - start, answered) == (5_000, 1)
+        assert status_of(await task).code == codes.MESSAGE_NOT_FOUND
+
+    run(tmp_path, scenario)

@@ -52,6 +52,7 @@ class HeldReceive:
         if self.answer.done():
             release(self.state, request, response.messages)
         else:
+            self.state.late_answers += 1
             self.answer.set_result(response)
 
 

@@ -57,6 +57,10 @@ class GrpcFront:
     def url(self) -> str:
         return f"grpc://{self.address[0]}:{self.address[1]}"
 
+    @property
+    def late_answers(self) -> int:
+        return self.state.late_answers
+
     async def close(self) -> None:
         await self.server.stop(STOP_GRACE_S)
 

@@ -22,6 +22,8 @@ class FrontState:
     #: Queues of a topic created by a route lookup (the remoting name server's autoCreateTopicEnable figure).
     queue_nums: int
     registry: ClientRegistry = field(init=False)
+    #: Held receives answered after their call was made (woken by an arrival or their deadline) so far.
+    late_answers: int = 0
     _next_queue: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

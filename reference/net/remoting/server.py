@@ -27,7 +27,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from reference.broker.broker import Broker
@@ -131,6 +131,8 @@ class RemotingServers:
     namesrv_addr: tuple[str, int]
     broker_addr: tuple[str, int]
     name_server: NameServer
+    #: The other fronts served on this broker and loop (``serve_remoting``'s ``fronts``).
+    fronts: list[ServedFront] = field(default_factory=list)
 
     @property
     def broker(self) -> Broker:
@@ -297,17 +299,20 @@ class LoopControl:
         clock = self.sim_clock
         if clock is None:
             raise RuntimeError("the broker runs on real time; start it with --sim-clock")
-        service = self.servers.broker_service
+        servers = self.servers
+
+        def answered() -> int:
+            return servers.broker_service.late_answers + sum(front.late_answers for front in servers.fronts)
 
         def advance() -> tuple[int, int]:
-            end, before = clock.now_ms() + ms, service.late_answers
-            while service.late_answers == before:
+            end, before = clock.now_ms() + ms, answered()
+            while answered() == before:
                 due = clock.next_due_ms()
                 if due is None or due > end:
                     clock.run_until(end)
                     break
                 clock.run_until(due)
-            return clock.now_ms(), service.late_answers - before
+            return clock.now_ms(), answered() - before
 
         return self._on_loop(advance)
 
@@ -355,6 +360,7 @@ def serve_remoting(broker_host: BrokerHost, host: str, namesrv_port: int, broker
         ns_host, ns_port = servers.namesrv_addr
         b_host, b_port = servers.broker_addr
         served: list[ServedFront] = [await start(broker_host) for start in fronts]
+        servers.fronts.extend(served)
         suffix, stop_extension = extension(servers) if extension is not None else ("", _nothing)
         print(f"mqtck broker: broker at {b_host}:{b_port}", file=sys.stderr, flush=True)
         print(f"mqtck broker: serving remoting://{ns_host}:{ns_port}{suffix}", flush=True)
