@@ -223,3 +223,15 @@ def test_every_rpc_of_the_service_is_served() -> None:
 def test_the_code_table_agrees_with_the_official_enum() -> None:
     for name, value in codes.V5_CODES.items():
         assert D.Code.Value(name) == value, name
+
+
+@pytest.mark.req("GRPC-8")
+def test_a_body_over_the_stores_maximum_is_message_body_too_large_not_a_transport_error(tmp_path: Path) -> None:
+    async def scenario(f: Front) -> None:
+        await f.route("T")
+        limit = f.broker.store.config.max_message_size
+        answer = await f.call("SendMessage", S.SendMessageRequest(messages=[_message(body=b"x" * (limit + 1))]))
+        assert answer.status.code == codes.MESSAGE_BODY_TOO_LARGE
+        assert answer.status.message == f"body: must be at most {limit} bytes, got {limit + 1}"
+
+    run(tmp_path, scenario)

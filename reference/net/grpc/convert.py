@@ -48,6 +48,8 @@ PERMISSION_READ_WRITE = 4
 NORMAL, FIFO, DELAY, TRANSACTION = 1, 2, 3, 4
 ENCODING_IDENTITY = 1
 DIGEST_MD5 = 2
+#: v5 FilterType.TAG (UNSPECIFIED is taken as TAG): the only filter the reference applies.
+FILTER_TAG = 1
 #: What a topic of the reference accepts: the front stores normal and FIFO messages (docs/grpc.md).
 ACCEPTED_MESSAGE_TYPES = (NORMAL, FIFO)
 #: v5's master broker id: the client keeps only master queues (protocols/rocketmq-grpc-v5.md §2).

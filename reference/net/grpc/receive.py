@@ -20,7 +20,7 @@ from typing import Any
 
 from reference.broker.pop.protocol import ALL_QUEUES, PopMessageRequest, PoppedMessage, PopResponse
 from reference.net.grpc.codes import pop_code, status
-from reference.net.grpc.convert import duration, duration_ms, resource_name, timestamp, wire_message
+from reference.net.grpc.convert import FILTER_TAG, duration, duration_ms, resource_name, timestamp, wire_message
 from reference.net.grpc.state import FrontState
 from reference.rules.errors import InvalidRequest, require
 
@@ -34,8 +34,6 @@ MIN_INVISIBLE_MS, MAX_INVISIBLE_MS, DEFAULT_INVISIBLE_MS = 10_000, 12 * 3_600_00
 NACK_INVISIBLE_MS = 1_000
 #: The client's default request timeout (§1.2) when its settings did not say.
 DEFAULT_REQUEST_TIMEOUT_MS = 3_000
-#: v5 FilterType.TAG (UNSPECIFIED is taken as TAG).
-FILTER_TAG = 1
 
 
 class HeldReceive:
@@ -100,7 +98,8 @@ def pop_request(state: FrontState, request: Any, client_id: str, remaining_ms: i
     expression = request.filter_expression
     require(expression.type in (0, FILTER_TAG), "filter_expression.type",
             "only TAG expressions are supported by the reference", "ILLEGAL_FILTER_EXPRESSION")
-    settings = state.registry.client(client_id).settings
+    client = state.registry.clients.get(client_id)
+    settings = client.settings if client is not None else None
     timeout = duration_ms(settings.request_timeout) if settings is not None and settings.HasField(
         "request_timeout") else DEFAULT_REQUEST_TIMEOUT_MS
     return PopMessageRequest(group, topic, ALL_QUEUES, request.batch_size, invisible,

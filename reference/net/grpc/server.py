@@ -30,9 +30,13 @@ from reference.net.fronts import FrontStarter, ServedFront
 from reference.net.grpc import protos
 from reference.net.grpc.service import MessagingServicer
 from reference.net.grpc.state import FrontState
+from reference.net.remoting.frame import MAX_FRAME_BYTES
+from reference.net.remoting.namesrv import AUTO_CREATE_QUEUE_NUMS
 
-#: Queues of a topic a route lookup creates: the remoting name server's figure, so both wires agree.
-AUTO_CREATE_QUEUE_NUMS = 4
+#: The largest request the server reads (gRPC's own default is 4 MB, less than a 4 MiB body and its envelope):
+#: the remoting frame limit, so that a body over the store's maximum is refused as MESSAGE_BODY_TOO_LARGE by the
+#: front, naming the field, rather than by the transport.
+MAX_REQUEST_BYTES = MAX_FRAME_BYTES
 #: How long a stop lets running calls finish (held receives are cut: their clients retry).
 STOP_GRACE_S = 1.0
 
@@ -67,7 +71,7 @@ class GrpcFront:
 
 def _bind(host: str, port: int) -> tuple[Any, int]:
     """A new asyncio server with ``host:port`` bound (0: a free port); must run on the serving loop."""
-    server = grpc.aio.server()
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)])
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind {host}:{port} for gRPC")

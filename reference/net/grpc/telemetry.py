@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from reference.net.grpc.clients import CONSUMER_TYPES, PRODUCER, ClientRegistry, GrpcClient
-from reference.net.grpc.convert import duration, resource_name
+from reference.net.grpc.convert import FILTER_TAG, duration, resource_name
 from reference.rules.errors import InvalidRequest
 from reference.rules.filter import SubscriptionData
 
@@ -26,8 +26,6 @@ CONSUMER_BACKOFF_MS = (1_000, 5_000, 10_000, 30_000, 60_000, 120_000, 180_000, 2
                        420_000, 480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000)
 RECEIVE_BATCH_SIZE = 32
 LONG_POLLING_TIMEOUT_MS = 20_000
-#: v5 FilterType.TAG.
-FILTER_TAG = 1
 
 
 def subscriptions_of(settings: Any) -> tuple[SubscriptionData, ...]:
