@@ -89,7 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--api-key-file", metavar="FILE", default=None,
                    help="--http: serve only requests whose X-API-Key header holds a key of this file (one per line)")
     p.add_argument("--mutant", metavar="NAME", default=None,
-                   help="--remoting or --http: serve the broker with this seeded broker fault of the catalogue")
+                   help="--remoting, --http or --grpc: serve the broker with this seeded broker fault of the catalogue")
     p.set_defaults(func=run)
 
 
@@ -214,8 +214,8 @@ def run(args: argparse.Namespace) -> int:
                          "clock advance)")
     if args.control and args.remoting is None:
         raise UsageError("--control needs --remoting [HOST:]PORT")
-    if args.mutant is not None and args.remoting is None and args.http is None:
-        raise UsageError("--mutant needs --remoting [HOST:]PORT or --http [HOST:]PORT")
+    if args.mutant is not None and args.remoting is None and args.http is None and args.grpc is None:
+        raise UsageError("--mutant needs --remoting [HOST:]PORT, --http [HOST:]PORT or --grpc [HOST:]PORT")
     if args.api_key_file is not None and args.http is None:
         raise UsageError("--api-key-file needs --http [HOST:]PORT (the remoting broker takes --acl FILE)")
     if args.acl is not None and args.remoting is None:
