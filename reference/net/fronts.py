@@ -24,6 +24,9 @@ class ServedFront(Protocol):
     @property
     def late_answers(self) -> int: ...
 
+    def broker_restarted(self) -> None:
+        """The broker was replaced (a control-channel restart): end what was held on the old one."""
+
     async def close(self) -> None: ...
 
 

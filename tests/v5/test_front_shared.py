@@ -112,3 +112,17 @@ def test_a_simulated_clock_advance_stops_at_the_instant_a_held_grpc_receive_is_a
         assert status_of(await task).code == codes.MESSAGE_NOT_FOUND
 
     run(tmp_path, scenario)
+
+
+@pytest.mark.req("GRPC-10")
+def test_a_receive_held_across_a_broker_restart_ends_empty_and_the_new_broker_serves(tmp_path: Path) -> None:
+    async def scenario(f: Front) -> None:
+        f.servers.fronts.append(f.front)  # as serve_remoting registers the fronts it starts
+        await f.route("T")
+        task = await held(f, receive_request("G", "T", poll_s=20))
+        f.servers.restart_broker()
+        assert status_of(await task).code == codes.MESSAGE_NOT_FOUND
+        assert (await f.send("T", b"after")).status.code == codes.OK
+        assert [m.body for m in messages(await f.receive(receive_request("G", "T")))] == [b"after"]
+
+    run(tmp_path, scenario)

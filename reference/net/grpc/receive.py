@@ -22,6 +22,7 @@ from reference.broker.pop.protocol import ALL_QUEUES, PopMessageRequest, PoppedM
 from reference.net.grpc.codes import pop_code, status
 from reference.net.grpc.convert import FILTER_TAG, duration, duration_ms, resource_name, timestamp, wire_message
 from reference.net.grpc.state import FrontState
+from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest, require
 
 #: ProxyConfig: the long-polling time is clamped to [5 s, 20 s]; less than 5 s left before the deadline refuses.
@@ -41,9 +42,10 @@ class HeldReceive:
     client cancelled while held (a push consumer shutting down) may still be answered with messages by a later
     arrival: they are given back (:func:`release`) rather than left invisible for their whole invisible time."""
 
-    def __init__(self, key: str, state: FrontState) -> None:
+    def __init__(self, key: str, state: FrontState, request: PopMessageRequest) -> None:
         self.key = key
         self.state = state
+        self.request = request
         self.answer: asyncio.Future[PopResponse] = asyncio.get_running_loop().create_future()
 
     def deliver_pop(self, request: PopMessageRequest, response: PopResponse) -> None:
@@ -52,6 +54,12 @@ class HeldReceive:
         else:
             self.state.late_answers += 1
             self.answer.set_result(response)
+
+    def end_empty(self, now_ms: int) -> None:
+        """The broker holding this receive was replaced: answer it as an empty poll, as a held pop the old broker
+        dropped would have been had it run out (the client asks again, of the new broker)."""
+        self.deliver_pop(self.request, PopResponse(ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE", (), 0, now_ms,
+                                                   self.request.invisible_time_ms))
 
 
 def release(state: FrontState, request: PopMessageRequest, popped: Sequence[PoppedMessage]) -> None:
@@ -111,10 +119,14 @@ async def receive_message(state: FrontState, request: Any, client_id: str,
     """The stream's responses; refusals raise before the first is yielded (the front answers them)."""
     service = state.service
     pop = pop_request(state, request, client_id, remaining_ms)
-    channel = HeldReceive(f"grpc:{client_id}", state)
+    channel = HeldReceive(f"grpc:{client_id}", state, pop)
     answer = state.broker.pop(pop, channel)
     if answer is None:
-        answer = await channel.answer
+        state.held.add(channel)
+        try:
+            answer = await channel.answer
+        finally:
+            state.held.discard(channel)
     code, message = pop_code(answer.code)
     written = 0
     try:

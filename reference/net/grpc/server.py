@@ -65,6 +65,12 @@ class GrpcFront:
     def late_answers(self) -> int:
         return self.state.late_answers
 
+    def broker_restarted(self) -> None:
+        """Held receives end as empty polls (the new broker does not hold them); the clients ask again."""
+        now = self.state.broker.clock.now_ms()
+        for held in list(self.state.held):
+            held.end_empty(now)
+
     async def close(self) -> None:
         await self.server.stop(STOP_GRACE_S)
 

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from reference.broker.broker import Broker
 from reference.broker.host import BrokerHost
 from reference.net.grpc.clients import ClientRegistry
 from reference.net.grpc.protos import Stubs
+
+
+class Held(Protocol):
+    """A receive the core holds (``reference.net.grpc.receive.HeldReceive``)."""
+
+    def end_empty(self, now_ms: int) -> None: ...
 
 
 @dataclass
@@ -24,6 +30,8 @@ class FrontState:
     registry: ClientRegistry = field(init=False)
     #: Held receives answered after their call was made (woken by an arrival or their deadline) so far.
     late_answers: int = 0
+    #: Receives the core holds now (ended when the broker is replaced: the new one does not know them).
+    held: set[Held] = field(default_factory=set)
     _next_queue: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

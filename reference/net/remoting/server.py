@@ -179,6 +179,8 @@ class RemotingServers:
         self.handlers = BrokerRequestHandlers(broker, self.broker_addr, self.handlers.acl)
         self.name_server.broker = broker
         self.broker_service.retarget(self.handlers.dispatch, self.handlers.channel_closed)
+        for front in self.fronts:
+            front.broker_restarted()
         if torn:
             raise torn[0]
 
