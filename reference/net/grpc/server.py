@@ -121,13 +121,13 @@ def serve_grpc(broker_host: BrokerHost, host: str, port: int, fronts: Sequence[F
             served.append(await _serve(server, broker_host, address, AUTO_CREATE_QUEUE_NUMS))
             for start in fronts:
                 served.append(await start(broker_host))
-            for front in served:
-                print(f"mqtck broker: serving {front.url}", flush=True)
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in (signal.SIGINT, signal.SIGTERM):  # before the serving line: a launcher may stop us at once
                 with contextlib.suppress(NotImplementedError):
                     loop.add_signal_handler(sig, stop.set)
+            for front in served:
+                print(f"mqtck broker: serving {front.url}", flush=True)
             await stop.wait()
         finally:
             for front in served:
