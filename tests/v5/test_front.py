@@ -282,3 +282,17 @@ def test_messages_popped_for_a_receive_the_client_cancelled_are_given_back_after
         assert again.body == b"orphan" and again.system_properties.delivery_attempt == 2
 
     run(tmp_path, scenario)
+
+
+@pytest.mark.req("GRPC-3")
+def test_a_receive_takes_at_most_its_batch_size(tmp_path: Path) -> None:
+    async def scenario(f: Front) -> None:
+        await f.route("T")
+        for i in range(5):
+            await f.send("T", str(i).encode())
+        first = messages(await f.receive(receive_request("G", "T", batch=2)))
+        rest = messages(await f.receive(receive_request("G", "T", batch=32)))
+        assert len(first) == 2 and len(rest) == 3
+        assert sorted(m.body for m in first + rest) == [b"0", b"1", b"2", b"3", b"4"]
+
+    run(tmp_path, scenario)

@@ -235,3 +235,15 @@ def test_a_body_over_the_stores_maximum_is_message_body_too_large_not_a_transpor
         assert answer.status.message == f"body: must be at most {limit} bytes, got {limit + 1}"
 
     run(tmp_path, scenario)
+
+
+@pytest.mark.req("GRPC-8")
+def test_a_receive_whose_deadline_leaves_no_time_to_poll_is_illegal_polling_time(tmp_path: Path) -> None:
+    async def scenario(f: Front) -> None:
+        await f.route("T")
+        call = f.stub.ReceiveMessage(receive_request("G", "T"), metadata=f.md(), timeout=3)
+        responses = [r async for r in call]
+        assert status_of(responses).code == codes.ILLEGAL_POLLING_TIME
+        assert status_of(responses).message.startswith("deadline: ")
+
+    run(tmp_path, scenario)
