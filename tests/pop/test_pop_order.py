@@ -86,3 +86,16 @@ def test_a_deleted_topics_checkpoint_is_dropped_by_the_revive_service() -> None:
         clock.advance(60_000)
         assert broker.pop_service.revive.pending_count() == 0, "the revive service moved past the checkpoint"
         assert broker.store.topics().get(f"%RETRY%{G}_{T}") is None, "nothing was revived"
+
+
+@pytest.mark.req("POP-14.ack")
+def test_a_held_ordered_pop_is_answered_when_the_batch_blocking_its_queue_is_acknowledged() -> None:
+    with pop_broker(queues=1) as (broker, clock, _sink):
+        for i in range(2):
+            broker.send(Message(T, b"%d" % i, 0, tags="A"))
+        first = ordered(broker, max_nums=1, invisible=60_000)
+        channel = RecordingPopChannel("held")
+        held = broker.pop(PopMessageRequest(G, T, -1, 32, 60_000, 30_000, order=True), channel)
+        assert held is None, "a blocked queue gives nothing: the pop is held"
+        broker.ack(G, T, first.messages[0].handle)
+        assert [[m.queue_offset for m in r.messages] for _, r in channel.pop_responses] == [[1]]
