@@ -1,4 +1,5 @@
-"""Seed 004's ordered POP (POP-13, POP-14) and the revive's topic check (REVIVE-8), through the Target interface.
+"""Seed 004's ordered POP (POP-13, POP-14), the pop offset past unmatched units (POP-15) and the revive's topic check
+(REVIVE-8), through the Target interface.
 
 An ordered pop (RocketMQ's PopMessageRequestHeader.order) keeps one batch in flight per queue and group: the
 queue is blocked while the batch is unacknowledged and invisible, and the batch comes back from the queue itself
@@ -126,6 +127,23 @@ def test_an_ordered_pop_reads_no_retry_topic(target: OrderedPopTarget) -> None:
         assert not any(m.retry for m in ordered.messages), "POP-13.no-retry: an ordered pop read the retry topic"
     _, got = wait_for_redelivery(target, 5_000, group=group, topic=topic)
     assert [m.retry for m in got] == [True], f"the revived message must be in the retry topic: {got}"
+
+
+@pytest.mark.req("POP-15")
+def test_a_pop_that_matches_nothing_moves_the_pop_offset_past_the_units_it_read(target: PopTarget) -> None:
+    """Seed 004 lines 607-617: units the pop's filter matches none of are passed over (addCkMock): the group's next
+    pop, with any filter, starts after them; a message sent afterwards is the only one it gets."""
+    topic, group = "PopNoMatchT", "PopNoMatchG"
+    target.create_topic(topic, 1)
+    send_n(target, 0, 3, topic=topic, tag="B")
+    pending = target.pop(group, topic, -1, 32, 60_000, 0, expression="A")
+    assert answered(target, pending)
+    assert pending.result().messages == (), "a filter on A matches none of the B messages"
+    send_n(target, 0, 1, topic=topic, tag="C")
+    pending = target.pop(group, topic, -1, 32, 60_000, 0, expression="*")
+    assert answered(target, pending)
+    got = offsets(pending.result())
+    assert got == [3], f"the pop offset must have moved past the 3 unmatched units; a '*' pop got offsets {got}"
 
 
 @pytest.mark.req("REVIVE-8")
