@@ -1,5 +1,5 @@
-"""Seed 004's ordered POP (POP-13, POP-14), the pop offset past unmatched units (POP-15) and the revive's topic check
-(REVIVE-8), through the Target interface.
+"""Seed 004's ordered POP (POP-13, POP-14), the retry topic's one-in-five read (POP-3), the pop offset past unmatched
+units (POP-15) and the revive's topic check (REVIVE-8), through the Target interface.
 
 An ordered pop (RocketMQ's PopMessageRequestHeader.order) keeps one batch in flight per queue and group: the
 queue is blocked while the batch is unacknowledged and invisible, and the batch comes back from the queue itself
@@ -34,6 +34,13 @@ class DeletingPopTarget(PopTarget, TopicAdminTarget):
 pytestmark = pytest.mark.needs("pop")
 #: The invisible time of an ordered batch: short, since the tests wait for it to end over the wire.
 ORDER_INVISIBLE_MS = 3_000
+#: POP-3: messages revived into the retry topic, fresh messages behind them, and one-message pops that count how often
+#: the retry topic is read first. With p = 1/5 and 50 pops, none from the retry topic has probability 0.8^50 (1e-5) and
+#: 25 or more about 1e-5: a broker that never reads it first, or always, is told from one that does one pop in five.
+RETRY_REVIVED, RETRY_FRESH, RETRY_POPS = 32, 60, 50
+RETRY_FIRST_BOUNDS = (1, 24)
+#: Two-message pops tried until one reads the topic first and shows the fill (all five retry-first: 1 in 3125).
+RETRY_FILL_ATTEMPTS = 5
 #: Over the wire: how long past an invisibility the tests wait before popping again (the broker's clock and the
 #: answer's latency).
 WIRE_PAST_MS = 500
@@ -127,6 +134,48 @@ def test_an_ordered_pop_reads_no_retry_topic(target: OrderedPopTarget) -> None:
         assert not any(m.retry for m in ordered.messages), "POP-13.no-retry: an ordered pop read the retry topic"
     _, got = wait_for_redelivery(target, 5_000, group=group, topic=topic)
     assert [m.retry for m in got] == [True], f"the revived message must be in the retry topic: {got}"
+
+
+@pytest.mark.req("POP-3")
+def test_the_retry_topic_is_read_first_one_pop_in_five_and_fills_a_short_batch(target: PopTarget) -> None:
+    """Seed 004 lines 168-171, 424-439, 455-468: with messages in both, a one-message pop takes the retry topic's
+    when its random number divides by 5 (one pop in five), else the topic's; a batch the topic leaves short is
+    filled from the retry topic."""
+    topic, group = "PopRetryFirstT", "PopRetryFirstG"
+    target.create_topic(topic, 1)
+    send_n(target, 0, RETRY_REVIVED, topic=topic)
+    pending = target.pop(group, topic, -1, RETRY_REVIVED, 1_000, 0)
+    assert answered(target, pending)
+    assert len(pending.result().messages) == RETRY_REVIVED
+    quiet(target, 1_000 + REVIVE_DELAY_MS + 1_000)  # every one revived into %RETRY%{group}_{topic} by now
+    judged = False
+    for _ in range(RETRY_FILL_ATTEMPTS):  # a pop that reads the retry topic first (one in five) cannot show the fill
+        send_n(target, 0, 1, topic=topic, tag="F")
+        pending = target.pop(group, topic, -1, 2, 60_000, 0)
+        assert answered(target, pending)
+        filled = pending.result().messages
+        for m in filled:
+            target.ack(group, topic, m.handle)
+        if filled and not filled[0].retry:
+            assert [m.retry for m in filled] == [False, True], (
+                f"a short batch is filled from the retry topic: retry flags {[m.retry for m in filled]}"
+            )
+            judged = True
+            break
+    assert judged, f"{RETRY_FILL_ATTEMPTS} two-message pops in a row all read the retry topic first"
+    send_n(target, 0, RETRY_FRESH, topic=topic, tag="F")
+    retry_first = 0
+    for _ in range(RETRY_POPS):
+        pending = target.pop(group, topic, -1, 1, 60_000, 0)
+        assert answered(target, pending)
+        got = pending.result().messages
+        assert len(got) == 1, "with fresh messages behind, a one-message pop always gets one"
+        retry_first += got[0].retry
+    low, high = RETRY_FIRST_BOUNDS
+    assert low <= retry_first <= high, (
+        f"{retry_first} of {RETRY_POPS} one-message pops took the retry topic's message first; one in five would "
+        f"give about {RETRY_POPS // 5}"
+    )
 
 
 @pytest.mark.req("POP-15")
