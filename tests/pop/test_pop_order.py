@@ -99,3 +99,15 @@ def test_a_held_ordered_pop_is_answered_when_the_batch_blocking_its_queue_is_ack
         assert held is None, "a blocked queue gives nothing: the pop is held"
         broker.ack(G, T, first.messages[0].handle)
         assert [[m.queue_offset for m in r.messages] for _, r in channel.pop_responses] == [[1]]
+
+
+@pytest.mark.req("POP-14.ack")
+def test_a_change_of_invisible_time_of_an_ordered_message_is_refused_naming_the_handle() -> None:
+    with pop_broker(queues=1) as (broker, _clock, _sink):
+        broker.send(Message(T, b"0", 0, tags="A"))
+        first = ordered(broker, max_nums=1)
+        with pytest.raises(InvalidRequest, match="ordered pop") as refused:
+            broker.change_invisible_time(G, T, first.messages[0].handle, 10_000)
+        assert refused.value.field == "receiptHandle" and refused.value.code == INVALID_RECEIPT_HANDLE
+        broker.ack(G, T, first.messages[0].handle)  # the handle still acknowledges: the refusal changed nothing
+        assert broker.offsets.query_offset(G, T, 0) == 1
