@@ -61,13 +61,14 @@ def test_flow_and_dispatch_rows_and_refusals_that_change_nothing() -> None:
                 broker.flow(group, client, topic, 5)
             assert err.value.code == "CONSUMER_NOT_FOUND"
         assert len(sink.rows) == rows, "a refused FLOW records nothing"
-        assert broker.permits.consumer(S, "c1", T).permits == 0 and len(channel.messages) == 2
+        assert broker.permits.consumer(S, "c1", T).permits == -1 and len(channel.messages) == 3, "a batch is sent whole"
         broker.flow(S, "c1", T, 4)
         flows = sink.of("FLOW")
         assert [r["count"] for r in flows] == [2, 4]
         dispatch = sink.of("DISPATCH")
         assert [r["msg_id"] for r in dispatch] == [f"{sent.unique_id}#{i}" for i in range(3)]
-        assert [json.loads(r["detail"])["permits"] for r in dispatch] == [0, 0, 3]
+        assert [json.loads(r["detail"])["permits"] for r in dispatch] == [-1, -1, -1]
+        assert broker.permits.consumer(S, "c1", T).permits == 3
         assert all(r["offset"] == 0 and r["queue_id"] == 1 for r in dispatch)
         for r in flows + dispatch:
             assert missing_columns(r) == []
