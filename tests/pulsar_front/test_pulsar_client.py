@@ -65,9 +65,9 @@ def _overruns(rows: list[dict[str, Any]]) -> tuple[list[str], dict[str, int]]:
         elif row["event"] == "DISPATCH":
             detail = json.loads(row["detail"]) if isinstance(row["detail"], str) else row["detail"]
             entry = (row["offset"], detail["batch_size"])
-            if last.get(client) is None or last[client][0] != row["offset"]:  # type: ignore[index]
-                if granted[client] - sent[client] <= 0:
-                    breaches.append(f"{client}: entry {row['offset']} started with {granted[client] - sent[client]}")
+            starts = last.get(client) is None or last[client][0] != row["offset"]  # type: ignore[index]
+            if starts and granted[client] - sent[client] <= 0:
+                breaches.append(f"{client}: entry {row['offset']} started with {granted[client] - sent[client]}")
             last[client] = entry
             sent[client] += 1
             overshoot[client] = max(overshoot[client], sent[client] - granted[client])

@@ -2,8 +2,9 @@
 
 ``permits`` is the credit the consumer granted with FLOW and not yet used (pulsar-binary §9.3):
 it starts at 0, FLOW adds to it, every dispatched message takes one. It goes below zero when a batch
-entry larger than what is left is sent whole (Pulsar never splits a batch, §9.3 rule 3). ``pending`` holds the messages dispatched to it and not yet acknowledged, which go
-back for redelivery when it asks or leaves.
+entry larger than what is left is sent whole (Pulsar never splits a batch, §9.3 rule 3). ``pending``
+holds the messages dispatched to it and not yet acknowledged, which go back for redelivery when it asks
+or leaves.
 """
 
 from __future__ import annotations

@@ -10,35 +10,37 @@ consumers are closed, so that what they did not acknowledge goes back for redeli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import struct
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
 from reference.net.pulsar import consume, frame, produce, session
+from reference.net.pulsar.context import ConnectionContext, ConsumerRef, FrontContext
 from reference.net.pulsar.errors import error_command
 from reference.net.pulsar.schema import COMMAND_FIELDS, pb
 from reference.rules.errors import InvalidRequest
 
-if TYPE_CHECKING:
-    from reference.net.pulsar.server import PulsarFront
-
 log = logging.getLogger("mqtck.pulsar")
 
-HANDLERS = {**session.HANDLERS, **produce.HANDLERS, **consume.HANDLERS}
-PAYLOAD_HANDLERS = produce.PAYLOAD_HANDLERS
+#: Each command's handler; a payload handler gets the bytes after the command too.
+HANDLERS: dict[int, Callable[[ConnectionContext, Any], None]] = {
+    **session.HANDLERS, **produce.HANDLERS, **consume.HANDLERS}
+PAYLOAD_HANDLERS: dict[int, Callable[[ConnectionContext, Any, bytes], None]] = dict(produce.PAYLOAD_HANDLERS)
 #: BaseCommand type -> the name of the field holding its sub-message.
 FIELD_OF = {number: name for number, name, _ in COMMAND_FIELDS}
 
 
 class PulsarConnection:
-    def __init__(self, front: PulsarFront, name: str, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, front: FrontContext, name: str, writer: asyncio.StreamWriter) -> None:
         self.front = front
         self.name = name
         self.writer = writer
         self.protocol_version = 0
         self.connected = False
         self.producers: dict[int, tuple[str, str]] = {}
-        self.consumers: dict[int, consume.ConsumerRef] = {}
+        self.consumers: dict[int, ConsumerRef] = {}
         self.closed = False
 
     # -- writing -------------------------------------------------------------------------------
@@ -52,7 +54,7 @@ class PulsarConnection:
         self.write(out)
 
     # -- state ---------------------------------------------------------------------------------
-    def consumer(self, consumer_id: int) -> consume.ConsumerRef:
+    def consumer(self, consumer_id: int) -> ConsumerRef:
         ref = self.consumers.get(consumer_id)
         if ref is None:
             raise InvalidRequest("consumer_id", f"{consumer_id} is not a consumer of this connection",
@@ -61,12 +63,10 @@ class PulsarConnection:
 
     def close_consumer(self, consumer_id: int) -> None:
         ref = self.consumers.pop(consumer_id, None)
-        broker = self.front.host.broker
+        broker = self.front.running()
         if ref is not None and broker is not None:
-            try:
+            with contextlib.suppress(InvalidRequest):  # already gone (a broker restart dropped it)
                 broker.close_permit_consumer(ref.group, ref.client_id, ref.topic)
-            except InvalidRequest:  # already gone (a broker restart dropped it)
-                pass
 
     # -- serving -------------------------------------------------------------------------------
     async def serve(self, reader: asyncio.StreamReader) -> None:

@@ -10,16 +10,12 @@ them. Key_Shared is refused: seed 003 describes no key-based dispatch, and the r
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from reference.broker.permits.protocol import DispatchedMessage, InitialPosition, Position, SubType
+from reference.net.pulsar.context import ConnectionContext, ConsumerRef
 from reference.net.pulsar.schema import pb
 from reference.net.pulsar.topics import LEDGER_ID, entry_offset
 from reference.rules.errors import InvalidRequest
-
-if TYPE_CHECKING:
-    from reference.net.pulsar.connection import PulsarConnection
 
 log = logging.getLogger("mqtck.pulsar")
 
@@ -27,21 +23,10 @@ SUB_TYPES = {pb.SubType_.Exclusive: SubType.EXCLUSIVE, pb.SubType_.Shared: SubTy
              pb.SubType_.Failover: SubType.FAILOVER}
 
 
-@dataclass(frozen=True)
-class ConsumerRef:
-    """A consumer of a connection, as the permit service knows it."""
-
-    consumer_id: int
-    group: str
-    topic: str
-    client_id: str
-    sub_type: SubType
-
-
 class ConsumerChannel:
     """The permit service's channel for one wire consumer: each dispatch goes out as MESSAGE frames."""
 
-    def __init__(self, conn: PulsarConnection, consumer_id: int) -> None:
+    def __init__(self, conn: ConnectionContext, consumer_id: int) -> None:
         self.conn = conn
         self.consumer_id = consumer_id
         self.key = f"{conn.name}/{consumer_id}"
@@ -71,7 +56,7 @@ class ConsumerChannel:
             self.conn.write(out, raw)
 
 
-def subscribe(conn: PulsarConnection, cmd: object) -> None:
+def subscribe(conn: ConnectionContext, cmd: object) -> None:
     req = cmd.subscribe  # type: ignore[attr-defined]
     sub_type = SUB_TYPES.get(req.subType)
     if sub_type is None:
@@ -82,20 +67,21 @@ def subscribe(conn: PulsarConnection, cmd: object) -> None:
                              "CONSUMER_BUSY")
     topic = conn.front.ensure_topic(req.topic)
     client_id = f"{req.consumer_name or 'consumer'}#{conn.name}/{req.consumer_id}"
-    initial = InitialPosition.EARLIEST if req.initialPosition == pb.InitialPosition_.Earliest else InitialPosition.LATEST
+    earliest = req.initialPosition == pb.InitialPosition_.Earliest
+    initial = InitialPosition.EARLIEST if earliest else InitialPosition.LATEST
     conn.front.broker().subscribe_permits(req.subscription, topic, client_id, ConsumerChannel(conn, req.consumer_id),
                                           sub_type, 0, initial)
     conn.consumers[req.consumer_id] = ConsumerRef(req.consumer_id, req.subscription, topic, client_id, sub_type)
     conn.success(req.request_id)
 
 
-def flow(conn: PulsarConnection, cmd: object) -> None:
+def flow(conn: ConnectionContext, cmd: object) -> None:
     req = cmd.flow  # type: ignore[attr-defined]
     ref = conn.consumer(req.consumer_id)
     conn.front.broker().flow(ref.group, ref.client_id, ref.topic, req.messagePermits)
 
 
-def _indices(conn: PulsarConnection, ref: ConsumerRef, offset: int, ack_set: list[int]) -> list[Position]:
+def _indices(conn: ConnectionContext, ref: ConsumerRef, offset: int, ack_set: list[int]) -> list[Position]:
     """The positions of an entry an ACK or REDELIVER names: all its messages, or with an ack_set (bit i set: index
     i still unacknowledged) the ones whose bit is clear."""
     size = conn.front.entry_size(ref.group, ref.topic, offset)
@@ -107,7 +93,7 @@ def _indices(conn: PulsarConnection, ref: ConsumerRef, offset: int, ack_set: lis
             if i // 64 >= len(ack_set) or not (ack_set[i // 64] >> (i % 64)) & 1]
 
 
-def ack(conn: PulsarConnection, cmd: object) -> None:
+def ack(conn: ConnectionContext, cmd: object) -> None:
     req = cmd.ack  # type: ignore[attr-defined]
     ref = conn.consumer(req.consumer_id)
     positions: list[Position] = []
@@ -115,14 +101,15 @@ def ack(conn: PulsarConnection, cmd: object) -> None:
         if ref.sub_type is SubType.SHARED or len(req.message_id) != 1:  # Java ignores these (pulsar-binary §10)
             return
         last = entry_offset(req.message_id[0].ledgerId, req.message_id[0].entryId)
-        first = conn.front.mark_delete(ref.group, ref.topic)
-        for offset in range(first, (last if last is not None else first - 1) + 1):
+        if last is None:
+            return
+        for offset in range(conn.front.mark_delete(ref.group, ref.topic), last + 1):
             positions += _indices(conn, ref, offset, [])
     else:
         for mid in req.message_id:
-            offset = entry_offset(mid.ledgerId, mid.entryId)
-            if offset is not None:
-                positions += _indices(conn, ref, offset, list(mid.ack_set))
+            named = entry_offset(mid.ledgerId, mid.entryId)
+            if named is not None:
+                positions += _indices(conn, ref, named, list(mid.ack_set))
     conn.front.broker().ack_permits(ref.group, ref.client_id, ref.topic, positions)
     if req.HasField("request_id"):
         out = pb.BaseCommand(type=pb.Type_.ACK_RESPONSE)
@@ -131,7 +118,7 @@ def ack(conn: PulsarConnection, cmd: object) -> None:
         conn.write(out)
 
 
-def redeliver(conn: PulsarConnection, cmd: object) -> None:
+def redeliver(conn: ConnectionContext, cmd: object) -> None:
     """Shared: the named entries (all pending without ids); exclusive and failover: a rewind (§12.2)."""
     req = cmd.redeliverUnacknowledgedMessages  # type: ignore[attr-defined]
     ref = conn.consumer(req.consumer_id)
@@ -145,13 +132,13 @@ def redeliver(conn: PulsarConnection, cmd: object) -> None:
     conn.front.broker().redeliver_unacknowledged(ref.group, ref.client_id, ref.topic, positions)
 
 
-def close_consumer(conn: PulsarConnection, cmd: object) -> None:
+def close_consumer(conn: ConnectionContext, cmd: object) -> None:
     req = cmd.close_consumer  # type: ignore[attr-defined]
     conn.close_consumer(req.consumer_id)
     conn.success(req.request_id)
 
 
-def unsubscribe(conn: PulsarConnection, cmd: object) -> None:
+def unsubscribe(conn: ConnectionContext, cmd: object) -> None:
     req = cmd.unsubscribe  # type: ignore[attr-defined]
     conn.consumer(req.consumer_id)
     raise InvalidRequest("unsubscribe", "deleting a subscription is not served by the mqtck reference front")

@@ -7,21 +7,17 @@ charges one permit per message. Receipts go out in the order of the SENDs, each 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from reference.broker.permits.batch import NUM_MESSAGES_IN_BATCH
 from reference.net.pulsar import frame
+from reference.net.pulsar.context import ConnectionContext
 from reference.net.pulsar.errors import send_error_command
 from reference.net.pulsar.schema import pb
-from reference.net.pulsar.topics import LEDGER_ID, store_topic
+from reference.net.pulsar.topics import LEDGER_ID
 from reference.rules.errors import InvalidRequest
 from reference.store.message import Message
 
-if TYPE_CHECKING:
-    from reference.net.pulsar.connection import PulsarConnection
 
-
-def producer(conn: PulsarConnection, cmd: object) -> None:
+def producer(conn: ConnectionContext, cmd: object) -> None:
     req = cmd.producer  # type: ignore[attr-defined]
     topic = conn.front.ensure_topic(req.topic)
     if req.producer_id in conn.producers and conn.producers[req.producer_id][0] != topic:
@@ -35,7 +31,7 @@ def producer(conn: PulsarConnection, cmd: object) -> None:
     conn.write(out)
 
 
-def send(conn: PulsarConnection, cmd: object, after: bytes) -> None:
+def send(conn: ConnectionContext, cmd: object, after: bytes) -> None:
     req = cmd.send  # type: ignore[attr-defined]
     known = conn.producers.get(req.producer_id)
     try:
@@ -56,7 +52,7 @@ def send(conn: PulsarConnection, cmd: object, after: bytes) -> None:
     conn.write(out)
 
 
-def close_producer(conn: PulsarConnection, cmd: object) -> None:
+def close_producer(conn: ConnectionContext, cmd: object) -> None:
     req = cmd.close_producer  # type: ignore[attr-defined]
     conn.producers.pop(req.producer_id, None)
     conn.success(req.request_id)

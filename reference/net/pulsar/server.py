@@ -39,6 +39,10 @@ class PulsarFront:
             raise RuntimeError("the broker is not running")
         return broker
 
+    def running(self) -> Broker | None:
+        """The broker, or None while none runs (a connection closing after the service stopped)."""
+        return self.host.broker
+
     def ensure_topic(self, topic: str) -> str:
         """The store topic of a Pulsar topic, created with one queue on first use."""
         name = store_topic(topic)
@@ -76,12 +80,8 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def run_front(broker_host: BrokerHost, host: str, port: int) -> None:
-    """Serve until cancelled (SIGINT or SIGTERM); the host's broker is opened and closed here."""
-    sock = bind(host, port)
-    bound_host, bound_port = sock.getsockname()[:2]
-    front = PulsarFront(broker_host, f"pulsar://{bound_host}:{bound_port}")
-    broker_host.open()
+async def start_front(front: PulsarFront, sock: socket.socket) -> asyncio.Server:
+    """Accept connections on the bound ``sock`` for ``front`` (whose broker is open)."""
     counter = itertools.count()
 
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -89,7 +89,16 @@ async def run_front(broker_host: BrokerHost, host: str, port: int) -> None:
             writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         await PulsarConnection(front, f"conn-{next(counter)}", writer).serve(reader)
 
-    server = await asyncio.start_server(accept, sock=sock, limit=frame.MAX_FRAME_BYTES + 8)
+    return await asyncio.start_server(accept, sock=sock, limit=frame.MAX_FRAME_BYTES + 8)
+
+
+async def run_front(broker_host: BrokerHost, host: str, port: int) -> None:
+    """Serve until SIGINT or SIGTERM; the host's broker is opened and closed here."""
+    sock = bind(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    front = PulsarFront(broker_host, f"pulsar://{bound_host}:{bound_port}")
+    broker_host.open()
+    server = await start_front(front, sock)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

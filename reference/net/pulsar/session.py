@@ -3,21 +3,19 @@ front does not serve, so that a client waiting on a request id is answered at on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
+from reference.net.pulsar.context import ConnectionContext
 from reference.net.pulsar.schema import pb
 from reference.net.pulsar.topics import store_topic
 from reference.rules.errors import InvalidRequest
-
-if TYPE_CHECKING:
-    from reference.net.pulsar.connection import PulsarConnection
 
 #: The newest protocol version this front speaks (the one pulsar-client 3.13 / libpulsar 4.2.0 sends).
 PROTOCOL_VERSION = 20
 SERVER_VERSION = "mqtck-reference"
 
 
-def connect(conn: PulsarConnection, cmd: object) -> None:
+def connect(conn: ConnectionContext, cmd: object) -> None:
     """CONNECTED with ``protocol_version = min(client's, ours)``, never omitted (an absent one means v0, §5)."""
     version = min(cmd.connect.protocol_version, PROTOCOL_VERSION)  # type: ignore[attr-defined]
     conn.protocol_version = version
@@ -29,7 +27,7 @@ def connect(conn: PulsarConnection, cmd: object) -> None:
     conn.write(out)
 
 
-def partitioned_metadata(conn: PulsarConnection, cmd: object) -> None:
+def partitioned_metadata(conn: ConnectionContext, cmd: object) -> None:
     """Every topic is non-partitioned here (a partition is a topic of its own): ``partitions: 0``."""
     req = cmd.partitionMetadata  # type: ignore[attr-defined]
     out = pb.BaseCommand(type=pb.Type_.PARTITIONED_METADATA_RESPONSE)
@@ -45,7 +43,7 @@ def partitioned_metadata(conn: PulsarConnection, cmd: object) -> None:
     conn.write(out)
 
 
-def lookup(conn: PulsarConnection, cmd: object) -> None:
+def lookup(conn: ConnectionContext, cmd: object) -> None:
     """``Connect`` to the exact service URL clients were given, so they keep their one connection (§6)."""
     req = cmd.lookupTopic  # type: ignore[attr-defined]
     out = pb.BaseCommand(type=pb.Type_.LOOKUP_RESPONSE)
@@ -62,18 +60,18 @@ def lookup(conn: PulsarConnection, cmd: object) -> None:
     conn.write(out)
 
 
-def ping(conn: PulsarConnection, cmd: object) -> None:
+def ping(conn: ConnectionContext, cmd: object) -> None:
     out = pb.BaseCommand(type=pb.Type_.PONG)
     out.pong.SetInParent()
     conn.write(out)
 
 
-def pong(conn: PulsarConnection, cmd: object) -> None:
+def pong(conn: ConnectionContext, cmd: object) -> None:
     """The answer to a PING of ours; this front sends none, and a stray PONG changes nothing."""
 
 
-def not_served(field: str) -> object:
-    def refuse(conn: PulsarConnection, cmd: object) -> None:
+def not_served(field: str) -> Callable[[ConnectionContext, object], None]:
+    def refuse(conn: ConnectionContext, cmd: object) -> None:
         raise InvalidRequest(field, "not served by the mqtck reference front (docs/pulsar.md)")
 
     return refuse

@@ -25,7 +25,8 @@ from reference.sim.findings import Finding
 #: The rows a permit failure note shows (with :func:`reference.sim.timeline.format_timeline`).
 PERMIT_EVENTS = ("FLOW", "DISPATCH", "CRASH", "RESTART")
 #: The requirement each permit anomaly breaks.
-PERMIT_REQUIREMENTS = {"overrun": "FLOW-2", "entry-overrun": "FLOW-11", "freeze": "FLOW-3", "redelivery-count": "FLOW-6", "lost": "FLOW-10"}
+PERMIT_REQUIREMENTS = {"overrun": "FLOW-2", "entry-overrun": "FLOW-11", "freeze": "FLOW-3",
+                       "redelivery-count": "FLOW-6", "lost": "FLOW-10"}
 
 
 def permit_finding(kind: str, message: str, client_id: str | None = None) -> Finding:
