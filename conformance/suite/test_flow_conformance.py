@@ -23,14 +23,23 @@ def singles(target: Target, n: int, start: int = 0) -> None:
         target.send(T, 0, b"s%d" % i)
 
 
-@pytest.mark.req("FLOW-1")
-def test_flow_adds_incremental_credit_and_refuses_bad_permits(target: PermitTarget) -> None:
+@pytest.mark.req("FLOW-1.credit")
+def test_flow_adds_incremental_credit(target: PermitTarget) -> None:
     target.create_topic(T, 1)
     target.subscribe_permits(S, T, "c1")
     assert target.permits(S, "c1", T) == 0, "a consumer starts with no permits"
     target.flow(S, "c1", T, 5)
     target.flow(S, "c1", T, 3)
     assert target.permits(S, "c1", T) == 8, "FLOW adds credit, it does not restate the window"
+    assert target.dispatched(S, "c1", T) == []
+
+
+@pytest.mark.req("FLOW-1.refusal")
+@pytest.mark.needs("flow_refusals")
+def test_flow_refuses_bad_permits(target: PermitTarget) -> None:
+    target.create_topic(T, 1)
+    target.subscribe_permits(S, T, "c1")
+    target.flow(S, "c1", T, 8)
     for bad in (0, -1, 2**32):
         with pytest.raises(TargetError) as err:
             target.flow(S, "c1", T, bad)

@@ -42,7 +42,7 @@ def test_batch_encoding_round_trip() -> None:
     assert split_batch(body, int(props["NUM_MESSAGES_IN_BATCH"])) == bodies
 
 
-@pytest.mark.req("FLOW-9", "FLOW-1")
+@pytest.mark.req("FLOW-9", "FLOW-1.refusal")
 def test_flow_and_dispatch_rows_and_refusals_that_change_nothing() -> None:
     with permit_broker() as (broker, _clock, sink, _):
         channel = RecordingPermitChannel("c1")
