@@ -143,6 +143,8 @@ class PulsarTarget:
         self._producers: dict[str, int] = {}
         self._sequence = itertools.count()
         self._consumers: dict[tuple[str, str, str], _Consumer] = {}
+        #: topic -> entries this target was answered a receipt for (the next entry id, as it numbers from 0).
+        self._sent: dict[str, int] = {}
 
     # -- plumbing ------------------------------------------------------------------------------
     def _topic(self, topic: str) -> str:
@@ -184,15 +186,22 @@ class PulsarTarget:
             raise TargetError("SEND_ERROR", where, rule)
         self._sync()
         entry = reply.send_receipt.message_id.entryId
+        self._sent[topic] = max(self._sent.get(topic, 0), entry + 1)
         return SendReceipt(0, entry, f"1:{entry}")
 
     # -- Target ---------------------------------------------------------------------------------
     def create_topic(self, topic: str, queues: int) -> None:
-        """Topics are created on first use, one queue each."""
-        if queues != 1:
-            raise TargetError("INVALID_ARGUMENT", "queues", "a Pulsar topic (or partition) is one queue")
+        """Topics are created on first use; a Pulsar topic (or partition) is one queue, queue 0."""
+        if queues < 1:
+            raise TargetError("INVALID_ARGUMENT", "queues", "must be at least 1")
+
+    def min_max(self, topic: str, queue_id: int) -> tuple[int, int]:
+        """From the send receipts: the wire has no query of a topic's bounds (this target serves no pulls)."""
+        return 0, self._sent.get(topic, 0)
 
     def send(self, topic: str, queue_id: int, body: bytes, tags: str | None = None) -> SendReceipt:
+        if queue_id != 0:
+            raise TargetError("INVALID_ARGUMENT", "queueId", "a Pulsar topic has one queue, 0")
         return self._send(topic, pb.MessageMetadata(), body, 1)
 
     def send_batch(self, topic: str, queue_id: int, bodies: list[bytes]) -> SendReceipt:
@@ -212,6 +221,17 @@ class PulsarTarget:
         kind = SUB_TYPES.get(sub_type.lower())
         if kind is None:
             raise TargetError("INVALID_ARGUMENT", "subType", f"unknown subscription type {sub_type!r}")
+        known = self._consumers.get((group, client_id, topic))
+        if known is not None and known.open:
+            # One consumer per client id: a second subscribe goes on its connection with its consumer id, for the
+            # broker to refuse (Pulsar names no consumer by its name; two may share one).
+            request_id = known.wire.request_id()
+            cmd = pb.BaseCommand(type=pb.Type_.SUBSCRIBE)
+            sub = cmd.subscribe
+            sub.topic, sub.subscription, sub.subType = self._topic(topic), f"{self._ns}{group}", kind
+            sub.consumer_id, sub.request_id, sub.consumer_name = 0, request_id, client_id
+            known.wire.call(cmd, "subscribe", request_id)
+            return
         consumer = _Consumer(_Wire(self.address))
         consumer.wire.on_message = lambda message, entry: self._received(consumer, message, entry)
         request_id = consumer.wire.request_id()

@@ -10,7 +10,7 @@ import pytest
 
 from properties.harness import SMALL_STORE
 from reference.broker.broker import Broker
-from reference.broker.permits.batch import encode_batch, split_batch
+from reference.broker.permits.batch import encode_batch, entry_bodies, split_batch
 from reference.broker.permits.protocol import InitialPosition, Position, RecordingPermitChannel, SubType
 from reference.clock import SimClock
 from reference.rules.errors import InvalidRequest
@@ -40,6 +40,9 @@ def test_batch_encoding_round_trip() -> None:
     bodies = [b"", b"a", b"\x00" * 300]
     body, props = encode_batch(bodies)
     assert split_batch(body, int(props["NUM_MESSAGES_IN_BATCH"])) == bodies
+    one, one_props = encode_batch([b"only"])
+    assert entry_bodies(one, one_props) == [b"only"], "a batch of one is still a batch"
+    assert entry_bodies(b"alone", {}) == [b"alone"]
 
 
 @pytest.mark.req("FLOW-9", "FLOW-1.refusal")

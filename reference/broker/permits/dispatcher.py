@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from reference.broker.permits.batch import split_batch
+from reference.broker.permits.batch import entry_bodies
 from reference.broker.permits.consumer import PermitConsumer
 from reference.broker.permits.cursor import EntryRead, ManagedCursor
 from reference.broker.permits.protocol import DispatchedMessage, Position
@@ -106,7 +106,7 @@ class PermitDispatcher:
         out: list[DispatchedMessage] = []
         for read in reads:
             message = read.message
-            bodies = split_batch(message.body, read.size)
+            bodies = entry_bodies(message.body, message.properties)
             for index in read.indices:
                 position = Position(message.queue_offset, index)
                 count = self.tracker.increment_and_get(position) if self.tracker.contains(position) else 0

@@ -62,11 +62,15 @@ def subscribe(conn: ConnectionContext, cmd: object) -> None:
     if sub_type is None:
         raise InvalidRequest("subType", "Key_Shared is not served: seed 003 describes no key-based dispatch "
                              "(Exclusive, Shared and Failover are)")
-    if req.consumer_id in conn.consumers:
+    topic = conn.front.ensure_topic(req.topic)
+    known = conn.consumers.get(req.consumer_id)
+    if known is not None and (known.group, known.topic) != (req.subscription, topic):
         raise InvalidRequest("consumer_id", f"{req.consumer_id} is already a consumer of this connection",
                              "CONSUMER_BUSY")
-    topic = conn.front.ensure_topic(req.topic)
-    client_id = f"{req.consumer_name or 'consumer'}#{conn.name}/{req.consumer_id}"
+    # The same consumer subscribing again keeps its client id, so that the permit service refuses it by its own
+    # rules and in their order (another subscription type first, then a consumer already subscribed).
+    client_id = known.client_id if known is not None else f"{req.consumer_name or 'consumer'}#{conn.name}/" \
+        f"{req.consumer_id}"
     earliest = req.initialPosition == pb.InitialPosition_.Earliest
     initial = InitialPosition.EARLIEST if earliest else InitialPosition.LATEST
     conn.front.broker().subscribe_permits(req.subscription, topic, client_id, ConsumerChannel(conn, req.consumer_id),
