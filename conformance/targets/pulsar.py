@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.targets import DispatchedRecord, SendReceipt, TargetError
+from conformance.targets import DispatchedRecord, PendingPull, SendReceipt, TargetError
 from reference.net.pulsar import frame
 from reference.net.pulsar.schema import pb
 
@@ -210,6 +210,43 @@ class PulsarTarget:
             single = pb.SingleMessageMetadata(payload_size=len(body)).SerializeToString()
             payload += struct.pack(">I", len(single)) + single + body
         return self._send(topic, pb.MessageMetadata(num_messages_in_batch=len(bodies)), bytes(payload), len(bodies))
+
+    # -- what the Pulsar wire does not carry (never called: the capabilities leave these tests not applicable) --
+    def _absent(self, what: str) -> TargetError:
+        return TargetError("NOT_APPLICABLE", what, "not a Pulsar operation (pulsar:// offers flow_permits only)")
+
+    def start_pull(self, group: str, topic: str, queue_id: int, offset: int, *, max_nums: int = 32,
+                   expression: str | None = "*", suspend_ms: int = 0, commit_offset: int | None = None,
+                   client_id: str = "conformance") -> PendingPull:
+        raise self._absent("pull")
+
+    def query_offset(self, group: str, topic: str, queue_id: int) -> tuple[str, int]:
+        raise self._absent("query_offset")
+
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        raise self._absent("commit_offset")
+
+    def heartbeat(self, conn: str, client_id: str, group: str, subscriptions: dict[str, str],
+                  model: str = "CLUSTERING", sub_version: int = 0) -> bool:
+        raise self._absent("heartbeat")
+
+    def unregister(self, conn: str, group: str) -> None:
+        raise self._absent("unregister")
+
+    def consumer_ids(self, group: str) -> list[str]:
+        raise self._absent("consumer_ids")
+
+    def notifications(self, conn: str) -> list[str]:
+        raise self._absent("notifications")
+
+    def run_retention(self) -> None:
+        raise self._absent("run_retention")
+
+    def advance(self, ms: int) -> None:
+        raise self._absent("advance")
+
+    def clock_now_ms(self) -> int:
+        raise self._absent("clock_now_ms")
 
     def close(self) -> None:
         for consumer in self._consumers.values():

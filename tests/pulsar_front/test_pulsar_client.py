@@ -27,7 +27,7 @@ QUEUES = (3, 5, 8)
 #: Every message whose number is a multiple of this is negatively acknowledged on its first delivery.
 NACK_EVERY = 250
 #: A consumer with less than 1/STARVED of the messages starved.
-STARVED = 50
+STARVED = 100
 #: How long the whole exchange may take before the test gives up (a stuck dispatcher, not a timing goal).
 DEADLINE_S = 120.0
 

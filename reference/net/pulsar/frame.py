@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from reference.net.pulsar.schema import pb
 from reference.rules.errors import InvalidRequest
@@ -58,19 +59,19 @@ class Entry:
     reads of its metadata."""
 
     raw: bytes
-    metadata: object
+    metadata: Any
     #: Messages in the entry: ``num_messages_in_batch`` if present (a batch, even of 1), else 1.
     size: int
     batched: bool
 
 
-def encode(command: object, entry: bytes = b"") -> bytes:
+def encode(command: Any, entry: bytes = b"") -> bytes:
     """A frame: the BaseCommand, then (MESSAGE) the entry's bytes."""
-    cmd = command.SerializeToString()  # type: ignore[attr-defined]
+    cmd = command.SerializeToString()
     return struct.pack(">II", 4 + len(cmd) + len(entry), len(cmd)) + cmd + entry
 
 
-def decode(frame: bytes) -> tuple[object, bytes]:
+def decode(frame: bytes) -> tuple[Any, bytes]:
     """``frame`` is everything after totalSize: (BaseCommand, the bytes after it). FrameError if unreadable."""
     if len(frame) < 4:
         raise FrameError(f"frame of {len(frame)} bytes has no command size")
@@ -114,7 +115,7 @@ def read_entry(after_command: bytes) -> Entry:
     return Entry(raw, metadata, count, batched)
 
 
-def payload_of(raw: bytes) -> tuple[object, bytes]:
+def payload_of(raw: bytes) -> tuple[Any, bytes]:
     """(MessageMetadata, payload) of a stored entry (the checksummed form)."""
     (size,) = struct.unpack_from(">I", raw, 6)
     metadata = pb.MessageMetadata()
@@ -122,7 +123,7 @@ def payload_of(raw: bytes) -> tuple[object, bytes]:
     return metadata, raw[10 + size:]
 
 
-def split_batch_payload(payload: bytes, count: int) -> list[tuple[object, bytes]]:
+def split_batch_payload(payload: bytes, count: int) -> list[tuple[Any, bytes]]:
     """A batch payload's messages: ``count`` times ``[u32 size][SingleMessageMetadata][payload_size bytes]``."""
     out, at = [], 0
     for _ in range(count):
