@@ -61,7 +61,7 @@ class PermitsGoNegative(SingleActiveConsumerDispatcher):
             consumer = self.active
             if consumer is None or consumer.permits < 0:
                 return
-            reads = self.cursor.read_new(max(consumer.permits, 1), self.split_batches)
+            reads = self.cursor.read_new(max(consumer.permits, 1))
             if not reads:
                 return
             self.send(consumer, reads)

@@ -57,9 +57,6 @@ READ_BATCH_SIZE = 100
 class PermitDispatcher:
     """What both dispatchers share: sending within permits, consumers, acks."""
 
-    #: Batch entries are sent whole (Pulsar never splits a batch; see the module docstring). The cursor can cut an
-    #: entry at the permits, a stricter dispatcher than any Pulsar broker, which no component uses.
-    split_batches = False
     tracker_class: type[InMemoryRedeliveryTracker] = InMemoryRedeliveryTracker
 
     def __init__(self, subscription: Subscription) -> None:
@@ -183,7 +180,7 @@ class SingleActiveConsumerDispatcher(PermitDispatcher):
             consumer = self.active
             if consumer is None or consumer.permits <= 0:
                 return
-            reads = self.cursor.read_new(consumer.permits, self.split_batches)
+            reads = self.cursor.read_new(consumer.permits)
             if not reads:
                 return
             self.send(consumer, reads)
@@ -242,7 +239,7 @@ class MultipleConsumersDispatcher(PermitDispatcher):
             budget = min(consumer.permits, READ_BATCH_SIZE)
             reads = self._read_replay(budget) if self.replay else []
             if not reads:  # the replay list is empty now (what was on it was acknowledged)
-                reads = self.cursor.read_new(budget, self.split_batches)
+                reads = self.cursor.read_new(budget)
             if not reads:
                 return
             self.send(consumer, reads)
