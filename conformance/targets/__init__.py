@@ -60,6 +60,9 @@ CAPABILITIES = frozenset(
         # Raw remoting frames to the target's name server and broker (remoting targets: ``namesrv``,
         # ``broker_addr``, ``namespaced(name)``): the REMOTING family's wire tests.
         "remoting_wire",
+        # A FLOW the broker refuses is answered with the refusal (the Pulsar wire has no reply to FLOW: a broker
+        # ignores a bad one, pulsar-binary §14), so FLOW-1's refusal clause can be judged.
+        "flow_refusals",
         # A broker started with ACL 1.0 accounts (fixtures/acl/plain_acl.yml): judged by tests against live
         # brokers (tests/net/test_acl_remoting.py, tests/peers/test_acl_rocketmq.py), not through a target yet.
         "acl",

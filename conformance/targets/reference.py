@@ -127,7 +127,7 @@ class ReferenceTarget:
             "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control",
             "clock_control", "trace", "race_control", "pop", "flow_permits", "restart", "allocation",
             "client_simulation", "retention_expire", "store_layout", "channel_close", "broker_config",
-            "group_info", "pop_order", "topic_admin",
+            "group_info", "pop_order", "topic_admin", "flow_refusals",
         }
     )
 
