@@ -6,6 +6,8 @@
 * ``--remoting [HOST:]PORT``: the RocketMQ 4.x remoting protocol (name server on PORT, broker on
   ``--broker-port``, ephemeral by default) for the official clients; the line
   ``mqtck broker: serving remoting://HOST:PORT`` names the name server (docs/remoting.md);
+* ``--pulsar [HOST:]PORT``: the Pulsar binary protocol over the permit dispatcher (docs/pulsar.md); the line
+  ``mqtck broker: serving pulsar://HOST:PORT`` is the service URL clients are given;
 * ``--grpc [HOST:]PORT``: the RocketMQ 5 gRPC front (``apache.rocketmq.v2.MessagingService``, docs/grpc.md), alone
   or beside ``--remoting`` or ``--http`` on the same broker core (one store, one loop), as the 5.x proxy in LOCAL
   mode serves gRPC beside the broker; its line ``mqtck broker: serving grpc://HOST:PORT`` follows the other's.
@@ -48,12 +50,15 @@ LOOPBACK = "127.0.0.1"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("broker", help="serve the reference broker (--stdio, --http, --remoting and/or --grpc)")
+    p = sub.add_parser("broker", help="serve the reference broker (--stdio, --http, --remoting or --pulsar; --grpc "
+                                      "alone or beside --remoting or --http)")
     transport = p.add_mutually_exclusive_group()
     transport.add_argument("--stdio", action="store_true", help="JSON Lines requests on stdin, responses on stdout")
     transport.add_argument("--http", metavar="[HOST:]PORT", default=None, help="serve the OpenAPI front")
     transport.add_argument("--remoting", metavar="[HOST:]PORT", default=None,
                            help="serve the RocketMQ remoting protocol: name server on PORT, broker on --broker-port")
+    transport.add_argument("--pulsar", metavar="[HOST:]PORT", default=None,
+                           help="serve the Pulsar binary protocol (pulsar://HOST:PORT) over the permit dispatcher")
     p.add_argument("--grpc", metavar="[HOST:]PORT", default=None,
                    help="serve the RocketMQ 5 gRPC front (MessagingService), alone or beside --remoting or --http "
                         "on the same broker")
@@ -89,7 +94,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--api-key-file", metavar="FILE", default=None,
                    help="--http: serve only requests whose X-API-Key header holds a key of this file (one per line)")
     p.add_argument("--mutant", metavar="NAME", default=None,
-                   help="--remoting, --http or --grpc: serve the broker with this seeded broker fault of the catalogue")
+                   help="--remoting, --http, --pulsar or --grpc: serve the broker with this seeded broker fault of the "
+                        "catalogue")
     p.set_defaults(func=run)
 
 
@@ -203,25 +209,29 @@ def run(args: argparse.Namespace) -> int:
     from reference.store.config import MessageStoreConfig
     from reference.trace import RingSink, Trace, sink_for
 
-    if not args.stdio and args.http is None and args.remoting is None and args.grpc is None:
-        raise UsageError("choose a transport: --stdio, --http [HOST:]PORT, --remoting [HOST:]PORT or --grpc "
-                         "[HOST:]PORT")
-    if args.grpc is not None and args.stdio:
-        raise UsageError("--grpc serves beside --remoting or --http, not --stdio")
+    if not args.stdio and args.http is None and args.remoting is None and args.pulsar is None and args.grpc is None:
+        raise UsageError("choose a transport: --stdio, --http [HOST:]PORT, --remoting [HOST:]PORT, --pulsar "
+                         "[HOST:]PORT or --grpc [HOST:]PORT")
+    if args.grpc is not None and (args.stdio or args.pulsar is not None):
+        raise UsageError("--grpc serves beside --remoting or --http, not --stdio or --pulsar")
     grpc_fronts = _grpc_fronts(args)
     if args.sim_clock and not (args.http or (args.remoting is not None and args.control)):
         raise UsageError("--sim-clock needs --http or --remoting with --control (time moves only through their "
                          "clock advance)")
     if args.control and args.remoting is None:
         raise UsageError("--control needs --remoting [HOST:]PORT")
-    if args.mutant is not None and args.remoting is None and args.http is None and args.grpc is None:
-        raise UsageError("--mutant needs --remoting [HOST:]PORT, --http [HOST:]PORT or --grpc [HOST:]PORT")
+    if (args.mutant is not None and args.remoting is None and args.http is None and args.pulsar is None
+            and args.grpc is None):
+        raise UsageError("--mutant needs --remoting, --http, --pulsar or --grpc [HOST:]PORT")
     if args.api_key_file is not None and args.http is None:
         raise UsageError("--api-key-file needs --http [HOST:]PORT (the remoting broker takes --acl FILE)")
     if args.acl is not None and args.remoting is None:
         raise UsageError("--acl needs --remoting [HOST:]PORT (the HTTP front takes --api-key-file FILE)")
     mutant = broker_mutant(args.mutant) if args.mutant is not None else None
     address = parse_http_address(args.http) if args.http is not None else None
+    pulsar = parse_http_address(args.pulsar, "--pulsar") if args.pulsar is not None else None
+    if pulsar is not None:
+        ensure_bindable(*pulsar, "--pulsar")
     api_keys = read_key_file(args.api_key_file) if args.api_key_file is not None else frozenset()
     if address is not None:
         ensure_bindable(*address, "--http")
@@ -269,6 +279,10 @@ def run(args: argparse.Namespace) -> int:
             from reference.net.http.server import serve_http
 
             serve_http(broker_host, *address, api_keys=api_keys, fronts=grpc_fronts)
+        elif pulsar is not None:
+            from reference.net.pulsar.server import serve_pulsar
+
+            serve_pulsar(broker_host, *pulsar)
         elif args.grpc is not None:
             from reference.net.grpc.server import serve_grpc
 
