@@ -66,7 +66,7 @@ def test_a_client_peer_is_a_command_of_the_client_check(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "says"), [
     (("gate", "rocketmq-9.9.9"),
      "unknown peer 'rocketmq-9.9.9'; known: cpp-client-0.4.4, go-client-2.1.2, java-client-4.9.8, "
-     "java-lite-pull-4.9.8, java-strategies-4.9.8, rocketmq-4.9.7, rocketmq-5.5.0"),
+     "java-lite-pull-4.9.8, java-strategies-4.9.8, pulsar-4.0.7, rocketmq-4.9.7, rocketmq-5.5.0"),
     (("peer", "run", "java-strategies-4.9.8"), "is not a broker and cannot be served"),
     (("peer", "run", "java-client-4.9.8"), "is not a broker and cannot be served"),
     (("peer", "install", "cpp-client-0.4.4"), "comes from PyPI, not Maven Central"),

@@ -114,6 +114,32 @@ def _gate_client(info: PeerInfo, args: argparse.Namespace, started: float) -> in
     return code
 
 
+def _gate_pulsar(info: PeerInfo, args: argparse.Namespace, started: float) -> int:
+    """The Pulsar standalone: started (its start time and memory said), then the suite over ``pulsar://``."""
+    from conformance.peers.maven import pulsar_classpath
+    from conformance.peers.pulsar import served as served_pulsar
+
+    stack = contextlib.ExitStack()
+    try:
+        _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
+        pulsar_classpath(info.version)
+        _say(f"starting {info.name}")
+        peer = stack.enter_context(served_pulsar(info))
+    except PeerError as exc:
+        raise UsageError(str(exc)) from None
+    _say(f"{info.name} ready at {peer.target} after {peer.ready_after_s:.1f} s (RSS {peer.rss_bytes >> 20} MiB); "
+         "running the suite")
+    from conformance.commands.conform import ConformOptions, conform
+
+    options = ConformOptions(target=peer.target, report_dir=args.report_dir, implementation=info.name,
+                             title=info.title or info.name, workers=args.workers, expect=_expect(info, args),
+                             junit=args.junit, only=args.only, json=args.json, slow=args.slow)
+    with stack:
+        code = conform(options)
+    _say(f"{info.name}: exit {code}, {time.monotonic() - started:.1f} s wall time, start and stop included")
+    return code
+
+
 def run(args: argparse.Namespace) -> int:
     from conformance.peers.maven import rocketmq_classpath
     from conformance.peers.rocketmq import GATE_CHANNEL_EXPIRED_TIMEOUT_MS, RocketMQPeer, served
@@ -130,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
             if args.only:
                 raise UsageError("--only: a client gate runs every scenario of the client check")
             return _gate_client(info, args, started)
+        if info.wire == "pulsar":
+            return _gate_pulsar(info, args, started)
         _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
         rocketmq_classpath(info.version)
         _say(f"starting {info.name}")
