@@ -114,6 +114,45 @@ def _gate_client(info: PeerInfo, args: argparse.Namespace, started: float) -> in
     return code
 
 
+def _gate_pulsar_client(info: PeerInfo, args: argparse.Namespace, started: float) -> int:
+    """A Pulsar client: its round trip against the reference's Pulsar front, its FLOWs judged from the trace."""
+    import json
+    from pathlib import Path
+
+    from conformance.peers.pulsar_clients import check, junit_xml
+    from conformance.report import point_latest, write_junit
+
+    if args.only:
+        raise UsageError("--only: a Pulsar client gate runs its one round trip")
+    try:
+        _say(f"{info.name}: its round trip against mqtck broker --pulsar ({', '.join(info.artifacts)})")
+        doc = check(info)
+    except PeerError as exc:
+        raise UsageError(str(exc)) from None
+    counts: dict[str, int] = {}
+    for entry in doc["requirements"]:
+        counts[entry["status"]] = counts.get(entry["status"], 0) + 1
+    passed = all(entry["status"] == "pass" for entry in doc["requirements"])
+    summary = {**doc, "target": f"peer:{info.name}", "verdict": "pass" if passed else "fail", "counts": counts,
+               "duration_s": round(time.monotonic() - started, 1)}
+    run_dir = Path(args.report_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{info.name}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_junit(run_dir, junit_xml(info.name, doc["requirements"]), Path(args.junit) if args.junit else None)
+    point_latest(Path(args.report_dir), run_dir)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        for entry in doc["requirements"]:
+            print(f"{entry['status'].upper():5s} {entry['id']} ({entry['level']})")
+            for test in entry["tests"]:
+                print(f"      {'ok  ' if test['outcome'] == 'passed' else 'FAIL'} {test['nodeid']}: {test['message']}")
+        print(f"redelivery counts seen by the client: {doc['observed']['redelivery_counts']}; report: "
+              f"{run_dir / 'summary.json'}")
+    _say(f"{info.name}: {time.monotonic() - started:.1f} s wall time")
+    return 0 if passed else 1
+
+
 def _gate_pulsar(info: PeerInfo, args: argparse.Namespace, started: float) -> int:
     """The Pulsar standalone: started (its start time and memory said), then the suite over ``pulsar://``."""
     from conformance.peers.maven import pulsar_classpath
@@ -152,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
         info = peer_info(args.name)
         if info.kind == "strategies":
             return _gate_strategies(info, args, started)
+        if info.kind == "client" and info.wire == "pulsar":
+            return _gate_pulsar_client(info, args, started)
         if info.kind == "client":
             if args.only:
                 raise UsageError("--only: a client gate runs every scenario of the client check")

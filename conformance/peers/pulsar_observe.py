@@ -16,6 +16,7 @@ docs/pulsar-peer.md quotes its output, tests/peers/test_pulsar_peer.py asserts i
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -23,6 +24,8 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.peers import PeerError, peer_info
@@ -37,6 +40,8 @@ PROGRAMS_DIR = Path(__file__).resolve().parent / "pulsar_client"
 JAVA_CLIENT_VERSION = "4.0.7"
 #: How long the whole round trip may take (a JVM start, 120 messages, two 100 ms nacks).
 ROUND_TRIP_TIMEOUT_S = 180.0
+#: The round trip's phases, in order: where the observer reads the broker's stats.
+PHASES = ("produced", "drained", "nacked")
 #: How long the stats are polled for the dispatch to settle after the produce.
 SETTLE_S = 10.0
 
@@ -44,6 +49,9 @@ SETTLE_S = 10.0
 def client_argv(client: str) -> list[str]:
     """The command that runs the round trip on ``client`` (``python`` or ``java``); PeerError if it cannot run."""
     if client == "python":
+        if importlib.util.find_spec("pulsar") is None:
+            raise PeerError("the Python client's round trip needs the PyPI package pulsar-client 3.13 in this Python "
+                            "(pip install 'mqtck[pulsar]')")
         return [sys.executable, "-m", "conformance.peers.pulsar_client.python_roundtrip"]
     if client == "java":
         from conformance.peers.java import java_program
@@ -56,20 +64,29 @@ def client_argv(client: str) -> list[str]:
     raise PeerError(f"--client {client!r}: expected python or java")
 
 
-def observe(peer: PulsarPeer, client: str) -> dict[str, object]:
-    """Run the round trip of ``client`` against ``peer`` and return what both sides saw."""
+@dataclass
+class RoundTrip:
+    """What one client's round trip reported: each message of the shared subscription, and the nacked message's
+    redelivery counts, delivery by delivery; ``phases`` are the phases it reached."""
+
+    topic: str
+    nack_topic: str
+    received: list[dict[str, int | str]] = field(default_factory=list)
+    nacks: list[int] = field(default_factory=list)
+    phases: list[str] = field(default_factory=list)
+
+
+def run_round_trip(client: str, service_url: str, at_phase: Callable[[RoundTrip, str], None]) -> RoundTrip:
+    """Run the round trip of ``client`` against ``service_url``; ``at_phase`` is called at each of its phases
+    (``produced``, ``drained``, ``nacked``) before it goes on. PeerError if it stops short of the last."""
     stamp = time.strftime("%H%M%S")
-    topic = f"persistent://public/default/mqtck-flow-{client}-{stamp}"
-    nack_topic = f"persistent://public/default/mqtck-nack-{client}-{stamp}"
-    env = dict(os.environ, MQTCK_PULSAR_URL=peer.target, MQTCK_TOPIC=topic, MQTCK_NACK_TOPIC=nack_topic,
+    trip = RoundTrip(f"persistent://public/default/mqtck-flow-{client}-{stamp}",
+                     f"persistent://public/default/mqtck-nack-{client}-{stamp}")
+    env = dict(os.environ, MQTCK_PULSAR_URL=service_url, MQTCK_TOPIC=trip.topic, MQTCK_NACK_TOPIC=trip.nack_topic,
                MQTCK_MESSAGES=str(MESSAGES), MQTCK_BATCH=str(BATCH), MQTCK_QUEUE=str(QUEUE),
                MQTCK_CONSUMERS=str(CONSUMERS), MQTCK_NACKS=str(NACKS))
-    argv = client_argv(client)
-    stats: dict[str, list[dict[str, object]]] = {}
-    received: list[dict[str, int | str]] = []
-    nacks: list[int] = []
-    with subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                          text=True) as proc:
+    with subprocess.Popen(client_argv(client), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True) as proc:
         assert proc.stdin is not None and proc.stdout is not None
         # A client that hangs (no broker answer) is killed: its stdout closes and the loop below ends.
         killer = threading.Timer(ROUND_TRIP_TIMEOUT_S, proc.kill)
@@ -78,22 +95,33 @@ def observe(peer: PulsarPeer, client: str) -> dict[str, object]:
             for line in proc.stdout:
                 doc = _line(line)
                 if "received" in doc:
-                    received.append(doc["received"])
+                    trip.received.append(doc["received"])
                 elif "nack" in doc:
-                    nacks.append(int(doc["nack"]))
+                    trip.nacks.append(int(doc["nack"]))
                 elif "phase" in doc:
-                    name = str(doc["phase"])
-                    subscribed = (nack_topic, "mqtck-nack") if name == "nacked" else (topic, "mqtck-flow")
-                    stats[name] = _settled(peer, *subscribed)
+                    trip.phases.append(str(doc["phase"]))
+                    at_phase(trip, trip.phases[-1])
                     proc.stdin.write("go\n")
                     proc.stdin.flush()
         finally:
             killer.cancel()
             if proc.poll() is None:
                 proc.kill()
-    if set(stats) != {"produced", "drained", "nacked"}:
-        raise PeerError(f"the {client} round trip stopped after {sorted(stats)} (exit {proc.returncode})")
-    return summarise(client, peer, stats, received, nacks, f"python -m {__name__} --client {client}")
+    if trip.phases != list(PHASES):
+        raise PeerError(f"the {client} round trip stopped after {trip.phases} (exit {proc.returncode})")
+    return trip
+
+
+def observe(peer: PulsarPeer, client: str) -> dict[str, object]:
+    """Run the round trip of ``client`` against ``peer`` and return what both sides saw."""
+    stats: dict[str, list[dict[str, object]]] = {}
+
+    def read_stats(trip: RoundTrip, name: str) -> None:
+        stats[name] = _settled(peer, trip.nack_topic, "mqtck-nack") if name == "nacked" else \
+            _settled(peer, trip.topic, "mqtck-flow")
+
+    trip = run_round_trip(client, peer.target, read_stats)
+    return summarise(client, peer, stats, trip.received, trip.nacks, f"python -m {__name__} --client {client}")
 
 
 def summarise(client: str, peer: PulsarPeer, stats: dict[str, list[dict[str, object]]],
