@@ -15,11 +15,13 @@ DESCRIPTIONS: dict[str, str] = {
         "permits). Exit codes: 0 everything required passed, 1 a requirement failed, 2 a usage or environment "
         "error, named in one line on stderr.",
     "conform": "Run the conformance suite against a target (the in-process reference by default, an HTTP or "
-               "RocketMQ-protocol broker, a seeded mutant, or your own client program with --client) and write "
+               "RocketMQ-protocol broker, a Pulsar broker (pulsar://HOST:PORT: the FLOW family), a seeded mutant, or "
+               "your own client program with --client) and write "
                "per-requirement verdicts: JSON, JUnit and an HTML report.",
     "broker": "Serve the reference broker: over stdin/stdout (--stdio), the HTTP front (--http) or the RocketMQ "
               "4.x remoting protocol (--remoting, a name server and a broker), optionally with a control channel "
-              "(--control) and on simulated time (--sim-clock).",
+              "(--control) and on simulated time (--sim-clock); or the Pulsar binary protocol over the permit "
+              "dispatcher (--pulsar, for pulsar-client and the pulsar:// target).",
     "bench": "Measure one timing goal and print the result as JSON; timing goals live here, never in the tests.",
     "bench audit": "Synthesize --events trace rows with faults and audit them on Spark: events per second, phase "
                    "times and the driver's peak memory.",
@@ -87,7 +89,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                 "mqtck conform --mutants",
                 "mqtck conform --client './my-consumer'  # reads MQTCK_NAMESRV, MQTCK_TOPIC, MQTCK_GROUP"),
     "broker": ("mqtck broker --http 0 --data-dir /tmp/b", "mqtck broker --remoting 0 --control --data-dir /tmp/b",
-               "mqtck broker --http 0 --sim-clock --segment-bytes 65536 --data-dir /tmp/b"),
+               "mqtck broker --http 0 --sim-clock --segment-bytes 65536 --data-dir /tmp/b",
+               "mqtck broker --pulsar 0 --data-dir /tmp/b"),
     "bench": ("mqtck bench store", "mqtck bench strategy", "mqtck bench audit --events 1000000"),
     "bench audit": ("mqtck bench audit --events 1000000", "mqtck bench audit --events 200000 --baseline duckdb"),
     "bench store": ("mqtck bench store", "mqtck bench store --messages 50000 --body-bytes 4096 --out store.json"),

@@ -5,7 +5,9 @@
   and the line ``mqtck broker: serving http://HOST:PORT`` tells which);
 * ``--remoting [HOST:]PORT``: the RocketMQ 4.x remoting protocol (name server on PORT, broker on
   ``--broker-port``, ephemeral by default) for the official clients; the line
-  ``mqtck broker: serving remoting://HOST:PORT`` names the name server (docs/remoting.md).
+  ``mqtck broker: serving remoting://HOST:PORT`` names the name server (docs/remoting.md);
+* ``--pulsar [HOST:]PORT``: the Pulsar binary protocol over the permit dispatcher (docs/pulsar.md); the line
+  ``mqtck broker: serving pulsar://HOST:PORT`` is the service URL clients are given.
 
 ``--sim-clock`` runs the broker on simulated time that moves only through ``POST /admin/clock/advance`` (with
 ``--http``) or the control channel's ``POST /clock/advance`` (with ``--remoting --control``): the conformance suite
@@ -44,12 +46,14 @@ LOOPBACK = "127.0.0.1"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("broker", help="serve the reference broker (--stdio, --http or --remoting)")
+    p = sub.add_parser("broker", help="serve the reference broker (--stdio, --http, --remoting or --pulsar)")
     transport = p.add_mutually_exclusive_group()
     transport.add_argument("--stdio", action="store_true", help="JSON Lines requests on stdin, responses on stdout")
     transport.add_argument("--http", metavar="[HOST:]PORT", default=None, help="serve the OpenAPI front")
     transport.add_argument("--remoting", metavar="[HOST:]PORT", default=None,
                            help="serve the RocketMQ remoting protocol: name server on PORT, broker on --broker-port")
+    transport.add_argument("--pulsar", metavar="[HOST:]PORT", default=None,
+                           help="serve the Pulsar binary protocol (pulsar://HOST:PORT) over the permit dispatcher")
     p.add_argument("--broker-port", type=int, default=0, help="--remoting: the broker's port (default: ephemeral)")
     p.add_argument("--file-reserved-hours", type=int, default=None,
                    help="hours a commit-log segment is kept (fileReservedTime; 0 lets retention delete at once)")
@@ -181,21 +185,25 @@ def run(args: argparse.Namespace) -> int:
     from reference.store.config import MessageStoreConfig
     from reference.trace import RingSink, Trace, sink_for
 
-    if not args.stdio and args.http is None and args.remoting is None:
-        raise UsageError("choose a transport: --stdio, --http [HOST:]PORT or --remoting [HOST:]PORT")
+    if not args.stdio and args.http is None and args.remoting is None and args.pulsar is None:
+        raise UsageError("choose a transport: --stdio, --http [HOST:]PORT, --remoting [HOST:]PORT or --pulsar "
+                         "[HOST:]PORT")
     if args.sim_clock and not (args.http or (args.remoting is not None and args.control)):
         raise UsageError("--sim-clock needs --http or --remoting with --control (time moves only through their "
                          "clock advance)")
     if args.control and args.remoting is None:
         raise UsageError("--control needs --remoting [HOST:]PORT")
-    if args.mutant is not None and args.remoting is None and args.http is None:
-        raise UsageError("--mutant needs --remoting [HOST:]PORT or --http [HOST:]PORT")
+    if args.mutant is not None and args.remoting is None and args.http is None and args.pulsar is None:
+        raise UsageError("--mutant needs --remoting, --http or --pulsar [HOST:]PORT")
     if args.api_key_file is not None and args.http is None:
         raise UsageError("--api-key-file needs --http [HOST:]PORT (the remoting broker takes --acl FILE)")
     if args.acl is not None and args.remoting is None:
         raise UsageError("--acl needs --remoting [HOST:]PORT (the HTTP front takes --api-key-file FILE)")
     mutant = broker_mutant(args.mutant) if args.mutant is not None else None
     address = parse_http_address(args.http) if args.http is not None else None
+    pulsar = parse_http_address(args.pulsar, "--pulsar") if args.pulsar is not None else None
+    if pulsar is not None:
+        ensure_bindable(*pulsar, "--pulsar")
     api_keys = read_key_file(args.api_key_file) if args.api_key_file is not None else frozenset()
     if address is not None:
         ensure_bindable(*address, "--http")
@@ -243,6 +251,10 @@ def run(args: argparse.Namespace) -> int:
             from reference.net.http.server import serve_http
 
             serve_http(broker_host, *address, api_keys=api_keys)
+        elif pulsar is not None:
+            from reference.net.pulsar.server import serve_pulsar
+
+            serve_pulsar(broker_host, *pulsar)
         else:
             from reference.net.stdio import serve_stdio
 
