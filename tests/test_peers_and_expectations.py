@@ -71,7 +71,7 @@ def test_a_client_peer_is_a_command_of_the_client_check(tmp_path: Path) -> None:
     (("peer", "run", "java-strategies-4.9.8"), "is not a broker and cannot be served"),
     (("peer", "run", "java-client-4.9.8"), "is not a broker and cannot be served"),
     (("peer", "install", "cpp-client-0.4.4"), "comes from PyPI, not Maven Central"),
-    (("peer", "install", "python-pulsar-client-3.13"), "the pulsar extra installs it"),
+    (("peer", "install", "python-pulsar-client-3.13"), "the dev extra installs it"),
     (("peer", "run", "java-pulsar-client-4.0.7"), "is not a broker and cannot be served"),
     (("gate", "java-pulsar-client-4.0.7", "--only", "FLOW-7"), "a Pulsar client gate runs its one round trip"),
     (("gate", "java-client-4.9.8", "--only", "CCLIENT-1"), "a client gate runs every scenario"),

@@ -67,8 +67,8 @@ def _install(args: argparse.Namespace) -> int:
     try:
         info = peer_info(args.name)
         if info.artifacts[0].startswith("pypi:") and info.wire == "pulsar":
-            raise PeerError(f"{info.name} comes from PyPI, not Maven Central: the pulsar extra installs it "
-                            "(pip install 'mqtck[pulsar]')")
+            raise PeerError(f"{info.name} comes from PyPI, not Maven Central: the dev extra installs it "
+                            "(pip install 'pulsar-client==3.13.*')")
         if info.artifacts[0].startswith("pypi:"):
             raise PeerError(f"{info.name} comes from PyPI, not Maven Central: the interop-remoting tox env "
                             "installs it")

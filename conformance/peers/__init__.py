@@ -97,7 +97,7 @@ CATALOGUE: dict[str, PeerInfo] = {
         PeerInfo(
             "python-pulsar-client-3.13", "client", "3.13.0",
             "Apache Pulsar's Python client (PyPI pulsar-client 3.13.0, libpulsar C++ 4.2.0): its FLOWs and nack "
-            "redeliveries judged against the reference's Pulsar front; needs the pulsar extra",
+            "redeliveries judged against the reference's Pulsar front; pulsar-client is in the dev extra",
             ("pypi:pulsar-client==3.13.0",), "pulsar-client 3.13.0 (Python)", "pulsar",
         ),
         PeerInfo(

@@ -51,7 +51,7 @@ def client_argv(client: str) -> list[str]:
     if client == "python":
         if importlib.util.find_spec("pulsar") is None:
             raise PeerError("the Python client's round trip needs the PyPI package pulsar-client 3.13 in this Python "
-                            "(pip install 'mqtck[pulsar]')")
+                            "(in the dev extra: pip install 'pulsar-client==3.13.*')")
         return [sys.executable, "-m", "conformance.peers.pulsar_client.python_roundtrip"]
     if client == "java":
         from conformance.peers.java import java_program

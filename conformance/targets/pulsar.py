@@ -95,6 +95,16 @@ class _Wire:
             raise TargetError(CODES.get(reply.error.error, "INVALID_ARGUMENT"), where, rule)
         return reply
 
+    def lookup(self, topic: str) -> None:
+        """LOOKUP ``topic`` on this connection: a real broker serves a topic only once a lookup has made it own the
+        topic's namespace bundle (Pulsar 4.0.7 refuses a PRODUCER or SUBSCRIBE before one: "Namespace bundle ... not
+        served by this instance ... Please redo the lookup"); the reference answers it at once."""
+        request_id = self.request_id()
+        cmd = pb.BaseCommand(type=pb.Type_.LOOKUP)
+        cmd.lookupTopic.topic, cmd.lookupTopic.request_id = topic, request_id
+        self.send(cmd)
+        self.read_until(lambda c: c.type == pb.Type_.LOOKUP_RESPONSE and c.lookupTopicResponse.request_id == request_id)
+
     def sync(self) -> None:
         ping = pb.BaseCommand(type=pb.Type_.PING)
         ping.ping.SetInParent()
@@ -165,6 +175,7 @@ class PulsarTarget:
         if topic not in self._producers:
             producer_id = len(self._producers)
             request_id = self._producer.request_id()
+            self._producer.lookup(topic)
             cmd = pb.BaseCommand(type=pb.Type_.PRODUCER)
             cmd.producer.topic, cmd.producer.producer_id, cmd.producer.request_id = topic, producer_id, request_id
             self._producer.call(cmd, "producer", request_id)
@@ -271,6 +282,7 @@ class PulsarTarget:
             return
         consumer = _Consumer(_Wire(self.address))
         consumer.wire.on_message = lambda message, entry: self._received(consumer, message, entry)
+        consumer.wire.lookup(self._topic(topic))
         request_id = consumer.wire.request_id()
         cmd = pb.BaseCommand(type=pb.Type_.SUBSCRIBE)
         sub = cmd.subscribe
