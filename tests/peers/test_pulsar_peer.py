@@ -13,6 +13,7 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -57,6 +58,7 @@ def test_peer_run_serves_the_standalone_on_loopback_until_sigterm() -> None:
         urllib.request.urlopen(f"http://127.0.0.1:{port}", timeout=2)
 
 
+@pytest.mark.req("FLOW-2")
 @pytest.mark.parametrize("client", ["python", "java"])
 def test_a_batch_is_never_split_so_permits_go_negative(observed: dict[str, dict[str, Any]], client: str) -> None:
     """Receiver queues of 10, batches of 4: each consumer is sent three whole batches (12 messages) for its 10
@@ -89,7 +91,7 @@ def test_each_client_grants_its_queue_then_what_the_application_took(observed: d
         assert consumer["unackedMessages"] == 0
 
 
-@pytest.mark.req("FLOW-5")
+@pytest.mark.req("FLOW-5", "FLOW-6")
 @pytest.mark.parametrize("client", ["python", "java"])
 def test_the_first_redelivery_carries_count_one_and_takes_a_permit(observed: dict[str, dict[str, Any]],
                                                                    client: str) -> None:
@@ -99,3 +101,34 @@ def test_the_first_redelivery_carries_count_one_and_takes_a_permit(observed: dic
     assert doc["redelivery_counts"] == list(range(NACKS + 1))
     (consumer,) = doc["broker_after_nacks"]
     assert consumer["msgOutCounter"] == NACKS + 1 and consumer["availablePermits"] == QUEUE - (NACKS + 1)
+
+
+def gate(*args: str) -> dict[str, Any]:
+    """``mqtck gate ARGS --json``, which must exit 0: its summary."""
+    result = subprocess.run([sys.executable, "-m", "conformance.cli", "gate", *args, "--json"], capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+@pytest.mark.req("FLOW-7", "FLOW-8")
+@pytest.mark.parametrize("name", ["python-pulsar-client-3.13", "java-pulsar-client-4.0.7"])
+def test_the_pulsar_clients_pass_their_gate_against_the_reference_front(name: str, tmp_path: Path) -> None:
+    """Each client, run against ``mqtck broker --pulsar``, grants its receiver queue then half of it per FLOW (as
+    the front's trace shows) and asks again for what it negatively acknowledged."""
+    doc = gate(name, "--report-dir", str(tmp_path))
+    assert {r["id"]: r["status"] for r in doc["requirements"]} == {"FLOW-7": "pass", "FLOW-8": "pass"}
+    flows = doc["observed"]["flows"]
+    assert flows["mqtck-flow"] == {f"c{i}": [QUEUE] + [QUEUE // 2] * 8 for i in range(CONSUMERS)}
+    assert doc["observed"]["redelivery_counts"] == list(range(NACKS + 1))
+    assert (tmp_path / "latest" / "summary.json").exists() and (tmp_path / "latest" / "junit.xml").exists()
+
+
+@pytest.mark.req("FLOW-2", "FLOW-11")
+def test_the_real_pulsar_gate_passes_flow_2_and_fails_flow_11_as_reviewed(tmp_path: Path) -> None:
+    """``mqtck gate pulsar-4.0.7`` over pulsar://: batches are sent whole (FLOW-2 passes) and an entry is started
+    beyond the permits (FLOW-11, the strict rule, an expected fail with its reviewed reason)."""
+    doc = gate(PEER, "--only", "FLOW-2", "FLOW-11", "--report-dir", str(tmp_path))
+    status = {r["id"]: r["status"] for r in doc["requirements"]}
+    assert status["FLOW-2"] == "pass" and status["FLOW-11"] == "expected-fail", status
