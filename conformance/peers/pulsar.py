@@ -21,7 +21,8 @@ Facts this launcher encodes (each found running 4.0.7 here, or read in its ``Pul
 * the bookie's caches default to a quarter of the direct memory each: :data:`SETTINGS` makes them 16 MiB and the
   managed-ledger cache 64 MiB, and the JVM gets :data:`HEAP` and :data:`DIRECT_MEMORY`;
 * the dispatcher's settings are Pulsar's defaults (``dispatcherMaxReadBatchSize`` 100,
-  ``maxUnackedMessagesPerConsumer`` 50000): what the FLOW family judges is what a default deployment does.
+  ``maxUnackedMessagesPerConsumer`` 50000): what the FLOW family judges is what a default deployment does; only
+  ``activeConsumerFailoverDelayTimeMillis`` (a delay no requirement times) is 0.
 
 Stopping SIGKILLs the JVM: the store is deleted with the temp dir, and the shutdown hook would only close it.
 """
@@ -84,6 +85,9 @@ SETTINGS = {
     "diskUsageWarnThreshold": "0.98",
     "listeningInterface": "lo",
     "allowLoopback": "true",
+    # A failover subscription's new active consumer is sent the unacknowledged messages this long after the change
+    # (1000 ms by default): no requirement times it, and the suite reads what was dispatched once the wire is quiet.
+    "activeConsumerFailoverDelayTimeMillis": "0",
 }
 #: How long the standalone may take from launch to answering a lookup (measured 16 s on 2 loaded cores).
 START_TIMEOUT_S = 120.0
