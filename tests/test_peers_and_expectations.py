@@ -95,7 +95,7 @@ REVIEWED_MUST_DEVIATIONS = {"rocketmq-4.9.7": {"OFFSET-7"},
                             "rocketmq-5.5.0": {"QOFF-12", "QOFF-13", "CGRP-4", "CGRP-5", "PACK-3", "PACK-5",
                                                "REVIVE-7", "POP-13"},
                             "java-client-4.9.8": set(), "go-client-2.1.2": set(), "cpp-client-0.4.4": set(),
-                            "pulsar-4.0.7": {"FLOW-4"}}
+                            "pulsar-4.0.7": {"FLOW-4", "FLOW-6"}}
 
 
 def test_bundled_expectations_load_and_list_only_reviewed_musts() -> None:
