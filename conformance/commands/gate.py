@@ -115,7 +115,7 @@ def _gate_client(info: PeerInfo, args: argparse.Namespace, started: float) -> in
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.peers.maven import rocketmq_classpath
+    from conformance.peers.maven import server_classpath
     from conformance.peers.rocketmq import GATE_CHANNEL_EXPIRED_TIMEOUT_MS, RocketMQPeer, served
 
     if args.workers < 1:
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError("--only: a client gate runs every scenario of the client check")
             return _gate_client(info, args, started)
         _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
-        rocketmq_classpath(info.version)
+        server_classpath(info.kind, info.version)
         _say(f"starting {info.name}")
         expiry = GATE_CHANNEL_EXPIRED_TIMEOUT_MS if RocketMQPeer.settable_channel_expiry(info) else None
         target = stack.enter_context(served(info, channel_expired_timeout_ms=expiry))

@@ -44,7 +44,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from conformance.peers.maven import DownloadTally, client_classpath, rocketmq_classpath
+    from conformance.peers.maven import DownloadTally, client_classpath, server_classpath
 
     downloads: list[DownloadTally] = []
     ticker = Ticker("peer install", "Maven downloads")
@@ -69,7 +69,10 @@ def _install(args: argparse.Namespace) -> int:
             print(f"installed {info.name}: {go_subject(info.version)}")
             return 0
         with ticker:
-            jars = (rocketmq_classpath if info.kind == "broker" else client_classpath)(info.version, progress=progress)
+            if info.kind in ("broker", "proxy"):
+                jars = server_classpath(info.kind, info.version, progress=progress)
+            else:
+                jars = client_classpath(info.version, progress=progress)
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     fetched = f" (downloaded {downloads[0].summary()})" if downloads else " (already cached)"

@@ -1,6 +1,6 @@
 """The target kinds by address: parse a ``--target`` value, ask its capabilities, open it.
 
-The one place that knows every adapter (:mod:`.reference`, :mod:`.http`, :mod:`.remoting`, and the seeded
+The one place that knows every adapter (:mod:`.reference`, :mod:`.http`, :mod:`.remoting`, :mod:`.grpc`, and the seeded
 faults of :mod:`conformance.mutants`); the adapters know only the interface in :mod:`conformance.targets`.
 A new transport (gRPC, Pulsar) adds its scheme here.
 """
@@ -47,9 +47,41 @@ def parse_target(text: str) -> TargetSpec:
         if not (host and sep and port.isdigit()):
             raise ValueError(f"target {text!r}: expected remoting://HOST:PORT (the name server's address)")
         return TargetSpec("remoting", address, _remoting_options(text, query))
+    if text.startswith("grpc://"):
+        return _grpc_spec(text)
     raise ValueError(
-        f"unknown target {text!r}: expected 'reference', 'mutant:NAME', 'http://HOST:PORT' or 'remoting://HOST:PORT'"
+        f"unknown target {text!r}: expected 'reference', 'mutant:NAME', 'http://HOST:PORT', 'remoting://HOST:PORT' "
+        "or 'grpc://HOST:PORT?remoting=HOST:PORT'"
     )
+
+
+def _host_port(text: str, what: str, value: str) -> str:
+    host, sep, port = value.rpartition(":")
+    if not (host and sep and port.isdigit() and 0 < int(port) <= 65535):
+        raise ValueError(f"target {text!r}: {what} {value!r} is not HOST:PORT")
+    return value
+
+
+def _grpc_spec(text: str) -> TargetSpec:
+    """``grpc://HOST:PORT?remoting=HOST:PORT[&control=HOST:PORT]``: the MessagingService, the name server of the
+    same deployment (required: v5 has no RPC to create a topic) and the runner's control channel."""
+    address, _, query = text.split("://", 1)[1].partition("?")
+    _host_port(text, "the MessagingService address", address.rstrip("/"))
+    options: dict[str, str] = {}
+    for item in filter(None, query.split("&")):
+        key, eq, value = item.partition("=")
+        if key not in GRPC_OPTIONS or not eq or key in options:
+            raise ValueError(f"target {text!r}: options are one remoting=HOST:PORT and at most one control=HOST:PORT, "
+                             f"got {item!r}")
+        options[key] = _host_port(text, f"{key} address", value)
+    if "remoting" not in options:
+        raise ValueError(f"target {text!r}: grpc:// needs remoting=HOST:PORT, the name server of the same deployment "
+                         "(v5 has no RPC to create a topic or read a queue's offsets)")
+    return TargetSpec("grpc", address.rstrip("/"), options)
+
+
+#: The query options of a ``grpc://`` target.
+GRPC_OPTIONS = ("remoting", "control")
 
 
 def _remoting_options(text: str, query: str) -> dict[str, str]:
@@ -87,6 +119,15 @@ def target_capabilities(text: str) -> frozenset[str]:
             # not answer).
             _probed[key] = wire_capabilities(broker) | (control_capabilities(control) if control else frozenset())
         return _probed[key]
+    if spec.kind == "grpc":
+        key = f"grpc:{spec.arg}?{spec.options}"
+        if key not in _probed:
+            from conformance.targets.grpc import GrpcTarget
+
+            probe_target = GrpcTarget(spec.arg, spec.options["remoting"], control=spec.options.get("control"))
+            _probed[key] = probe_target.capabilities
+            probe_target.close()
+        return _probed[key]
     return ReferenceTarget.capabilities
 
 
@@ -101,5 +142,9 @@ def open_target(text: str, workdir: str, layout: StoreLayout | None = None,
         return HttpTarget(spec.arg, target_capabilities(text))
     if spec.kind == "remoting":
         return RemotingTarget(spec.arg, name=text, control=spec.options.get("control"))
+    if spec.kind == "grpc":
+        from conformance.targets.grpc import GrpcTarget
+
+        return GrpcTarget(spec.arg, spec.options["remoting"], name=text, control=spec.options.get("control"))
     return ReferenceTarget(workdir, mutant=CATALOGUE[spec.arg], name=text, layout=layout,
                            store_settings=store_settings)
