@@ -15,7 +15,7 @@ What this launcher adds, each found in ``ProxyConfig`` (read off rocketmq-all-5.
   :data:`MIN_INVISIBLE_MS`: the broker's POP itself has no such floor;
 * ``grpcClientConsumerMinLongPollingTimeoutMillis`` is 5 s by default: every ReceiveMessage is held at least that
   long, so a pop with poll time 0 could not be answered at once. The peer sets it to 0 (the broker's POP answers
-  a zero poll time at once), and keeps the 20 s maximum;
+  a zero poll time at once), and its 20 s maximum to :data:`MAX_LONG_POLLING_MS`, the longest hold the suite asks;
 * the proxy's own remoting port (8080 by default) and gRPC port (8081) are chosen free.
 """
 
@@ -37,6 +37,9 @@ PROXY_STARTED = "rocketmq-proxy startup successfully"
 MIN_INVISIBLE_MS = 1_000
 #: The shortest hold of a ReceiveMessage (grpcClientConsumerMinLongPollingTimeoutMillis, 5 s by default).
 MIN_LONG_POLLING_MS = 0
+#: The longest hold of a ReceiveMessage (grpcClientConsumerMaxLongPollingTimeoutMillis, 20 s by default): the suite
+#: holds pops up to 60 s (POLLING_FULL's), as the broker's POP allows.
+MAX_LONG_POLLING_MS = 60_000
 #: The proxy's config file and cluster name (its ``rocketMQClusterName`` must be the broker's cluster).
 PROXY_CONFIG = "rmq-proxy.json"
 CLUSTER = "mqtck"
@@ -72,6 +75,7 @@ class ProxyPeer(RocketMQPeer):
             "remotingListenPort": self.proxy_remoting_port,
             "minInvisibleTimeMillsForRecv": MIN_INVISIBLE_MS,
             "grpcClientConsumerMinLongPollingTimeoutMillis": MIN_LONG_POLLING_MS,
+            "grpcClientConsumerMaxLongPollingTimeoutMillis": MAX_LONG_POLLING_MS,
         }
         (self.dir / PROXY_CONFIG).write_text(json.dumps(settings, indent=2))
 
