@@ -116,7 +116,8 @@ def _gate_client(info: PeerInfo, args: argparse.Namespace, started: float) -> in
 
 def run(args: argparse.Namespace) -> int:
     from conformance.peers.maven import server_classpath
-    from conformance.peers.rocketmq import GATE_CHANNEL_EXPIRED_TIMEOUT_MS, RocketMQPeer, served
+    from conformance.peers.rocketmq import GATE_CHANNEL_EXPIRED_TIMEOUT_MS, RocketMQPeer
+    from conformance.peers.serving import served
 
     if args.workers < 1:
         raise UsageError("-n/--workers must be >= 1")

@@ -91,7 +91,7 @@ def parse_listen(text: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from conformance.peers.rocketmq import served
+    from conformance.peers.serving import served
 
     port = parse_listen(args.listen)
     stop = threading.Event()

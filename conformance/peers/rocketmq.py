@@ -474,21 +474,16 @@ def _typed(name: str, text: str) -> object:
 
 @contextlib.contextmanager
 def served(info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None,
-           channel_expired_timeout_ms: int | None = None) -> Iterator[str]:
+           channel_expired_timeout_ms: int | None = None,
+           peer_class: type[RocketMQPeer] = RocketMQPeer) -> Iterator[str]:
     """The peer running with its control channel, for as long as the block runs: yields the target
-    (``remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT``); both are stopped and the data removed on the way
-    out. PeerError if the peer cannot start. What ``mqtck peer run`` serves and ``mqtck gate`` gates."""
+    (``remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT``; ``peer_class`` a subclass with its own target); both
+    are stopped and the data removed on the way out. PeerError if the peer cannot start. What ``mqtck peer run`` serves and ``mqtck gate`` gates."""
     from conformance.targets.control import serve_control
 
-    if info.kind == "proxy":
-        from conformance.peers.rocketmq_proxy import ProxyPeer
-
-        peer: RocketMQPeer = ProxyPeer(info, namesrv_port, log=log, channel_expired_timeout_ms=channel_expired_timeout_ms)
-        peer.start()
-    elif info.kind != "broker":
+    if info.kind not in ("broker", "proxy"):
         raise PeerError(f"{info.name} is not a broker and cannot be served: `mqtck gate {info.name}` checks it")
-    else:
-        peer = RocketMQPeer(info, namesrv_port, log=log, channel_expired_timeout_ms=channel_expired_timeout_ms).start()
+    peer = peer_class(info, namesrv_port, log=log, channel_expired_timeout_ms=channel_expired_timeout_ms).start()
     try:
         control = serve_control(peer)
     except BaseException:

@@ -246,7 +246,8 @@ class GrpcTarget:
         body = json.dumps({"groupName": self._remoting.namespaced(group), "consumeEnable": True}).encode("utf-8")
         client = RemotingClient(self._remoting.broker_addr)
         try:
-            response = client.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body, timeout_s=CALL_TIMEOUT_S)
+            response = client.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body,
+                                     timeout_s=CALL_TIMEOUT_S)
         finally:
             client.close()
         if response.code == ResponseCode.SUCCESS:  # a refused name is the proxy's to judge, at the settings
