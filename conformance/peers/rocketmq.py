@@ -478,7 +478,8 @@ def served(info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None,
            peer_class: type[RocketMQPeer] = RocketMQPeer) -> Iterator[str]:
     """The peer running with its control channel, for as long as the block runs: yields the target
     (``remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT``; ``peer_class`` a subclass with its own target); both
-    are stopped and the data removed on the way out. PeerError if the peer cannot start. What ``mqtck peer run`` serves and ``mqtck gate`` gates."""
+    are stopped and the data removed on the way out. PeerError if the peer cannot start. What ``mqtck peer run``
+    serves and ``mqtck gate`` gates."""
     from conformance.targets.control import serve_control
 
     if info.kind not in ("broker", "proxy"):
