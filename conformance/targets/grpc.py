@@ -50,7 +50,7 @@ from reference.net.remoting.client import RemotingClient
 from reference.net.remoting.command import RequestCode
 from reference.rules.codes import ResponseCode
 
-from . import GroupInfo, MalformedAnswer, PoppedRecord, PopReply, SendReceipt, StoreLayout, TargetError
+from . import GroupInfo, MalformedAnswer, PendingPop, PoppedRecord, PopReply, SendReceipt, StoreLayout, TargetError
 from .http import UnreachableTarget
 from .remoting import NORMAL_MARK, RemotingTarget, _PendingRemoting
 
@@ -145,7 +145,7 @@ class GrpcTarget:
     """The suite's PopTarget over a v5 MessagingService (see the module's docstring for what goes where)."""
 
     def __init__(self, address: str, remoting: str, name: str | None = None, control: str | None = None) -> None:
-        import grpc
+        import grpc  # type: ignore[import-untyped]
 
         self.name = name or f"grpc://{address}?remoting={remoting}"
         self.address = address
@@ -344,7 +344,7 @@ class GrpcTarget:
 
     # -- pop ------------------------------------------------------------------------------------
     def pop(self, group: str, topic: str, queue_id: int = -1, max_nums: int = 32, invisible_ms: int = 60_000,
-            poll_ms: int = 0, client_id: str = "conformance", expression: str = "*") -> _PendingRemoting:
+            poll_ms: int = 0, client_id: str = "conformance", expression: str = "*") -> PendingPop:
         """ReceiveMessage of every queue; a pop of one named queue goes over remoting (v5 cannot name one)."""
         if queue_id != -1:
             pending = self._remoting.pop(group, topic, queue_id, max_nums, invisible_ms, poll_ms, client_id,
