@@ -49,9 +49,11 @@ def parse_target(text: str) -> TargetSpec:
         return TargetSpec("remoting", address, _remoting_options(text, query))
     if text.startswith("grpc://"):
         return _grpc_spec(text)
+    if text == EMBEDDED_GRPC:
+        return TargetSpec("grpc-reference")
     raise ValueError(
-        f"unknown target {text!r}: expected 'reference', 'mutant:NAME', 'http://HOST:PORT', 'remoting://HOST:PORT' "
-        "or 'grpc://HOST:PORT?remoting=HOST:PORT'"
+        f"unknown target {text!r}: expected 'reference', 'mutant:NAME', 'http://HOST:PORT', 'remoting://HOST:PORT', "
+        "'grpc://HOST:PORT?remoting=HOST:PORT' or 'grpc' (the reference over its gRPC front)"
     )
 
 
@@ -80,6 +82,9 @@ def _grpc_spec(text: str) -> TargetSpec:
     return TargetSpec("grpc", address.rstrip("/"), options)
 
 
+#: ``--target grpc``: the reference served by a child ``mqtck broker`` with its remoting and gRPC fronts, judged
+#: through ``grpc://`` (``conformance.targets.launch``; ``mqtck conform`` starts and stops it).
+EMBEDDED_GRPC = "grpc"
 #: The query options of a ``grpc://`` target.
 GRPC_OPTIONS = ("remoting", "control")
 
@@ -101,10 +106,19 @@ def _remoting_options(text: str, query: str) -> dict[str, str]:
 _probed: dict[str, frozenset[str]] = {}
 
 
+def _openable(text: str) -> TargetSpec:
+    """``text`` parsed, as a target that can be opened here: ``grpc`` is a server ``mqtck conform`` starts first."""
+    spec = parse_target(text)
+    if spec.kind == "grpc-reference":
+        raise ValueError("target 'grpc' is the reference over its gRPC front, started by mqtck conform; elsewhere "
+                         "name its address: grpc://HOST:PORT?remoting=HOST:PORT")
+    return spec
+
+
 def target_capabilities(text: str) -> frozenset[str]:
     """The capabilities of ``text``: declared by the class in-process, asked of the server over HTTP
     (once per process; ``conformance.targets.http.UnreachableTarget`` if it does not answer)."""
-    spec = parse_target(text)
+    spec = _openable(text)
     if spec.kind == "http":
         if spec.arg not in _probed:
             declared = frozenset(probe(spec.arg)["capabilities"])
@@ -135,7 +149,7 @@ def open_target(text: str, workdir: str, layout: StoreLayout | None = None,
                 store_settings: dict[str, Any] | None = None) -> Target:
     """Open a target in ``workdir`` (a fresh directory the caller removes); an in-process reference or mutant
     with the segment sizes of ``layout`` and the MessageStoreConfig fields of ``store_settings`` if given."""
-    spec = parse_target(text)
+    spec = _openable(text)
     if spec.kind == "reference":
         return ReferenceTarget(workdir, layout=layout, store_settings=store_settings)
     if spec.kind == "http":
