@@ -34,6 +34,7 @@ clock and race controls are not declared: those families judge the remoting prot
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import queue
@@ -81,6 +82,8 @@ CLIENT_VERSION_TEXT = "mqtck"
 #: Deadline of a call that is not held, and what a held ReceiveMessage gets beyond its poll time.
 CALL_TIMEOUT_S = 30.0
 HOLD_SLACK_S = 15.0
+#: How often a consumer sends Heartbeat (the v5 Java client's 10 s).
+HEARTBEAT_INTERVAL_S = 10.0
 #: How long a Telemetry stream may take to answer the settings it was opened with.
 SETTINGS_TIMEOUT_S = 10.0
 _sessions = itertools.count()
@@ -108,10 +111,15 @@ def settings_error(grpc_code: str, message: str) -> TargetError:
 
 class _Telemetry:
     """One client's Telemetry stream: opened with its settings, kept open while the target lives (the proxy
-    drops a client's settings when its stream ends)."""
+    drops a client's settings when its stream ends), and its Heartbeat every :data:`HEARTBEAT_INTERVAL_S` as a v5
+    client sends it: a client silent for the broker's channelExpiredTimeout is dropped with its settings."""
 
     def __init__(self, stub: Any, stubs: protos.Stubs, grpc_module: Any, metadata: list[tuple[str, str]],
                  settings: Any) -> None:
+        self._stopped = threading.Event()
+        self._heartbeat = stubs.service.HeartbeatRequest(group=settings.subscription.group,
+                                                         client_type=settings.client_type)
+        self._stub, self._metadata = stub, metadata
         self._outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._outbox.put(stubs.service.TelemetryCommand(settings=settings))
         self._answered = threading.Event()
@@ -123,6 +131,13 @@ class _Telemetry:
         if not self._answered.wait(SETTINGS_TIMEOUT_S):
             self.close()
             raise UnreachableTarget(f"the Telemetry stream did not answer its settings within {SETTINGS_TIMEOUT_S} s")
+        threading.Thread(target=self._beat, daemon=True).start()
+
+    def _beat(self) -> None:
+        """Heartbeat until closed; a failed beat is retried at the next (the server may be restarting)."""
+        while not self._stopped.wait(HEARTBEAT_INTERVAL_S):
+            with contextlib.suppress(self._grpc.RpcError):
+                self._stub.Heartbeat(self._heartbeat, timeout=CALL_TIMEOUT_S, metadata=self._metadata)
 
     def _commands(self) -> Iterator[Any]:
         while (command := self._outbox.get()) is not None:
@@ -137,6 +152,7 @@ class _Telemetry:
             self._answered.set()
 
     def close(self) -> None:
+        self._stopped.set()
         self._outbox.put(None)
         self._call.cancel()
 
