@@ -66,6 +66,14 @@ FIELD_OF_CODE = {
     "ILLEGAL_POLLING_TIME": "pollTime", "ILLEGAL_FILTER_EXPRESSION": "expression",
     "INVALID_RECEIPT_HANDLE": "receiptHandle", "ILLEGAL_MESSAGE_TAG": "tags",
 }
+#: v5 request fields (as a ``field: rule`` message names them) -> the suite's neutral names (the remoting header's,
+#: as :data:`conformance.targets.remoting.FIELD_NAMES` maps a remoting broker's).
+V5_FIELD_NAMES = {
+    "batch_size": "maxMsgNums", "invisible_duration": "invisibleTime", "long_polling_timeout": "pollTime",
+    "group": "consumerGroup", "group.name": "consumerGroup", "message_queue.topic": "topic", "topic.name": "topic",
+    "message_queue.topic.name": "topic", "filter_expression": "expression", "filter_expression.expression": "expression",
+    "receipt_handle": "receiptHandle", "entries.receipt_handle": "receiptHandle",
+}
 #: v5 codes the suite knows by the remoting name of the same refusal.
 SUITE_CODE = {"CONSUMER_GROUP_NOT_FOUND": "SUBSCRIPTION_GROUP_NOT_EXIST", "TOPIC_NOT_FOUND": "TOPIC_NOT_EXIST"}
 #: Capabilities of the composed remoting target that the gRPC target keeps (what POP tests also need).
@@ -92,7 +100,7 @@ _sessions = itertools.count()
 def target_error(code_name: str, message: str) -> TargetError:
     """A v5 refusal as the suite's neutral error."""
     m = _MESSAGE.match(message or "")
-    field = m["field"] if m else FIELD_OF_CODE.get(code_name, "")
+    field = V5_FIELD_NAMES.get(m["field"], m["field"]) if m else FIELD_OF_CODE.get(code_name, "")
     return TargetError(SUITE_CODE.get(code_name, code_name), field, m["rule"] if m else message)
 
 

@@ -53,6 +53,8 @@ def test_refusals_name_the_field() -> None:
     # The reference's front writes "field: rule"; the Apache proxy writes prose, and the code says the field.
     err = target_error("BAD_REQUEST", "maxMsgNums: must be in [1, 32]")
     assert (err.code, err.field, err.rule) == ("BAD_REQUEST", "maxMsgNums", "must be in [1, 32]")
+    err = target_error("ILLEGAL_INVISIBLE_TIME", "invisible_duration: must be in [1000, 43200000] ms, got 0")
+    assert (err.code, err.field) == ("ILLEGAL_INVISIBLE_TIME", "invisibleTime"), "v5 field names, the suite's names"
     err = target_error("ILLEGAL_INVISIBLE_TIME", "the invisibleTime is too small. min is 1000")
     assert (err.code, err.field) == ("ILLEGAL_INVISIBLE_TIME", "invisibleTime")
     err = target_error("CONSUMER_GROUP_NOT_FOUND", "group not found")
