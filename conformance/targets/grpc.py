@@ -71,7 +71,8 @@ FIELD_OF_CODE = {
 V5_FIELD_NAMES = {
     "batch_size": "maxMsgNums", "invisible_duration": "invisibleTime", "long_polling_timeout": "pollTime",
     "group": "consumerGroup", "group.name": "consumerGroup", "message_queue.topic": "topic", "topic.name": "topic",
-    "message_queue.topic.name": "topic", "filter_expression": "expression", "filter_expression.expression": "expression",
+    "message_queue.topic.name": "topic", "filter_expression": "expression",
+    "filter_expression.expression": "expression",
     "receipt_handle": "receiptHandle", "entries.receipt_handle": "receiptHandle",
 }
 #: v5 codes the suite knows by the remoting name of the same refusal.
