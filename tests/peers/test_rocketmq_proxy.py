@@ -65,8 +65,8 @@ def test_pop_ack_and_change_over_the_proxys_grpc(target: GrpcTarget) -> None:
     back = target.pop("G", "ProxyT", -1, 32, 60_000, 20_000).result()
     assert [m.msg_id for m in back.messages] == [shortened.msg_id]
     assert back.messages[0].retry and back.messages[0].reconsume_times == 1
-    with pytest.raises(TargetError) as err:
-        target.change_invisible("G", "ProxyT", shortened.handle, 0)
+    with pytest.raises(TargetError) as err:  # below the peer's minInvisibleTimeMillsForRecv
+        target.pop("G", "ProxyT", -1, 32, 0, 0).result()
     assert err.value.code == "ILLEGAL_INVISIBLE_TIME" and err.value.field == "invisibleTime"
 
 
