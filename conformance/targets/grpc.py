@@ -81,6 +81,14 @@ SUITE_CODE = {"CONSUMER_GROUP_NOT_FOUND": "SUBSCRIPTION_GROUP_NOT_EXIST", "TOPIC
 FROM_REMOTING = frozenset({"pop", "query_offset", "commit_offset", "consumer_registry", "group_info"})
 #: Runner capabilities that only make sense with the remoting protocol's pulls (or the runner's own clock).
 NOT_OVER_GRPC = frozenset({"race_control", "clock_control", "trace", "retention_control"})
+#: Why the target lacks what the remoting target offers: the reason a not-applicable test gives.
+REMOTING_FAMILIES = "the pull, long-polling and remoting-wire families judge the remoting protocol: gate it with remoting://"
+WHY_LACKING = {
+    "pull": REMOTING_FAMILIES, "long_poll": REMOTING_FAMILIES, "remoting_wire": REMOTING_FAMILIES,
+    "channel_close": REMOTING_FAMILIES, "race_control": REMOTING_FAMILIES,
+    "clock_control": "a RocketMQ 5 deployment runs on real time", "trace": "the deployment records no mqtck trace",
+    "retention_control": REMOTING_FAMILIES,
+}
 #: A ``field: rule`` status message (how the reference's front writes a refusal).
 _MESSAGE = re.compile(r"^(?P<field>[A-Za-z_][\w.\[\]]*): (?P<rule>.*)$", re.S)
 #: Metadata every v5 client sends (the proxy reads the client id from it: ContextInitPipeline).
@@ -168,6 +176,8 @@ class _Telemetry:
 
 class GrpcTarget:
     """The suite's PopTarget over a v5 MessagingService (see the module's docstring for what goes where)."""
+
+    why_lacking = WHY_LACKING
 
     def __init__(self, address: str, remoting: str, name: str | None = None, control: str | None = None) -> None:
         import grpc  # type: ignore[import-untyped]
