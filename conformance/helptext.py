@@ -15,11 +15,15 @@ DESCRIPTIONS: dict[str, str] = {
         "permits). Exit codes: 0 everything required passed, 1 a requirement failed, 2 a usage or environment "
         "error, named in one line on stderr.",
     "conform": "Run the conformance suite against a target (the in-process reference by default, an HTTP or "
-               "RocketMQ-protocol broker, a seeded mutant, or your own client program with --client) and write "
+               "RocketMQ-protocol broker, a Pulsar broker (pulsar://HOST:PORT: the FLOW family), a seeded mutant, or "
+               "your own client program with --client) and write "
                "per-requirement verdicts: JSON, JUnit and an HTML report.",
     "broker": "Serve the reference broker: over stdin/stdout (--stdio), the HTTP front (--http) or the RocketMQ "
               "4.x remoting protocol (--remoting, a name server and a broker), optionally with a control channel "
-              "(--control) and on simulated time (--sim-clock).",
+              "(--control) and on simulated time (--sim-clock); or the Pulsar binary protocol over the permit "
+              "dispatcher (--pulsar, for pulsar-client and the pulsar:// target). --grpc serves the RocketMQ 5 gRPC "
+              "front (MessagingService, docs/grpc.md), alone or beside --remoting or --http on the same broker and "
+              "store.",
     "bench": "Measure one timing goal and print the result as JSON; timing goals live here, never in the tests.",
     "bench audit": "Synthesize --events trace rows with faults and audit them on Spark: events per second, phase "
                    "times and the driver's peak memory.",
@@ -57,9 +61,9 @@ DESCRIPTIONS: dict[str, str] = {
     "trace": "Tools for trace schema v1 files: synth writes a synthetic trace with the faults you ask for.",
     "trace synth": "Write a synthetic workload trace (partitioned Parquet) and its manifest.json, with exactly the "
                    "injected faults asked for, to test the auditor or your own tooling.",
-    "record": "Record a deployment's remoting traffic as a trace (schema v1) from a proxy in front of its name "
-              "server: point the clients at --listen instead. SIGTERM or SIGINT ends the trace and prints a JSON "
-              "summary.",
+    "record": "Record a deployment's traffic as a trace (schema v1) from a proxy in front of its name server "
+              "(remoting) or of its RocketMQ 5 gRPC endpoint (--protocol grpc): point the clients at --listen "
+              "instead. SIGTERM or SIGINT ends the trace and prints a JSON summary.",
     "peer": "Real brokers, clients and strategies, installed by name and version from their registries (Maven "
             "Central, the Go module proxy, PyPI) and run on loopback.",
     "peer list": "List the known peers, one line each: name, kind, version, description.",
@@ -89,7 +93,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                 "mqtck conform --mutants",
                 "mqtck conform --client './my-consumer'  # reads MQTCK_NAMESRV, MQTCK_TOPIC, MQTCK_GROUP"),
     "broker": ("mqtck broker --http 0 --data-dir /tmp/b", "mqtck broker --remoting 0 --control --data-dir /tmp/b",
-               "mqtck broker --http 0 --sim-clock --segment-bytes 65536 --data-dir /tmp/b"),
+               "mqtck broker --remoting 0 --grpc 0 --data-dir /tmp/b",
+               "mqtck broker --http 0 --sim-clock --segment-bytes 65536 --data-dir /tmp/b",
+               "mqtck broker --pulsar 0 --data-dir /tmp/b"),
     "bench": ("mqtck bench store", "mqtck bench strategy", "mqtck bench audit --events 1000000"),
     "bench audit": ("mqtck bench audit --events 1000000", "mqtck bench audit --events 200000 --baseline duckdb"),
     "bench store": ("mqtck bench store", "mqtck bench store --messages 50000 --body-bytes 4096 --out store.json"),
@@ -115,7 +121,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "trace": ("mqtck trace synth --events 100000 --out /tmp/trace",),
     "trace synth": ("mqtck trace synth --events 100000 --out /tmp/trace", "mqtck trace synth --list-kinds",
                     "mqtck trace synth --events 50000 --inject lost=3,unsafe-commit=2 --out /tmp/trace"),
-    "record": ("mqtck record --listen 127.0.0.1:9877 --upstream 127.0.0.1:9876 --trace recorded.jsonl",),
+    "record": ("mqtck record --listen 127.0.0.1:9877 --upstream 127.0.0.1:9876 --trace recorded.jsonl",
+               "mqtck record --protocol grpc --listen 127.0.0.1:8082 --upstream 127.0.0.1:8081 --trace v5.jsonl"),
     "peer": ("mqtck peer list", "mqtck peer install rocketmq-4.9.7", "mqtck peer run rocketmq-5.5.0"),
     "peer list": ("mqtck peer list",),
     "peer install": ("mqtck peer install rocketmq-4.9.7", "mqtck peer install java-client-4.9.8"),

@@ -11,7 +11,7 @@ shared subscriptions count redeliveries (FLOW-6).
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, note, settings
+from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
 from reference.broker.broker import BrokerComponents
@@ -47,6 +47,10 @@ def schedules(consumers: int = 3) -> st.SearchStrategy[list]:
 def permit_property(components: BrokerComponents | None = None):  # type: ignore[no-untyped-def]
     @given(config=configs, schedule=schedules())
     def prop(config: PermitSimConfig, schedule: list) -> None:
+        # A zero receiver queue takes no batch entries: batches are sent whole (FLOW-2), so FLOW(1) per receive
+        # cannot carry one, and the real client does not either (pulsar-client 3.13 with receiver_queue_size=0,
+        # tried against mqtck broker --pulsar: the first message of a batch of 3, then nothing).
+        assume(config.receiver_queue_size > 0 or all(e.batch == 1 for e in schedule if isinstance(e, Produce)))
         result = run(schedule, config, components)
         if result.findings:
             note("findings:\n" + "\n".join(str(f) for f in result.findings[:10]))

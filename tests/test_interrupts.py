@@ -123,7 +123,7 @@ def test_strategy_check_interrupted_is_130(tmp_path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("transport", ["--http", "--remoting"])
+@pytest.mark.parametrize("transport", ["--http", "--remoting", "--grpc"])
 def test_a_server_stopped_by_ctrl_c_ends_normally(tmp_path, transport: str) -> None:
     """Ctrl-C is how a server is stopped: exit 0 and nothing on stderr, on every transport alike."""
     code, after, stderr = interrupt(r"mqtck broker: serving", "broker", transport, "0", "--data-dir",

@@ -5,7 +5,12 @@
   and the line ``mqtck broker: serving http://HOST:PORT`` tells which);
 * ``--remoting [HOST:]PORT``: the RocketMQ 4.x remoting protocol (name server on PORT, broker on
   ``--broker-port``, ephemeral by default) for the official clients; the line
-  ``mqtck broker: serving remoting://HOST:PORT`` names the name server (docs/remoting.md).
+  ``mqtck broker: serving remoting://HOST:PORT`` names the name server (docs/remoting.md);
+* ``--pulsar [HOST:]PORT``: the Pulsar binary protocol over the permit dispatcher (docs/pulsar.md); the line
+  ``mqtck broker: serving pulsar://HOST:PORT`` is the service URL clients are given;
+* ``--grpc [HOST:]PORT``: the RocketMQ 5 gRPC front (``apache.rocketmq.v2.MessagingService``, docs/grpc.md), alone
+  or beside ``--remoting`` or ``--http`` on the same broker core (one store, one loop), as the 5.x proxy in LOCAL
+  mode serves gRPC beside the broker; its line ``mqtck broker: serving grpc://HOST:PORT`` follows the other's.
 
 ``--sim-clock`` runs the broker on simulated time that moves only through ``POST /admin/clock/advance`` (with
 ``--http``) or the control channel's ``POST /clock/advance`` (with ``--remoting --control``): the conformance suite
@@ -26,7 +31,7 @@ import errno
 import ipaddress
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +41,7 @@ if TYPE_CHECKING:
     from conformance.mutants import Mutant
     from reference.broker.config import BrokerConfig
     from reference.clock import Clock
+    from reference.net.fronts import FrontStarter
     from reference.net.remoting.acl.validator import AccessValidator
     from reference.store.config import MessageStoreConfig
     from reference.trace import RingSink, Trace
@@ -44,12 +50,18 @@ LOOPBACK = "127.0.0.1"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("broker", help="serve the reference broker (--stdio, --http or --remoting)")
+    p = sub.add_parser("broker", help="serve the reference broker (--stdio, --http, --remoting or --pulsar; --grpc "
+                                      "alone or beside --remoting or --http)")
     transport = p.add_mutually_exclusive_group()
     transport.add_argument("--stdio", action="store_true", help="JSON Lines requests on stdin, responses on stdout")
     transport.add_argument("--http", metavar="[HOST:]PORT", default=None, help="serve the OpenAPI front")
     transport.add_argument("--remoting", metavar="[HOST:]PORT", default=None,
                            help="serve the RocketMQ remoting protocol: name server on PORT, broker on --broker-port")
+    transport.add_argument("--pulsar", metavar="[HOST:]PORT", default=None,
+                           help="serve the Pulsar binary protocol (pulsar://HOST:PORT) over the permit dispatcher")
+    p.add_argument("--grpc", metavar="[HOST:]PORT", default=None,
+                   help="serve the RocketMQ 5 gRPC front (MessagingService), alone or beside --remoting or --http "
+                        "on the same broker")
     p.add_argument("--broker-port", type=int, default=0, help="--remoting: the broker's port (default: ephemeral)")
     p.add_argument("--file-reserved-hours", type=int, default=None,
                    help="hours a commit-log segment is kept (fileReservedTime; 0 lets retention delete at once)")
@@ -82,7 +94,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--api-key-file", metavar="FILE", default=None,
                    help="--http: serve only requests whose X-API-Key header holds a key of this file (one per line)")
     p.add_argument("--mutant", metavar="NAME", default=None,
-                   help="--remoting or --http: serve the broker with this seeded broker fault of the catalogue")
+                   help="--remoting, --http, --pulsar or --grpc: serve the broker with this seeded broker fault of the "
+                        "catalogue")
     p.set_defaults(func=run)
 
 
@@ -174,6 +187,21 @@ def ensure_bindable(host: str, port: int, option: str) -> None:
         raise UsageError(f"{option} {host}:{port}: {reason}") from None
 
 
+def _grpc_fronts(args: argparse.Namespace) -> list[FrontStarter]:
+    """``--grpc`` beside ``--remoting`` or ``--http``: the gRPC front started on their loop and broker. Alone it is
+    the server itself (no extra front). Its port is checked before the store opens, as the others'."""
+    if args.grpc is None:
+        return []
+    host, port = parse_http_address(args.grpc, "--grpc")
+    ensure_bindable(host, port, "--grpc")
+    warn_if_open(host, "--grpc", "a loopback address (the gRPC front has no access control)")
+    if args.remoting is None and args.http is None:
+        return []
+    from reference.net.grpc.server import grpc_starter
+
+    return [grpc_starter(host, port)]
+
+
 def run(args: argparse.Namespace) -> int:
     from reference.broker.config import BrokerConfig
     from reference.broker.host import BrokerHost
@@ -181,21 +209,29 @@ def run(args: argparse.Namespace) -> int:
     from reference.store.config import MessageStoreConfig
     from reference.trace import RingSink, Trace, sink_for
 
-    if not args.stdio and args.http is None and args.remoting is None:
-        raise UsageError("choose a transport: --stdio, --http [HOST:]PORT or --remoting [HOST:]PORT")
+    if not args.stdio and args.http is None and args.remoting is None and args.pulsar is None and args.grpc is None:
+        raise UsageError("choose a transport: --stdio, --http [HOST:]PORT, --remoting [HOST:]PORT, --pulsar "
+                         "[HOST:]PORT or --grpc [HOST:]PORT")
+    if args.grpc is not None and (args.stdio or args.pulsar is not None):
+        raise UsageError("--grpc serves beside --remoting or --http, not --stdio or --pulsar")
+    grpc_fronts = _grpc_fronts(args)
     if args.sim_clock and not (args.http or (args.remoting is not None and args.control)):
         raise UsageError("--sim-clock needs --http or --remoting with --control (time moves only through their "
                          "clock advance)")
     if args.control and args.remoting is None:
         raise UsageError("--control needs --remoting [HOST:]PORT")
-    if args.mutant is not None and args.remoting is None and args.http is None:
-        raise UsageError("--mutant needs --remoting [HOST:]PORT or --http [HOST:]PORT")
+    if (args.mutant is not None and args.remoting is None and args.http is None and args.pulsar is None
+            and args.grpc is None):
+        raise UsageError("--mutant needs --remoting, --http, --pulsar or --grpc [HOST:]PORT")
     if args.api_key_file is not None and args.http is None:
         raise UsageError("--api-key-file needs --http [HOST:]PORT (the remoting broker takes --acl FILE)")
     if args.acl is not None and args.remoting is None:
         raise UsageError("--acl needs --remoting [HOST:]PORT (the HTTP front takes --api-key-file FILE)")
     mutant = broker_mutant(args.mutant) if args.mutant is not None else None
     address = parse_http_address(args.http) if args.http is not None else None
+    pulsar = parse_http_address(args.pulsar, "--pulsar") if args.pulsar is not None else None
+    if pulsar is not None:
+        ensure_bindable(*pulsar, "--pulsar")
     api_keys = read_key_file(args.api_key_file) if args.api_key_file is not None else frozenset()
     if address is not None:
         ensure_bindable(*address, "--http")
@@ -233,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
         sink = ring
     trace = Trace(sink, run=f"broker-{data_dir.name}", clock=clock) if sink is not None else None
     if args.remoting is not None:
-        return _run_remoting(args, data_dir, clock, config, store_config, trace, mutant, ring)
+        return _run_remoting(args, data_dir, clock, config, store_config, trace, mutant, ring, grpc_fronts)
     if mutant is not None:
         announce_fault(mutant)
     broker_host = BrokerHost(data_dir, clock, config=config, store_config=store_config, trace=trace,
@@ -242,7 +278,15 @@ def run(args: argparse.Namespace) -> int:
         if address is not None:
             from reference.net.http.server import serve_http
 
-            serve_http(broker_host, *address, api_keys=api_keys)
+            serve_http(broker_host, *address, api_keys=api_keys, fronts=grpc_fronts)
+        elif pulsar is not None:
+            from reference.net.pulsar.server import serve_pulsar
+
+            serve_pulsar(broker_host, *pulsar)
+        elif args.grpc is not None:
+            from reference.net.grpc.server import serve_grpc
+
+            serve_grpc(broker_host, *parse_http_address(args.grpc, "--grpc"))
         else:
             from reference.net.stdio import serve_stdio
 
@@ -258,6 +302,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_remoting(
     args: argparse.Namespace, data_dir: Path, clock: Clock, config: BrokerConfig, store_config: MessageStoreConfig,
     trace: Trace | None, mutant: Mutant | None = None, ring: RingSink | None = None,
+    fronts: Sequence[FrontStarter] = (),
 ) -> int:
     """The broker is built once its port is bound: its address is every record's STOREHOST. Each broker runs
     on its own process clock, so that a control-channel kill can stop all its timers at once."""
@@ -289,7 +334,7 @@ def _run_remoting(
 
     extension: Extension | None = control if args.control else None
     try:
-        serve_remoting(broker_host, host, port, args.broker_port, extension=extension, acl=acl)
+        serve_remoting(broker_host, host, port, args.broker_port, extension=extension, acl=acl, fronts=fronts)
     except KeyboardInterrupt:  # before the server's own SIGINT handler is in place: still a normal stop
         pass
     finally:

@@ -63,9 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("conform", help="run the conformance suite against a target; write reports")
     p.add_argument("--target", default="reference",
                    help="reference (default), mutant:NAME, http://HOST:PORT (a server of the HTTP front's API), "
-                        "remoting://HOST:PORT (a RocketMQ-protocol broker's name server) or "
-                        "grpc://HOST:PORT?remoting=HOST:PORT (a RocketMQ 5 MessagingService, with the name server of "
-                        "the same deployment); grpc alone serves the reference with its gRPC front and judges that")
+                        "remoting://HOST:PORT (a RocketMQ-protocol broker's name server), pulsar://HOST:PORT (a "
+                        "Pulsar broker's service URL: the FLOW family) or grpc://HOST:PORT?remoting=HOST:PORT (a "
+                        "RocketMQ 5 MessagingService, with the name server of the same deployment); grpc alone serves "
+                        "the reference with its gRPC front and judges that")
     p.add_argument("--report-dir", default="reports", type=report_dir, help="where runs are written (default: reports)")
     p.add_argument("--junit", default=None, help="also write the JUnit XML here (for CI upload)")
     p.add_argument("--only", nargs="+", default=None, metavar="ID", help="run only tests of these requirement IDs")

@@ -82,11 +82,17 @@ def _whole_batch_from_every_queue(pop: s.Pop) -> s.Pop:
     return dataclasses.replace(pop, max_nums=EVERY_QUEUE_BATCH) if pop.queue < 0 else pop
 
 
+def _reads_queues(capabilities: frozenset[str]) -> bool:
+    """Whether a step reads other queues than queue 0: only pulls and pops do (permit subscriptions are on queue 0).
+    Without them a program's topics have one queue, as a Pulsar topic has (pulsar:// targets)."""
+    return bool({"pull", "pop"} & capabilities)
+
+
 def step_strategies(capabilities: frozenset[str]) -> dict[type[s.Step], st.SearchStrategy[s.Step]]:
     """A strategy per step kind that a target with ``capabilities`` runs (both targets' intersection)."""
     clocked = "clock_control" in capabilities
     idx = st.sampled_from(TOPICS)
-    queue = st.sampled_from(QUEUES)
+    queue = st.sampled_from(QUEUES if _reads_queues(capabilities) else (0,))
     group = st.sampled_from(GROUPS)
     conn = st.integers(0, s.CONNECTIONS - 1)
     tags = st.sampled_from(s.TAGS)
@@ -165,13 +171,14 @@ def programs(capabilities: frozenset[str], max_steps: int, without: frozenset[st
         drawn = [kinds[cls] for cls in family if cls in kinds]
         if s.Retention in family and s.Retention in kinds:
             # Retention deletes only whole segments: its family also sends large messages, two or three at once.
-            drawn.append(st.builds(s.Send, st.sampled_from(TOPICS), st.sampled_from(QUEUES),
+            drawn.append(st.builds(s.Send, st.sampled_from(TOPICS), st.sampled_from(QUEUES),  # retention: pulls
                                    st.sampled_from(s.TAGS), st.integers(2, 3), st.just(True)))
         families.append(drawn)
     families.append(list(kinds.values()))
     return st.builds(
         Program,
-        st.lists(st.integers(1, MAX_QUEUES), min_size=1, max_size=MAX_TOPICS).map(tuple),
+        st.lists(st.integers(1, MAX_QUEUES if _reads_queues(capabilities) else 1), min_size=1,
+                 max_size=MAX_TOPICS).map(tuple),
         st.sampled_from(families).flatmap(lambda family: st.sampled_from(range(1, max_steps + 1)).flatmap(
             lambda n: st.lists(st.one_of(*family), min_size=n, max_size=n).map(tuple)
         )),

@@ -209,8 +209,8 @@ CATALOGUE: dict[str, Mutant] = {
         Mutant(
             "flow-permits-go-negative",
             ("FLOW-2",),
-            "The dispatcher sends whole batch entries while any permit is left, so permits go negative "
-            "and a consumer receives more than it granted (the family of Pulsar #6054).",
+            "The dispatcher reads for a consumer whose permits are already 0 (its guard is permits >= 0 where "
+            "seed 003's readMoreEntries asks for > 0), so a consumer that granted nothing more still receives.",
             BrokerComponents(single_active_dispatcher=pf.PermitsGoNegative),
         ),
         Mutant(

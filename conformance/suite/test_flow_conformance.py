@@ -23,14 +23,23 @@ def singles(target: Target, n: int, start: int = 0) -> None:
         target.send(T, 0, b"s%d" % i)
 
 
-@pytest.mark.req("FLOW-1")
-def test_flow_adds_incremental_credit_and_refuses_bad_permits(target: PermitTarget) -> None:
+@pytest.mark.req("FLOW-1.credit")
+def test_flow_adds_incremental_credit(target: PermitTarget) -> None:
     target.create_topic(T, 1)
     target.subscribe_permits(S, T, "c1")
     assert target.permits(S, "c1", T) == 0, "a consumer starts with no permits"
     target.flow(S, "c1", T, 5)
     target.flow(S, "c1", T, 3)
     assert target.permits(S, "c1", T) == 8, "FLOW adds credit, it does not restate the window"
+    assert target.dispatched(S, "c1", T) == []
+
+
+@pytest.mark.req("FLOW-1.refusal")
+@pytest.mark.needs("flow_refusals")
+def test_flow_refuses_bad_permits(target: PermitTarget) -> None:
+    target.create_topic(T, 1)
+    target.subscribe_permits(S, T, "c1")
+    target.flow(S, "c1", T, 8)
     for bad in (0, -1, 2**32):
         with pytest.raises(TargetError) as err:
             target.flow(S, "c1", T, bad)
@@ -42,21 +51,37 @@ def test_flow_adds_incremental_credit_and_refuses_bad_permits(target: PermitTarg
 
 
 @pytest.mark.req("FLOW-2")
-def test_dispatch_never_exceeds_the_permits_granted(target: PermitTarget) -> None:
+def test_dispatch_only_with_permits_and_batches_whole(target: PermitTarget) -> None:
     target.create_topic(T, 1)
     target.subscribe_permits(S, T, "c1")
     singles(target, 3)
     target.send_batch(T, 0, [b"b0", b"b1", b"b2", b"b3", b"b4"])
-    granted = 0
-    for grant, expected in ((4, 4), (2, 6), (10, 8)):
-        target.flow(S, "c1", T, grant)
-        granted += grant
-        sent = target.dispatched(S, "c1", T)
-        assert len(sent) <= granted, f"{len(sent)} messages dispatched with {granted} permits granted"
-        assert target.permits(S, "c1", T) >= 0, "permits went negative"
-        assert len(sent) == expected
-    assert [m.body for m in target.dispatched(S, "c1", T)] == [b"s0", b"s1", b"s2", b"b0", b"b1", b"b2", b"b3", b"b4"]
-    assert target.permits(S, "c1", T) == 8
+    assert target.dispatched(S, "c1", T) == [], "nothing is sent at 0 permits"
+    target.flow(S, "c1", T, 4)
+    sent = [m.body for m in target.dispatched(S, "c1", T)]
+    assert sent == [b"s0", b"s1", b"s2", b"b0", b"b1", b"b2", b"b3", b"b4"], "the batch is sent whole, never split"
+    assert target.permits(S, "c1", T) == -4, "one permit per message: 4 granted, 8 sent"
+    singles(target, 1, start=3)
+    target.flow(S, "c1", T, 2)
+    assert len(target.dispatched(S, "c1", T)) == 8, "nothing is sent while the permits are 0 or below"
+    assert target.permits(S, "c1", T) == -2, "FLOW adds to negative permits"
+    target.flow(S, "c1", T, 3)
+    assert [m.body for m in target.dispatched(S, "c1", T)][8:] == [b"s3"], "permits above 0 again: sending resumes"
+    assert target.permits(S, "c1", T) == 0
+
+
+@pytest.mark.req("FLOW-11")
+def test_no_entry_is_started_without_permits(target: PermitTarget) -> None:
+    target.create_topic(T, 1)
+    target.subscribe_permits(S, T, "c1")
+    target.send_batch(T, 0, [b"a0", b"a1", b"a2"])
+    target.send_batch(T, 0, [b"b0", b"b1", b"b2"])
+    target.flow(S, "c1", T, 2)
+    sent = target.dispatched(S, "c1", T)
+    assert [m.body for m in sent] == [b"a0", b"a1", b"a2"], "the second entry started at -1 permits"
+    assert target.permits(S, "c1", T) == -1, "an overshoot of the one entry started with permits, less one"
+    target.flow(S, "c1", T, 2)
+    assert [m.body for m in target.dispatched(S, "c1", T)][3:] == [b"b0", b"b1", b"b2"]
 
 
 @pytest.mark.req("FLOW-3")

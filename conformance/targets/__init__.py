@@ -31,6 +31,10 @@ CAPABILITIES = frozenset(
         "race_control",
         # POP consumption (pop, ack, change invisible time, query assignment) and Pulsar-style permits.
         "pop", "flow_permits",
+        # pop_orderly(): RocketMQ 5's ordered POP (PopMessageRequestHeader.order; seed 004 lines 412-599).
+        "pop_order",
+        # delete_topic(): RocketMQ's DELETE_TOPIC_IN_BROKER (mqadmin deleteTopic), so that a topic can vanish.
+        "topic_admin",
         # The target runs reference.sim scenarios with its consumer client and returns the trace rows.
         "client_simulation",
         # Judged by `mqtck conform --client` from the reference broker's trace, not through a target.
@@ -56,6 +60,9 @@ CAPABILITIES = frozenset(
         # Raw remoting frames to the target's name server and broker (remoting targets: ``namesrv``,
         # ``broker_addr``, ``namespaced(name)``): the REMOTING family's wire tests.
         "remoting_wire",
+        # A FLOW the broker refuses is answered with the refusal (the Pulsar wire has no reply to FLOW: a broker
+        # ignores a bad one, pulsar-binary §14), so FLOW-1's refusal clause can be judged.
+        "flow_refusals",
         # A broker started with ACL 1.0 accounts (fixtures/acl/plain_acl.yml): judged by tests against live
         # brokers (tests/net/test_acl_remoting.py, tests/peers/test_acl_rocketmq.py), not through a target yet.
         "acl",
@@ -128,6 +135,9 @@ class PopReply:
     messages: tuple[PoppedRecord, ...] = ()
     rest_num: int = 0
     held_ms: int = 0
+    #: An ordered pop's orderCountInfo per queue it read (seed 004 line 599, buildOrderCountInfo(isRetry, queueId,
+    #: count)): (retry, queue id) -> the consume count; empty for an unordered pop.
+    order_counts: dict[tuple[bool, int], int] = field(default_factory=dict)
 
 
 class PendingPop(Protocol):
@@ -244,6 +254,23 @@ class PopTarget(Target, Protocol):
         self, group: str, topic: str, client_id: str, strategy: str = "AllocateMessageQueueAveragely",
         pop_share_queue_num: int = -1, model: str = "CLUSTERING", mode: str = "POP",
     ) -> list[tuple[str, str, int]]: ...
+
+
+class OrderedPopTarget(PopTarget, Protocol):
+    """Capability ``pop_order``."""
+
+    def pop_orderly(
+        self, group: str, topic: str, queue_id: int = -1, max_nums: int = 32, invisible_ms: int = 60_000,
+        poll_ms: int = 0,
+    ) -> PendingPop:
+        """An ordered pop (RocketMQ's PopMessageRequestHeader.order = true); acked with :meth:`ack`."""
+        ...
+
+
+class TopicAdminTarget(Target, Protocol):
+    def delete_topic(self, topic: str) -> None:
+        """Capability ``topic_admin``: delete ``topic`` on the broker (DELETE_TOPIC_IN_BROKER)."""
+        ...
 
 
 class GroupInfoTarget(Target, Protocol):
@@ -368,7 +395,8 @@ class WireTarget(Target, Protocol):
 
 
 class FullTarget(
-    AllocationTarget, PopTarget, GroupInfoTarget, KillRestartTarget, ExpiryTarget, SettingsTarget, TornRestartTarget,
+    AllocationTarget, OrderedPopTarget, TopicAdminTarget, GroupInfoTarget, KillRestartTarget, ExpiryTarget,
+    SettingsTarget, TornRestartTarget,
     FreshStoreTarget, RaceTarget, TraceTarget, SimulationTarget, PermitTarget, ChannelCloseTarget, Protocol,
 ):
     """Every capability's methods, for a driver that calls those of the capabilities a target declares

@@ -23,7 +23,7 @@ STOP_TIMEOUT_S = 15
 #: How long a server may take to print its address (the JVM-free start is about a second; CI machines are slow).
 START_TIMEOUT_S = 30.0
 
-Transport = Literal["http", "remoting", "grpc"]
+Transport = Literal["http", "remoting", "pulsar", "grpc"]
 
 
 class LaunchedBroker:

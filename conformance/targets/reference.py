@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from reference.allocation.message_queue import MessageQueue
@@ -109,7 +109,16 @@ def _pop_reply(response: PopResponse) -> PopReply:
         ),
         rest_num=response.rest_num,
         held_ms=response.held_ms,
+        order_counts=queue_order_counts(response.order_counts),
     )
+
+
+def queue_order_counts(counts: Mapping[tuple[bool, int, int], int]) -> dict[tuple[bool, int], int]:
+    """Per (retry, queue id), the least consume count of its messages: the seed's per-queue orderCountInfo."""
+    out: dict[tuple[bool, int], int] = {}
+    for (retry, queue_id, _offset), count in counts.items():
+        out[(retry, queue_id)] = min(count, out.get((retry, queue_id), count))
+    return out
 
 
 class ReferenceTarget:
@@ -118,7 +127,7 @@ class ReferenceTarget:
             "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control",
             "clock_control", "trace", "race_control", "pop", "flow_permits", "restart", "allocation",
             "client_simulation", "retention_expire", "store_layout", "channel_close", "broker_config",
-            "group_info",
+            "group_info", "pop_order", "topic_admin", "flow_refusals",
         }
     )
 
@@ -301,6 +310,15 @@ class ReferenceTarget:
         request = PopMessageRequest(group, topic, queue_id, max_nums, invisible_ms, poll_ms, expression, client_id)
         response = self._call(self.broker.pop, request, self._pop_channel)
         return _Pending(self, request, response, poll_ms, lambda: self._pop_channel.pop_responses, _pop_reply)
+
+    def pop_orderly(self, group, topic, queue_id=-1, max_nums=32, invisible_ms=60_000, poll_ms=0):  # type: ignore[no-untyped-def]
+        request = PopMessageRequest(group, topic, queue_id, max_nums, invisible_ms, poll_ms, "*", "conformance",
+                                    order=True)
+        response = self._call(self.broker.pop, request, self._pop_channel)
+        return _Pending(self, request, response, poll_ms, lambda: self._pop_channel.pop_responses, _pop_reply)
+
+    def delete_topic(self, topic: str) -> None:
+        self._call(self.broker.delete_topic, topic)
 
     def ack(self, group: str, topic: str, handle: str) -> None:
         self._call(self.broker.ack, group, topic, handle, "conformance")

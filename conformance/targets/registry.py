@@ -1,7 +1,8 @@
 """The target kinds by address: parse a ``--target`` value, ask its capabilities, open it.
 
-The one place that knows every adapter (:mod:`.reference`, :mod:`.http`, :mod:`.remoting`, :mod:`.grpc`, and the seeded
-faults of :mod:`conformance.mutants`); the adapters know only the interface in :mod:`conformance.targets`.
+The one place that knows every adapter (:mod:`.reference`, :mod:`.http`, :mod:`.remoting`, :mod:`.pulsar`,
+:mod:`.grpc`, and the seeded faults of :mod:`conformance.mutants`); the adapters know only the interface in
+:mod:`conformance.targets`.
 A new transport (gRPC, Pulsar) adds its scheme here.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 from conformance.mutants import CATALOGUE
 from conformance.targets import CAPABILITIES, StoreLayout, Target
 from conformance.targets.http import HttpTarget, probe
+from conformance.targets.pulsar import PulsarTarget
 from conformance.targets.reference import ReferenceTarget
 from conformance.targets.remoting import RemotingTarget, control_capabilities, discover_broker, wire_capabilities
 
@@ -47,13 +49,18 @@ def parse_target(text: str) -> TargetSpec:
         if not (host and sep and port.isdigit()):
             raise ValueError(f"target {text!r}: expected remoting://HOST:PORT (the name server's address)")
         return TargetSpec("remoting", address, _remoting_options(text, query))
+    if text.startswith("pulsar://"):
+        host, sep, port = text.split("://", 1)[1].rstrip("/").rpartition(":")
+        if not (host and sep and port.isdigit() and 0 < int(port) <= 65535):
+            raise ValueError(f"target {text!r}: expected pulsar://HOST:PORT (the service URL)")
+        return TargetSpec("pulsar", f"{host}:{port}")
     if text.startswith("grpc://"):
         return _grpc_spec(text)
     if text == EMBEDDED_GRPC:
         return TargetSpec("grpc-reference")
     raise ValueError(
         f"unknown target {text!r}: expected 'reference', 'mutant:NAME', 'http://HOST:PORT', 'remoting://HOST:PORT', "
-        "'grpc://HOST:PORT?remoting=HOST:PORT' or 'grpc' (the reference over its gRPC front)"
+        "'pulsar://HOST:PORT', 'grpc://HOST:PORT?remoting=HOST:PORT' or 'grpc' (the reference over its gRPC front)"
     )
 
 
@@ -133,6 +140,8 @@ def target_capabilities(text: str) -> frozenset[str]:
             # not answer).
             _probed[key] = wire_capabilities(broker) | (control_capabilities(control) if control else frozenset())
         return _probed[key]
+    if spec.kind == "pulsar":
+        return PulsarTarget.capabilities
     if spec.kind == "grpc":
         key = f"grpc:{spec.arg}?{spec.options}"
         if key not in _probed:
@@ -156,6 +165,8 @@ def open_target(text: str, workdir: str, layout: StoreLayout | None = None,
         return HttpTarget(spec.arg, target_capabilities(text))
     if spec.kind == "remoting":
         return RemotingTarget(spec.arg, name=text, control=spec.options.get("control"))
+    if spec.kind == "pulsar":
+        return PulsarTarget(spec.arg, name=text)
     if spec.kind == "grpc":
         from conformance.targets.grpc import GrpcTarget
 

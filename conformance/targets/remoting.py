@@ -442,7 +442,7 @@ class RemotingTarget:
 
     # -- pop (RocketMQ 5: capability "pop" when the broker serves POP_MESSAGE) -----------------
     def pop(self, group, topic, queue_id=-1, max_nums=32, invisible_ms=60_000, poll_ms=0,
-            client_id="conformance", expression="*"):  # type: ignore[no-untyped-def]
+            client_id="conformance", expression="*", order=False):  # type: ignore[no-untyped-def]
         """POP_MESSAGE as a Java 5 client sends it; the handles are built from the answer as its
         ``processPopResponse`` builds them (RocketMQ's ExtraInfoUtil layout)."""
         ext: dict[str, Any] = {
@@ -450,10 +450,20 @@ class RemotingTarget:
             "invisibleTime": str(invisible_ms), "pollTime": str(poll_ms), "bornTime": str(int(time.time() * 1000)),
             "initMode": INIT_MODE_MIN, "expType": "TAG", "exp": expression,
         }
+        if order:
+            ext["order"] = "true"
         # Answered at once, a refusal surfaces here; a held pop's surfaces at result(), so that a thousand held
         # pops (POP-7) need no wait each.
         return self._held(RequestCode.POP_MESSAGE, ext, lambda r, held_ms: self._pop_reply(r, topic, held_ms),
                           poll_ms, settle=poll_ms <= 0)
+
+    def pop_orderly(self, group, topic, queue_id=-1, max_nums=32, invisible_ms=60_000, poll_ms=0):  # type: ignore[no-untyped-def]
+        """An ordered POP_MESSAGE (the header's ``order``), as the Java 5 client's popOrderly sends it."""
+        return self.pop(group, topic, queue_id, max_nums, invisible_ms, poll_ms, order=True)
+
+    def delete_topic(self, topic: str) -> None:
+        """DELETE_TOPIC_IN_BROKER, as ``mqadmin deleteTopic`` sends it to each broker."""
+        self._call(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": self._n(topic)})
 
     def _pop_reply(self, response: RemotingCommand, topic: str, held_ms: int) -> PopReply:
         if response.code not in (ResponseCode.SUCCESS, ResponseCode.POLLING_FULL, ResponseCode.POLLING_TIMEOUT,
@@ -474,7 +484,7 @@ class RemotingTarget:
                 msg_id=r.msg_id, handle=handle, reconsume_times=r.reconsume_times, retry=mark != NORMAL_MARK,
                 properties=dict(r.properties),
             ))
-        return PopReply("SUCCESS", tuple(messages), rest, held_ms)
+        return PopReply("SUCCESS", tuple(messages), rest, held_ms, queue_order_counts(ext.get("orderCountInfo")))
 
     def _handle_header(self, group: str, topic: str, handle: str) -> dict[str, Any]:
         """The header of an ack or change of invisible time, as the Java client fills it from the handle: the
@@ -680,12 +690,25 @@ def handle_error(response: RemotingCommand) -> TargetError:
 
 
 def wire_capabilities(broker_addr: str) -> frozenset[str]:
-    """What the broker's protocol offers: :data:`CAPABILITIES`, ``pop`` when it serves POP and ``group_info`` when
-    it serves GET_CONSUMER_CONNECTION_LIST."""
-    offered = {"pop"} if supports_pop(broker_addr) else set()
+    """What the broker's protocol offers: :data:`CAPABILITIES`, ``pop`` (with ``pop_order`` and ``topic_admin``) when
+    it serves POP and ``group_info`` when it serves GET_CONSUMER_CONNECTION_LIST."""
+    # A POP broker (RocketMQ 5) also serves the ordered pop and DELETE_TOPIC_IN_BROKER; the latter is not probed, as
+    # a probe would delete something on a broker that may not be a test's.
+    offered = {"pop", "pop_order", "topic_admin"} if supports_pop(broker_addr) else set()
     if serves(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "mqtck-probe"}):
         offered.add("group_info")
     return CAPABILITIES | offered
+
+
+def queue_order_counts(info: object) -> dict[tuple[bool, int], int]:
+    """The per-queue entries of an orderCountInfo header ("{mark} {queueId} {count}", ';'-separated; RocketMQ 5 also
+    writes per-message "{mark} qo{queueId}%{offset} {count}" entries, skipped here): (retry, queue id) -> count."""
+    out: dict[tuple[bool, int], int] = {}
+    for entry in str(info or "").split(";"):
+        parts = entry.split(" ")
+        if len(parts) == 3 and parts[1].isdigit() and parts[2].lstrip("-").isdigit():
+            out[(parts[0] != NORMAL_MARK, int(parts[1]))] = int(parts[2])
+    return out
 
 
 def serves(broker_addr: str, code: int, ext: dict[str, Any]) -> bool:

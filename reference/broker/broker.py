@@ -152,6 +152,11 @@ class Broker:
     def create_topic(self, topic: str, queue_nums: int) -> None:
         self.store.create_topic(topic, queue_nums)
 
+    def delete_topic(self, topic: str) -> None:
+        """DELETE_TOPIC_IN_BROKER (``mqadmin deleteTopic``): the topic is gone; deleting a topic that does not
+        exist is no error, as in RocketMQ."""
+        self.store.delete_topic(topic)
+
     def run_retention(self, manual: bool = False) -> None:
         """Run the store's clean service now; ``manual`` asks for deletion regardless of the hour."""
         if manual:

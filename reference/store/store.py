@@ -208,6 +208,12 @@ class MessageStore:
         with self.disk.writing("the topic table"):
             self._topics.create(topic, queue_nums)
 
+    @_while_open
+    def delete_topic(self, topic: str) -> bool:
+        """Delete ``topic`` from the topic table; whether it existed."""
+        with self.disk.writing("the topic table"):
+            return self._topics.delete(topic)
+
     def topics(self) -> dict[str, int]:
         return self._topics.as_dict()
 

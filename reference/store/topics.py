@@ -38,6 +38,17 @@ class TopicTable:
             self._queue_nums[topic] = queue_nums
             write_json_atomic(self._path, {"topics": self._queue_nums})
 
+    def delete(self, topic: str) -> bool:
+        """Forget ``topic`` (RocketMQ's deleteTopicConfig); whether it existed. Its stored messages stay
+        until retention removes them, but no send or pop reaches them, and a checkpoint of it is no
+        longer revived (seed 004 lines 1103-1110)."""
+        check_name(topic, "topic")
+        if topic not in self._queue_nums:
+            return False
+        del self._queue_nums[topic]
+        write_json_atomic(self._path, {"topics": self._queue_nums})
+        return True
+
     def get(self, topic: str) -> int | None:
         return self._queue_nums.get(topic)
 

@@ -10,7 +10,7 @@ import pytest
 
 from properties.harness import SMALL_STORE
 from reference.broker.broker import Broker
-from reference.broker.permits.batch import encode_batch, split_batch
+from reference.broker.permits.batch import encode_batch, entry_bodies, split_batch
 from reference.broker.permits.protocol import InitialPosition, Position, RecordingPermitChannel, SubType
 from reference.clock import SimClock
 from reference.rules.errors import InvalidRequest
@@ -40,9 +40,12 @@ def test_batch_encoding_round_trip() -> None:
     bodies = [b"", b"a", b"\x00" * 300]
     body, props = encode_batch(bodies)
     assert split_batch(body, int(props["NUM_MESSAGES_IN_BATCH"])) == bodies
+    one, one_props = encode_batch([b"only"])
+    assert entry_bodies(one, one_props) == [b"only"], "a batch of one is still a batch"
+    assert entry_bodies(b"alone", {}) == [b"alone"]
 
 
-@pytest.mark.req("FLOW-9", "FLOW-1")
+@pytest.mark.req("FLOW-9", "FLOW-1.refusal")
 def test_flow_and_dispatch_rows_and_refusals_that_change_nothing() -> None:
     with permit_broker() as (broker, _clock, sink, _):
         channel = RecordingPermitChannel("c1")
@@ -61,13 +64,14 @@ def test_flow_and_dispatch_rows_and_refusals_that_change_nothing() -> None:
                 broker.flow(group, client, topic, 5)
             assert err.value.code == "CONSUMER_NOT_FOUND"
         assert len(sink.rows) == rows, "a refused FLOW records nothing"
-        assert broker.permits.consumer(S, "c1", T).permits == 0 and len(channel.messages) == 2
+        assert broker.permits.consumer(S, "c1", T).permits == -1 and len(channel.messages) == 3, "a batch is sent whole"
         broker.flow(S, "c1", T, 4)
         flows = sink.of("FLOW")
         assert [r["count"] for r in flows] == [2, 4]
         dispatch = sink.of("DISPATCH")
         assert [r["msg_id"] for r in dispatch] == [f"{sent.unique_id}#{i}" for i in range(3)]
-        assert [json.loads(r["detail"])["permits"] for r in dispatch] == [0, 0, 3]
+        assert [json.loads(r["detail"])["permits"] for r in dispatch] == [-1, -1, -1]
+        assert broker.permits.consumer(S, "c1", T).permits == 3
         assert all(r["offset"] == 0 and r["queue_id"] == 1 for r in dispatch)
         for r in flows + dispatch:
             assert missing_columns(r) == []

@@ -1,9 +1,10 @@
 """PermitConsumer: the broker's view of one consumer of a subscription (Pulsar's broker ``Consumer``).
 
 ``permits`` is the credit the consumer granted with FLOW and not yet used (pulsar-binary §9.3):
-it starts at 0, FLOW adds to it, every dispatched message takes one. The reference never lets it
-go below zero. ``pending`` holds the messages dispatched to it and not yet acknowledged, which go
-back for redelivery when it asks or leaves.
+it starts at 0, FLOW adds to it, every dispatched message takes one. It goes below zero when a batch
+entry larger than what is left is sent whole (Pulsar never splits a batch, §9.3 rule 3). ``pending``
+holds the messages dispatched to it and not yet acknowledged, which go back for redelivery when it asks
+or leaves.
 """
 
 from __future__ import annotations

@@ -7,9 +7,8 @@ consumer offsets, so that a restarted broker resumes the subscription there (any
 acknowledged above it is delivered again: at least once).
 
 ``read_position`` is where new messages are read next; a rewind (exclusive and failover
-redelivery) moves it back to ``mark_delete``, and reading skips acknowledged messages. Reading can
-stop inside a batch entry, so that a dispatcher never sends more messages than a consumer's
-permits (:meth:`read_new` with ``split``).
+redelivery) moves it back to ``mark_delete``, and reading skips acknowledged messages. Reading takes
+whole entries: Pulsar never splits a batch (:meth:`read_new`).
 """
 
 from __future__ import annotations
@@ -67,10 +66,10 @@ class ManagedCursor:
     def has_new(self) -> bool:
         return self.read_position.offset < self.store.get_max_offset_in_queue(self.topic, self.queue_id)
 
-    def read_new(self, budget: int, split: bool = True) -> list[EntryRead]:
-        """Unacknowledged messages from the read position on, at most ``budget`` of them when
-        ``split`` (a batch entry may be cut); without ``split`` whole entries are read while fewer
-        than ``budget`` messages were taken (Java's behaviour, which can overshoot)."""
+    def read_new(self, budget: int) -> list[EntryRead]:
+        """Unacknowledged messages from the read position on, whole entries, read while fewer than ``budget``
+        messages were taken: no entry is started once the budget is spent, and a batch is never cut (Pulsar's
+        rule, FLOW-2; the last entry may overshoot the budget, by its size less one at most, FLOW-11)."""
         out: list[EntryRead] = []
         taken = 0
         while taken < budget:
@@ -86,15 +85,11 @@ class ManagedCursor:
                 self.read_position = Position(offset + 1, 0)
                 continue
             message, size = entry
-            remaining = [i for i in range(index, size) if not self.is_acked(Position(offset, i))]
-            chosen = remaining[: budget - taken] if split else remaining
+            chosen = [i for i in range(index, size) if not self.is_acked(Position(offset, i))]
             if chosen:
                 out.append(EntryRead(message, size, tuple(chosen)))
                 taken += len(chosen)
-            if len(chosen) < len(remaining):
-                self.read_position = Position(offset, chosen[-1] + 1)
-            else:
-                self.read_position = Position(offset + 1, 0)
+            self.read_position = Position(offset + 1, 0)
             self.max_read = max(self.max_read, self.read_position)
         return out
 

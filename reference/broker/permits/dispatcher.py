@@ -2,14 +2,17 @@
 
 Theory of operation
 -------------------
-``read_more`` is Pulsar's ``readMoreEntries``: while a consumer that may receive has permits and
-there is something to send, read up to that many messages and send them, subtracting one permit per
-*message* (a batch entry of n messages costs n). It runs after every FLOW, every arrival, every
-redelivery request and every change of consumers, so a consumer with permits is never left waiting
-while messages are there (no freeze). A batch entry larger than the permits is cut: the consumer
-gets as many of its messages as it has permits for, and the rest when it grants more. Permits thus
-never go negative and the messages a consumer received never exceed the permits it granted. (The
-Java broker sends whole entries and may overshoot; the strict rule is the one the spec states.)
+``read_more`` is Pulsar's ``readMoreEntries``: while a consumer that may receive has permits (more than 0)
+and there is something to send, read for it and send, subtracting one permit per *message* (a batch entry of
+n messages costs n). It runs after every FLOW, every arrival, every redelivery request and every change of
+consumers, so a consumer with permits is never left waiting while messages are there (no freeze).
+
+Batch entries are never split (pulsar-binary §9.3 rule 3, seed 003's ``sendMessages`` sends whole entries):
+an entry of n messages read with fewer than n permits left is sent whole and the permits go negative; the
+consumer then gets nothing more until its FLOWs bring them above 0 again (FLOW-2). The reference is stricter
+than Java in one respect (FLOW-11, profile strict): it never *starts* an entry at 0 permits or below, so it
+overshoots by at most the size of the last entry minus one, where Java reads up to ``min(permits, 100)``
+entries at once and may overshoot by whole entries.
 
 * :class:`SingleActiveConsumerDispatcher` (exclusive, failover): only the *active* consumer gets
   messages, the one with the smallest client id. When the active consumer changes, or asks for
@@ -28,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from reference.broker.permits.batch import split_batch
+from reference.broker.permits.batch import entry_bodies
 from reference.broker.permits.consumer import PermitConsumer
 from reference.broker.permits.cursor import EntryRead, ManagedCursor
 from reference.broker.permits.protocol import DispatchedMessage, Position
@@ -54,8 +57,6 @@ READ_BATCH_SIZE = 100
 class PermitDispatcher:
     """What both dispatchers share: sending within permits, consumers, acks."""
 
-    #: Cut a batch entry at the consumer's permits (the strict rule; see the module docstring).
-    split_batches = True
     tracker_class: type[InMemoryRedeliveryTracker] = InMemoryRedeliveryTracker
 
     def __init__(self, subscription: Subscription) -> None:
@@ -102,7 +103,7 @@ class PermitDispatcher:
         out: list[DispatchedMessage] = []
         for read in reads:
             message = read.message
-            bodies = split_batch(message.body, read.size)
+            bodies = entry_bodies(message.body, message.properties)
             for index in read.indices:
                 position = Position(message.queue_offset, index)
                 count = self.tracker.increment_and_get(position) if self.tracker.contains(position) else 0
@@ -179,7 +180,7 @@ class SingleActiveConsumerDispatcher(PermitDispatcher):
             consumer = self.active
             if consumer is None or consumer.permits <= 0:
                 return
-            reads = self.cursor.read_new(consumer.permits, self.split_batches)
+            reads = self.cursor.read_new(consumer.permits)
             if not reads:
                 return
             self.send(consumer, reads)
@@ -238,7 +239,7 @@ class MultipleConsumersDispatcher(PermitDispatcher):
             budget = min(consumer.permits, READ_BATCH_SIZE)
             reads = self._read_replay(budget) if self.replay else []
             if not reads:  # the replay list is empty now (what was on it was acknowledged)
-                reads = self.cursor.read_new(budget, self.split_batches)
+                reads = self.cursor.read_new(budget)
             if not reads:
                 return
             self.send(consumer, reads)

@@ -22,7 +22,9 @@ Modules, one rule each:
 * :mod:`.long_polling` – holding a pop that found nothing (POLLING_FULL / POLLING_TIMEOUT);
 * :mod:`.ack` – ack and change of invisible time, and the refusal of bad handles;
 * :mod:`.buffer` – in-memory matching and the in-order commit of the pop offset;
-* :mod:`.revive` – matching through the revive log and reviving;
+* :mod:`.revive` – matching through the revive log and reviving (a checkpoint of a deleted topic is dropped);
+* :mod:`.order_info` – ordered pops: one batch in flight per queue and group, consume counts;
+* :mod:`.order_ack` – the ack of an ordered pop's message (revive queue 999);
 * :mod:`.assignment` – broker-side rebalance (QueryAssignment);
 * :mod:`.service` – the wiring and the trace rows.
 """

@@ -30,6 +30,7 @@ from reference.broker.pop.buffer import PopBufferMergeService
 from reference.broker.pop.checkpoint import AckMsg, PopCheckPoint
 from reference.broker.pop.config import PopConfig
 from reference.broker.pop.keys import CheckpointKey
+from reference.broker.pop.order_info import POP_ORDER_REVIVE_QUEUE
 from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE, ReceiptHandle
 from reference.broker.pop.revive import PopReviveService
 from reference.broker.pop.revive_log import ReviveLog
@@ -93,6 +94,8 @@ class AckMessageProcessor:
 
         if handle.broker_name != self.broker_name:
             raise invalid(f"issued by broker {handle.broker_name!r}, not by this broker {self.broker_name!r}")
+        if handle.revive_queue_id == POP_ORDER_REVIVE_QUEUE:
+            raise invalid("names a message of an ordered pop, which has no checkpoint: it can only be acknowledged")
         if handle.revive_queue_id >= self.config.revive_queue_num:
             raise invalid(f"revive queue {handle.revive_queue_id} does not exist")
         key = handle.checkpoint_key(group, topic)

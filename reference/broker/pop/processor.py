@@ -18,6 +18,10 @@ offset is wrong (OFFSET_TOO_SMALL, OFFSET_OVERFLOW_BADLY, OFFSET_FOUND_NULL: ret
 queue on, or a crash cut it short) the processor commits the store's nextBeginOffset and reads
 again from there (§4.2.2). ``rest_num`` adds up what was left behind in every queue visited.
 
+An *ordered* pop (``request.order``) reads no retry topic, skips a queue whose previous ordered batch is
+still unacknowledged and invisible, leaves no checkpoint, commits the queue's offset at the batch's start
+and counts how often each message was handed out (:mod:`.order_info`).
+
 Whether the pop is held when it finds nothing is the caller's business (:mod:`.service`).
 """
 
@@ -32,6 +36,7 @@ from reference.broker.pop.buffer import PopBufferMergeService
 from reference.broker.pop.checkpoint import PopCheckPoint
 from reference.broker.pop.config import RANDOM_Q_BOUND, RETRY_FIRST_MODULUS, PopConfig
 from reference.broker.pop.keys import lock_key
+from reference.broker.pop.order_info import POP_ORDER_REVIVE_QUEUE, ConsumerOrderInfoManager
 from reference.broker.pop.protocol import ALL_QUEUES, PopMessageRequest
 from reference.broker.pop.queue_lock import QueueLockManager
 from reference.clock import Clock
@@ -72,6 +77,8 @@ class PoppedBatch:
     random_q: int
     entries: list[tuple[StoredMessage, PopCheckPoint, bool]] = field(default_factory=list)
     rest_num: int = 0
+    #: An ordered pop's consume counts: (retry, queue id, queue offset) -> times handed out before.
+    order_counts: dict[tuple[bool, int, int], int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -89,8 +96,10 @@ class PopMessageProcessor:
         clock: Clock,
         rng: random.Random,
         commit: OffsetCommitter,
+        order_info: ConsumerOrderInfoManager | None = None,
     ) -> None:
         self.store = store
+        self.order_info = order_info if order_info is not None else ConsumerOrderInfoManager()
         self.offsets = offsets
         self.buffer = buffer
         self.locks = locks
@@ -133,9 +142,12 @@ class PopMessageProcessor:
 
     def pop(self, request: PopMessageRequest, subscription: SubscriptionData, born_time: int) -> PoppedBatch:
         random_q = self.rng.randrange(RANDOM_Q_BOUND)
-        batch = PoppedBatch(self.pop_time(born_time), next(self._ck_counter) % self.config.revive_queue_num, random_q)
+        revive_queue_id = (
+            POP_ORDER_REVIVE_QUEUE if request.order else next(self._ck_counter) % self.config.revive_queue_num
+        )
+        batch = PoppedBatch(self.pop_time(born_time), revive_queue_id, random_q)
         need_retry = random_q % RETRY_FIRST_MODULUS == 0
-        if need_retry:
+        if need_retry and not request.order:
             self._pop_retry(request, batch)
         nums = self.store.queue_nums(request.topic)
         queues = (
@@ -143,7 +155,7 @@ class PopMessageProcessor:
         )
         for queue_id in queues:
             self.pop_msg_from_queue(request.topic, False, request, subscription, queue_id, batch)
-        if not need_retry and len(batch) < request.max_msg_nums:
+        if not need_retry and len(batch) < request.max_msg_nums and not request.order:
             self._pop_retry(request, batch)
         return batch
 
@@ -178,6 +190,9 @@ class PopMessageProcessor:
             return
         try:
             offset = self.pop_offset(topic, group, queue_id)
+            if request.order and self.order_info.check_block(topic, group, queue_id, self.clock.now_ms()):
+                batch.rest_num += self.store.get_max_offset_in_queue(topic, queue_id) - offset
+                return
             wanted = request.max_msg_nums - len(batch)
             if wanted <= 0:
                 batch.rest_num += self.store.get_max_offset_in_queue(topic, queue_id) - offset
@@ -196,9 +211,23 @@ class PopMessageProcessor:
                     tuple(m.unique_id for m in result.messages),
                     batch.pop_time, request.invisible_time_ms, batch.revive_queue_id, self.broker_name,
                 )
-                self.buffer.add_checkpoint(ck, result.next_begin_offset)
+                if request.order:
+                    self._ordered(ck, [m.queue_offset for m in result.messages], is_retry, batch)
+                else:
+                    self.buffer.add_checkpoint(ck, result.next_begin_offset)
                 batch.entries.extend((m, ck, is_retry) for m in result.messages)
             elif result.status in SKIP_STATUSES and result.next_begin_offset > offset:
-                self.buffer.add_offset_only(topic, group, queue_id, result.next_begin_offset)
+                if request.order:
+                    self._commit(group, topic, queue_id, result.next_begin_offset)
+                else:
+                    self.buffer.add_offset_only(topic, group, queue_id, result.next_begin_offset)
         finally:
             self.locks.unlock(key)
+
+    def _ordered(self, ck: PopCheckPoint, offsets: list[int], is_retry: bool, batch: PoppedBatch) -> None:
+        """An ordered batch: remember it (the queue is blocked while it is invisible), count each message's
+        deliveries and commit the queue's offset at the batch's start (seed 004 lines 592-599). The
+        checkpoint only names the handles; it is never buffered nor revived."""
+        counts = self.order_info.update(ck.topic, ck.group, ck.queue_id, ck.pop_time, ck.invisible_time, offsets)
+        self._commit(ck.group, ck.topic, ck.queue_id, ck.start_offset)
+        batch.order_counts.update({(is_retry, ck.queue_id, o): n for o, n in counts.items()})

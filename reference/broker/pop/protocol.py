@@ -7,7 +7,7 @@ gRPC ReceiveMessage / AckMessage / ChangeInvisibleDuration) to these and back.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from reference.rules.codes import ResponseCode
@@ -32,6 +32,9 @@ class PopMessageRequest:
     poll_time_ms: int = 0
     expression: str | None = "*"
     client_id: str = ""
+    #: An ordered pop (PopMessageRequestHeader.order): one batch in flight per queue and group, no
+    #: checkpoint, no retry topic (seed 004 lines 412-413, 428, 457, 546-549, 592-599).
+    order: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,9 @@ class PopResponse:
     revive_queue_id: int = 0
     #: How long the broker held the pop before answering (0 when answered at once).
     held_ms: int = 0
+    #: An ordered pop's consume counts (orderCountInfo, seed 004 lines 496-498, 594-599): (retry, queue id,
+    #: queue offset) -> how often that message was handed out before this answer.
+    order_counts: Mapping[tuple[bool, int, int], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from reference.broker.pop.checkpoint import PopCheckPoint
 from reference.broker.pop.config import PopConfig
 from reference.broker.pop.keys import normal_topic
 from reference.broker.pop.long_polling import HeldPop, PollingResult, PopLongPollingService
+from reference.broker.pop.order_ack import OrderAckProcessor, is_ordered_handle
+from reference.broker.pop.order_info import ConsumerOrderInfoManager
 from reference.broker.pop.processor import PopMessageProcessor, PoppedBatch
 from reference.broker.pop.protocol import (
     AckResult,
@@ -75,13 +77,16 @@ class PopService:
         self.buffer = buffer(config, clock, self.revive_log, self._commit_offset, self._on_ck_stored)
         self.revive = revive(store, offsets, self.revive_log, config, clock, self._on_revived)
         self.locks = QueueLockManager()
+        self.order_info = ConsumerOrderInfoManager()
         self.processor = processor(
-            store, offsets, self.buffer, self.locks, config, broker_name, clock, rng, self._commit_offset
+            store, offsets, self.buffer, self.locks, config, broker_name, clock, rng, self._commit_offset,
+            self.order_info,
         )
         self.long_polling = PopLongPollingService(config, clock, self._wake, self._expire)
         self.acks = acks(
             store, self.buffer, self.revive, self.revive_log, config, broker_name, clock, self.known_group
         )
+        self.order_acks = OrderAckProcessor(store, self.order_info, broker_name, self._commit_offset, self.known_group)
         self.assignment = QueryAssignmentProcessor(store, consumer_manager, broker_name, rec, self.consume_offset)
         self._popped_groups: set[tuple[str, str]] = set()
         store.add_arrival_listener(self._on_arrival)
@@ -115,7 +120,7 @@ class PopService:
                 )
             return PopResponse(
                 ResponseCode.SUCCESS, "FOUND", messages, batch.rest_num, batch.pop_time,
-                request.invisible_time_ms, batch.revive_queue_id, held_ms,
+                request.invisible_time_ms, batch.revive_queue_id, held_ms, dict(batch.order_counts),
             )
         polling = self.long_polling.polling(held)
         if polling is PollingResult.POLLING_SUC:
@@ -165,11 +170,14 @@ class PopService:
 
     # -- ack and change invisible time ---------------------------------------------------------
     def ack(self, group: str, topic: str, handle: object, client_id: str = "") -> AckResult:
+        ordered = is_ordered_handle(handle)
         try:
-            resolved = self.acks.ack(group, topic, handle)
+            resolved = self.order_acks.ack(group, topic, handle) if ordered else self.acks.ack(group, topic, handle)
         except InvalidRequest as exc:
             self._record_refused_ack(group, topic, handle, client_id, exc)
             raise
+        if ordered:  # the queue may be free now: wake its held ordered pops
+            self.long_polling.notify_message_arriving(topic, resolved.ck.queue_id, group=group)
         self._record_ack(resolved, group, topic, str(handle), client_id, "OK")
         return AckResult(resolved.msg_id)
 

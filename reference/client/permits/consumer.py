@@ -103,10 +103,13 @@ class PermitConsumerClient:
         self._nacked: dict[Position, int] = {}
         self._nack_timer: TimerHandle | None = None
         self._unacked_timer: TimerHandle | None = None
-        #: Permits granted and messages received since the current subscribe: the broker must never
-        #: have sent more than it was granted (``received <= granted`` at every delivery).
+        #: Permits granted and messages received since the current subscribe. A delivery (one read of the
+        #: broker) that starts with ``received >= granted`` was read at 0 permits or below (FLOW-2); an entry
+        #: that starts so is an overshoot beyond the batch being sent (FLOW-11, profile strict).
         self.granted = 0
         self.received = 0
+        self.overdrawn_reads = 0
+        self.overdrawn_entries = 0
         #: Called (on a later turn of the clock) when messages arrive: Pulsar's MessageListener hook.
         self.on_arrival: Callable[[], None] | None = None
 
@@ -139,7 +142,7 @@ class PermitConsumerClient:
         )
         self.connected = True
         self.broker_name = self.host.broker.config.broker_name
-        self.granted = self.received = 0
+        self.granted = self.received = self.overdrawn_reads = self.overdrawn_entries = 0
         self.incoming.clear()
         self._taken_since_flow = 0
         self._unacked.clear()
@@ -175,7 +178,15 @@ class PermitConsumerClient:
     def deliver_messages(self, group: str, topic: str, messages: list[DispatchedMessage]) -> None:
         if not self.connected:
             return
-        self.received += len(messages)
+        if messages and self.received >= self.granted:
+            self.overdrawn_reads += 1
+        previous = None
+        for message in messages:
+            entry = message.position.offset
+            if entry != previous and self.received >= self.granted:
+                self.overdrawn_entries += 1
+            previous = entry
+            self.received += 1
         self.incoming.extend(messages)
         if self.on_arrival is not None:
             listener = self.on_arrival

@@ -5,6 +5,9 @@ RocketMQ broker (``mqadmin updateTopic`` sends it), instead of relying on auto-c
 which always gives the default queue count. Decode, call the core, encode: the rules (name, queue count)
 are the store's.
 
+DELETE_TOPIC_IN_BROKER (215, ``mqadmin deleteTopic``) forgets a topic, so that a test can make one vanish
+under a pending checkpoint (REVIVE-8).
+
 GET_CONSUMER_CONNECTION_LIST (203, ``mqadmin consumerConnection``) shows what the broker keeps of a consumer
 group: its members' connections and the subscriptions the group stores. It is the one answer on the wire that
 tells an empty group from a removed one (CONSUMER_NOT_ONLINE) and shows a stored subscription (CGRP-2, -3, -5).
@@ -31,6 +34,12 @@ def update_and_create_topic(broker: Broker, cmd: RemotingCommand) -> RemotingCom
     except ValueError:
         raise InvalidRequest("readQueueNums", f"must be an integer, got {text!r}") from None
     broker.create_topic(topic, queue_nums)
+    return cmd.make_response()
+
+
+def delete_topic_in_broker(broker: Broker, cmd: RemotingCommand) -> RemotingCommand:
+    """DELETE_TOPIC_IN_BROKER (215, ``mqadmin deleteTopic``): forget ``topic`` (REVIVE-8 needs a topic to vanish)."""
+    broker.delete_topic(field_str(cmd, "topic"))
     return cmd.make_response()
 
 

@@ -116,6 +116,7 @@ class BrokerRequestHandlers:
             RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch_mq,
             RequestCode.DELETE_EXPIRED_COMMITLOG: self.delete_expired_commit_log,
             RequestCode.UPDATE_AND_CREATE_TOPIC: lambda conn, cmd: admin.update_and_create_topic(self.broker, cmd),
+            RequestCode.DELETE_TOPIC_IN_BROKER: lambda conn, cmd: admin.delete_topic_in_broker(self.broker, cmd),
             RequestCode.GET_CONSUMER_CONNECTION_LIST:
                 lambda conn, cmd: admin.get_consumer_connection_list(self.broker, cmd),
             **PopRequestHandlers(broker, self.store_host).table(),

@@ -16,6 +16,10 @@ What the wire adds:
   client builds is the one the core issued.
 * Ack and change of invisible time name the topic the message was read from: the retry topic
   ``%RETRY%{group}_{topic}`` for a retried message; the core wants the topic the consumer named.
+* An ordered pop (the header's ``order``) is answered with ``orderCountInfo`` as RocketMQ 5 writes it: per
+  message ``{mark} qo{queueId}%{offset} {count}``, then per queue ``{mark} {queueId} {the least count}``
+  (ExtraInfoUtil.buildQueueOffsetOrderCountInfo / buildQueueIdOrderCountInfo); the seed's
+  buildOrderCountInfo(isRetry, queueId, count) is the per-queue entry.
 * QUERY_ASSIGNMENT takes popShareQueueNum from the group's request mode, set by SET_MESSAGE_REQUEST_MODE.
   The reference is a POP broker: a (topic, group) with no mode set is answered as RocketMQ's
   ``defaultMessageRequestMode=POP`` with ``defaultPopShareQueueNum`` -1 would be. Modes live as long as the
@@ -25,7 +29,7 @@ What the wire adds:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from reference.broker.broker import Broker
@@ -49,6 +53,10 @@ KEY_SEPARATOR, ENTRY_SEPARATOR, OFFSET_SEPARATOR = " ", ";", ","
 NORMAL_MARK, RETRY_MARK = "0", "1"
 #: The property holding a retried message's receipt handle (MessageConst.PROPERTY_POP_CK).
 PROPERTY_POP_CK = "POP_CK"
+#: The per-message key of an orderCountInfo entry: qo{queueId}%{queueOffset} (ExtraInfoUtil.QUEUE_OFFSET).
+ORDER_OFFSET_KEY = "qo{queue_id}%{offset}"
+#: How a header's boolean reads true (Java's Boolean.parseBoolean).
+TRUE = "true"
 #: MessageRequestMode names.
 MODES = ("PULL", "POP")
 #: popShareQueueNum of a (topic, group) whose mode was never set: every client pops every queue.
@@ -85,6 +93,7 @@ class PopRequestHandlers:
             queue_id=field_int(cmd, "queueId"), max_msg_nums=field_int(cmd, "maxMsgNums"),
             invisible_time_ms=field_int(cmd, "invisibleTime"), poll_time_ms=field_int(cmd, "pollTime", 0),
             expression=cmd.ext_fields.get("exp") or "*", client_id=conn.client_id,
+            order=str(cmd.ext_fields.get("order", "")).lower() == TRUE,
         )
 
         def encode(response: PopResponse) -> RemotingCommand:
@@ -114,6 +123,8 @@ class PopRequestHandlers:
         ext["msgOffsetInfo"] = ENTRY_SEPARATOR.join(
             f"{k}{KEY_SEPARATOR}{OFFSET_SEPARATOR.join(map(str, v))}" for k, v in offsets.items()
         )
+        if response.order_counts:
+            ext["orderCountInfo"] = order_count_info(response.order_counts)
         body = b"".join(encode_stored_record(_stored(m), self.store_host) for m in response.messages)
         return cmd.make_response(int(response.code), None, ext, body)
 
@@ -180,3 +191,17 @@ def _stored(m: PoppedMessage) -> StoredMessage:
         store_timestamp=m.store_timestamp, born_timestamp=m.born_timestamp or int(time.time() * 1000),
         reconsume_times=m.reconsume_times, msg_id="", unique_id=m.msg_id,
     )
+
+
+def order_count_info(counts: Mapping[tuple[bool, int, int], int]) -> str:
+    """orderCountInfo as RocketMQ 5 writes it: one entry per message, then one per queue with its least count."""
+    entries: list[str] = []
+    per_queue: dict[tuple[bool, int], int] = {}
+    for (retry, queue_id, offset), count in sorted(counts.items()):
+        mark = RETRY_MARK if retry else NORMAL_MARK
+        key = ORDER_OFFSET_KEY.format(queue_id=queue_id, offset=offset)
+        entries.append(KEY_SEPARATOR.join((mark, key, str(count))))
+        per_queue[(retry, queue_id)] = min(count, per_queue.get((retry, queue_id), count))
+    for (retry, queue_id), count in per_queue.items():
+        entries.append(KEY_SEPARATOR.join((RETRY_MARK if retry else NORMAL_MARK, str(queue_id), str(count))))
+    return ENTRY_SEPARATOR.join(entries)

@@ -26,14 +26,15 @@ import shutil
 import signal
 import socket
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from reference.broker.broker import Broker
 from reference.broker.host import BrokerHost
 from reference.broker.settings import apply_settings
 from reference.clock import SimClock
+from reference.net.fronts import FrontStarter, ServedFront
 from reference.net.remoting.acl.validator import AccessValidator
 from reference.net.remoting.broker_handlers import BrokerRequestHandlers
 from reference.net.remoting.connection import Dispatch, RemotingConnection
@@ -130,6 +131,8 @@ class RemotingServers:
     namesrv_addr: tuple[str, int]
     broker_addr: tuple[str, int]
     name_server: NameServer
+    #: The other fronts served on this broker and loop (``serve_remoting``'s ``fronts``).
+    fronts: list[ServedFront] = field(default_factory=list)
 
     @property
     def broker(self) -> Broker:
@@ -176,6 +179,8 @@ class RemotingServers:
         self.handlers = BrokerRequestHandlers(broker, self.broker_addr, self.handlers.acl)
         self.name_server.broker = broker
         self.broker_service.retarget(self.handlers.dispatch, self.handlers.channel_closed)
+        for front in self.fronts:
+            front.broker_restarted()
         if torn:
             raise torn[0]
 
@@ -296,17 +301,20 @@ class LoopControl:
         clock = self.sim_clock
         if clock is None:
             raise RuntimeError("the broker runs on real time; start it with --sim-clock")
-        service = self.servers.broker_service
+        servers = self.servers
+
+        def answered() -> int:
+            return servers.broker_service.late_answers + sum(front.late_answers for front in servers.fronts)
 
         def advance() -> tuple[int, int]:
-            end, before = clock.now_ms() + ms, service.late_answers
-            while service.late_answers == before:
+            end, before = clock.now_ms() + ms, answered()
+            while answered() == before:
                 due = clock.next_due_ms()
                 if due is None or due > end:
                     clock.run_until(end)
                     break
                 clock.run_until(due)
-            return clock.now_ms(), service.late_answers - before
+            return clock.now_ms(), answered() - before
 
         return self._on_loop(advance)
 
@@ -342,18 +350,24 @@ async def start_remoting(
 
 def serve_remoting(broker_host: BrokerHost, host: str, namesrv_port: int, broker_port: int = 0,
                    queue_nums: int = AUTO_CREATE_QUEUE_NUMS, extension: Extension | None = None,
-                   acl: AccessValidator | None = None) -> None:
+                   acl: AccessValidator | None = None, fronts: Sequence[FrontStarter] = ()) -> None:
     """Serve until SIGINT/SIGTERM, printing the name server's address line once listening (followed by what
-    ``extension`` appends, e.g. a control channel's address, which it stops when serving ends)."""
+    ``extension`` appends, e.g. a control channel's address, which it stops when serving ends). ``fronts``: more
+    fronts on the same broker and loop (``reference.net.fronts``), each announced by its own serving line after
+    the remoting one."""
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s", stream=sys.stderr)
 
     async def main() -> None:
         servers = await start_remoting(broker_host, host, namesrv_port, broker_port, queue_nums, acl=acl)
         ns_host, ns_port = servers.namesrv_addr
         b_host, b_port = servers.broker_addr
+        served: list[ServedFront] = [await start(broker_host) for start in fronts]
+        servers.fronts.extend(served)
         suffix, stop_extension = extension(servers) if extension is not None else ("", _nothing)
         print(f"mqtck broker: broker at {b_host}:{b_port}", file=sys.stderr, flush=True)
         print(f"mqtck broker: serving remoting://{ns_host}:{ns_port}{suffix}", flush=True)
+        for front in served:
+            print(f"mqtck broker: serving {front.url}", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -363,6 +377,8 @@ def serve_remoting(broker_host: BrokerHost, host: str, namesrv_port: int, broker
             await stop.wait()
         finally:
             stop_extension()
+            for front in served:
+                await front.close()
             await servers.close()
 
     asyncio.run(main())

@@ -1,8 +1,9 @@
 """The permit judges: the flow-control invariants of a permit subscription, each broken one a finding.
 
-Two are judged while a run plays, because they are about an instant rather than a row: *overrun* (a consumer
-received more messages than it granted permits since it subscribed, or the broker holds negative permits for
-it; :func:`overrun_findings` from the client's counters, :func:`freeze_findings` from the broker's) and *freeze*
+Two are judged while a run plays, because they are about an instant rather than a row: *overrun* (the broker
+read for a consumer at 0 permits or below, FLOW-2; or started a batch entry so, *entry-overrun*, FLOW-11:
+:func:`overrun_findings` from the client's counters; permits below 0 are no finding, since a batch is never
+split) and *freeze*
 (at a quiet instant, a consumer that may receive has permits while its subscription has messages to send:
 :func:`freeze_findings`). One is judged from the trace rows afterwards: *redelivery-count* (in a shared
 subscription the k-th dispatch of a message must carry redelivery count k; in exclusive and failover ones
@@ -24,7 +25,8 @@ from reference.sim.findings import Finding
 #: The rows a permit failure note shows (with :func:`reference.sim.timeline.format_timeline`).
 PERMIT_EVENTS = ("FLOW", "DISPATCH", "CRASH", "RESTART")
 #: The requirement each permit anomaly breaks.
-PERMIT_REQUIREMENTS = {"overrun": "FLOW-2", "freeze": "FLOW-3", "redelivery-count": "FLOW-6", "lost": "FLOW-10"}
+PERMIT_REQUIREMENTS = {"overrun": "FLOW-2", "entry-overrun": "FLOW-11", "freeze": "FLOW-3",
+                       "redelivery-count": "FLOW-6", "lost": "FLOW-10"}
 
 
 def permit_finding(kind: str, message: str, client_id: str | None = None) -> Finding:
@@ -33,13 +35,19 @@ def permit_finding(kind: str, message: str, client_id: str | None = None) -> Fin
 
 
 def overrun_findings(client: PermitConsumerClient, t: int) -> list[Finding]:
-    """A consumer that received more messages than it granted permits since it subscribed."""
-    if client.received <= client.granted:
-        return []
-    return [permit_finding(
-        "overrun", f"t={t} {client.client_id} received {client.received} > granted {client.granted}",
-        client.client_id,
-    )]
+    """A consumer sent messages by a read, or a batch entry, that started when it had no permits left."""
+    out = []
+    if client.overdrawn_reads:
+        out.append(permit_finding(
+            "overrun", f"t={t} {client.client_id}: {client.overdrawn_reads} read(s) started at 0 permits or below "
+            f"(received {client.received}, granted {client.granted})", client.client_id,
+        ))
+    if client.overdrawn_entries:
+        out.append(permit_finding(
+            "entry-overrun", f"t={t} {client.client_id}: {client.overdrawn_entries} entry(ies) started at 0 permits "
+            f"or below (received {client.received}, granted {client.granted})", client.client_id,
+        ))
+    return out
 
 
 def freeze_findings(broker: Broker, t: int) -> list[Finding]:
@@ -47,8 +55,6 @@ def freeze_findings(broker: Broker, t: int) -> list[Finding]:
     out = []
     for sub in broker.permits.subscriptions.values():
         dispatcher = sub.dispatcher
-        if any(c.permits < 0 for c in dispatcher.consumers):
-            out.append(permit_finding("overrun", f"t={t} negative permits {[c.permits for c in dispatcher.consumers]}"))
         eligible = [dispatcher.active] if hasattr(dispatcher, "active") else list(dispatcher.consumers)
         backlog = bool(getattr(dispatcher, "replay", ())) or sub.cursor.has_new()
         for consumer in eligible:

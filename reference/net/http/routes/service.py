@@ -11,7 +11,7 @@ from reference.net.http.state import Front
 #: ``clock_control`` only with a simulated clock.
 BASE_CAPABILITIES = (
     "pull", "query_offset", "commit_offset", "consumer_registry", "retention_control", "allocation",
-    "pop", "flow_permits", "restart", "store_layout",
+    "pop", "flow_permits", "restart", "store_layout", "flow_refusals",
 )
 
 router = APIRouter(tags=["admin"])

@@ -1,0 +1,347 @@
+"""``pulsar://HOST:PORT``: a broker speaking the Pulsar binary protocol, driven through the permit capability.
+
+Why this shape: the FLOW family is about what a Pulsar broker does with permits, so it is judged over the wire
+a Pulsar client speaks, with the front's own codec (``reference.net.pulsar.schema`` and ``frame``). Every
+consumer of a test gets its own connection (consumer id 0) and one connection produces; after each operation
+the target pings every open consumer connection and reads up to the PONG: the broker writes a connection's frames
+in order, so every MESSAGE the operation caused has arrived by then, and ``dispatched`` is exact without waiting.
+
+What the wire shows is what the target reports: ``dispatched`` are the messages of the MESSAGE frames (a batch
+entry's messages, less those its ``ack_set`` leaves out), ``permits`` is what the consumer granted minus what it
+was sent (the broker's own count is not on the wire). Names are prefixed with a namespace unique to the target
+instance (topics ``persistent://public/default/<ns><topic>``). Only ``flow_permits`` is offered: the RocketMQ
+families, and FLOW-1's refusal clause (the wire has no reply to FLOW), are not applicable.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.targets import DispatchedRecord, PendingPull, SendReceipt, TargetError
+from reference.net.pulsar import frame
+from reference.net.pulsar.schema import pb
+
+#: How long one answer may take on loopback before the target reports the broker unreachable.
+REPLY_TIMEOUT_S = 10.0
+_namespaces = itertools.count()
+#: ServerError -> the refusal code the suite knows (the reference's InvalidRequest codes).
+CODES = {pb.ServerError_.ConsumerBusy: "CONSUMER_BUSY", pb.ServerError_.ConsumerNotFound: "CONSUMER_NOT_FOUND",
+         pb.ServerError_.InvalidTopicName: "INVALID_ARGUMENT", pb.ServerError_.NotAllowedError: "INVALID_ARGUMENT"}
+SUB_TYPES = {"exclusive": pb.SubType_.Exclusive, "shared": pb.SubType_.Shared, "failover": pb.SubType_.Failover,
+             "key_shared": pb.SubType_.Key_Shared}
+MAX_PERMITS = 0xFFFFFFFF
+
+
+class _Wire:
+    """One connection: requests answered by request id, MESSAGE frames handed to ``on_message``."""
+
+    def __init__(self, address: tuple[str, int], on_message: Any = None) -> None:
+        try:
+            self.sock = socket.create_connection(address, timeout=REPLY_TIMEOUT_S)
+        except OSError as exc:
+            raise TargetError("UNREACHABLE", "target", f"pulsar://{address[0]}:{address[1]}: {exc}") from None
+        self.on_message = on_message
+        self._ids = itertools.count()
+        cmd = pb.BaseCommand(type=pb.Type_.CONNECT)
+        cmd.connect.client_version = "mqtck-conformance"
+        cmd.connect.protocol_version = 20
+        self.send(cmd)
+        if self.read_until(lambda c: c.type == pb.Type_.CONNECTED) is None:
+            raise TargetError("PROTOCOL", "connect", "no CONNECTED")
+
+    def request_id(self) -> int:
+        return next(self._ids)
+
+    def send(self, command: Any, entry: bytes = b"") -> None:
+        self.sock.sendall(frame.encode(command, entry))
+
+    def _exactly(self, n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise TargetError("CLOSED", "connection", "the broker closed the connection")
+            out += chunk
+        return bytes(out)
+
+    def read_until(self, done: Any) -> Any:
+        """Read frames until ``done(command)``; MESSAGE frames on the way go to ``on_message``."""
+        while True:
+            (total,) = struct.unpack(">I", self._exactly(4))
+            command, after = frame.decode(self._exactly(total))
+            if command.type == pb.Type_.MESSAGE and self.on_message is not None:
+                self.on_message(command.message, after)
+            if done(command):
+                return command
+
+    def call(self, command: Any, sub: str, request_id: int) -> Any:
+        """Send a request; its answer, or TargetError from an ERROR naming ``field: rule``."""
+        self.send(command)
+
+        def answers(c: Any) -> bool:
+            return c.type in (pb.Type_.SUCCESS, pb.Type_.ERROR, pb.Type_.PRODUCER_SUCCESS) and \
+                getattr(c, {pb.Type_.SUCCESS: "success", pb.Type_.ERROR: "error"}.get(
+                    c.type, "producer_success")).request_id == request_id
+
+        reply = self.read_until(answers)
+        if reply.type == pb.Type_.ERROR:
+            where, _, rule = reply.error.message.partition(": ")
+            raise TargetError(CODES.get(reply.error.error, "INVALID_ARGUMENT"), where, rule)
+        return reply
+
+    def sync(self) -> None:
+        ping = pb.BaseCommand(type=pb.Type_.PING)
+        ping.ping.SetInParent()
+        self.send(ping)
+        self.read_until(lambda c: c.type == pb.Type_.PONG)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@dataclass
+class _Consumer:
+    wire: _Wire
+    granted: int = 0
+    open: bool = True
+    records: list[DispatchedRecord] = field(default_factory=list)
+    #: entry id -> messages in the entry (for acks of batch indices).
+    sizes: dict[int, int] = field(default_factory=dict)
+
+
+def _messages(message: Any, entry: bytes) -> tuple[int, list[DispatchedRecord]]:
+    """The messages a MESSAGE frame delivers: (entry size, records)."""
+    metadata, payload = frame.payload_of(entry)
+    offset, count = message.message_id.entryId, message.redelivery_count
+    if not metadata.HasField("num_messages_in_batch"):
+        return 1, [DispatchedRecord(f"1:{offset}", offset, 0, payload, count)]
+    size = metadata.num_messages_in_batch
+    words = [w & (2**64 - 1) for w in message.ack_set]
+    out = []
+    for index, (_single, body) in enumerate(frame.split_batch_payload(payload, size)):
+        if words and not (index // 64 < len(words) and (words[index // 64] >> (index % 64)) & 1):
+            continue
+        out.append(DispatchedRecord(f"1:{offset}:{index}", offset, index, body, count))
+    return size, out
+
+
+class PulsarTarget:
+    capabilities = frozenset({"flow_permits"})
+
+    def __init__(self, address: str, name: str | None = None) -> None:
+        host, _, port = address.rpartition(":")
+        self.address = (host, int(port))
+        self.name = name or f"pulsar://{address}"
+        self._ns = f"n{os.getpid()}x{next(_namespaces)}t{int(time.time())}-"
+        self._producer = _Wire(self.address)
+        self._producers: dict[str, int] = {}
+        self._sequence = itertools.count()
+        self._consumers: dict[tuple[str, str, str], _Consumer] = {}
+        #: topic -> entries this target was answered a receipt for (the next entry id, as it numbers from 0).
+        self._sent: dict[str, int] = {}
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _topic(self, topic: str) -> str:
+        return f"persistent://public/default/{self._ns}{topic}"
+
+    def _sync(self) -> None:
+        for consumer in self._consumers.values():
+            if consumer.open:
+                consumer.wire.sync()
+
+    def _consumer(self, group: str, client_id: str, topic: str) -> _Consumer:
+        consumer = self._consumers.get((group, client_id, topic))
+        if consumer is None or not consumer.open:
+            raise TargetError("CONSUMER_NOT_FOUND", "consumerName", f"{client_id!r} is not subscribed")
+        return consumer
+
+    def _producer_id(self, topic: str) -> int:
+        if topic not in self._producers:
+            producer_id = len(self._producers)
+            request_id = self._producer.request_id()
+            cmd = pb.BaseCommand(type=pb.Type_.PRODUCER)
+            cmd.producer.topic, cmd.producer.producer_id, cmd.producer.request_id = topic, producer_id, request_id
+            self._producer.call(cmd, "producer", request_id)
+            self._producers[topic] = producer_id
+        return self._producers[topic]
+
+    def _send(self, topic: str, metadata: Any, payload: bytes, count: int) -> SendReceipt:
+        producer_id = self._producer_id(self._topic(topic))
+        sequence = next(self._sequence)
+        metadata.producer_name, metadata.sequence_id, metadata.publish_time = "mqtck", sequence, int(time.time() * 1000)
+        meta = metadata.SerializeToString()
+        body = struct.pack(">I", len(meta)) + meta + payload
+        cmd = pb.BaseCommand(type=pb.Type_.SEND)
+        cmd.send.producer_id, cmd.send.sequence_id, cmd.send.num_messages = producer_id, sequence, count
+        self._producer.send(cmd, struct.pack(">HI", frame.MAGIC_CRC32C, frame.crc32c(body)) + body)
+        reply = self._producer.read_until(lambda c: c.type in (pb.Type_.SEND_RECEIPT, pb.Type_.SEND_ERROR))
+        if reply.type == pb.Type_.SEND_ERROR:
+            where, _, rule = reply.send_error.message.partition(": ")
+            raise TargetError("SEND_ERROR", where, rule)
+        self._sync()
+        entry = reply.send_receipt.message_id.entryId
+        self._sent[topic] = max(self._sent.get(topic, 0), entry + 1)
+        return SendReceipt(0, entry, f"1:{entry}")
+
+    # -- Target ---------------------------------------------------------------------------------
+    def create_topic(self, topic: str, queues: int) -> None:
+        """Topics are created on first use; a Pulsar topic (or partition) is one queue, queue 0."""
+        if queues < 1:
+            raise TargetError("INVALID_ARGUMENT", "queues", "must be at least 1")
+
+    def min_max(self, topic: str, queue_id: int) -> tuple[int, int]:
+        """From the send receipts: the wire has no query of a topic's bounds (this target serves no pulls)."""
+        return 0, self._sent.get(topic, 0)
+
+    def send(self, topic: str, queue_id: int, body: bytes, tags: str | None = None) -> SendReceipt:
+        if queue_id != 0:
+            raise TargetError("INVALID_ARGUMENT", "queueId", "a Pulsar topic has one queue, 0")
+        return self._send(topic, pb.MessageMetadata(), body, 1)
+
+    def send_batch(self, topic: str, queue_id: int, bodies: list[bytes]) -> SendReceipt:
+        payload = bytearray()
+        for body in bodies:
+            single = pb.SingleMessageMetadata(payload_size=len(body)).SerializeToString()
+            payload += struct.pack(">I", len(single)) + single + body
+        return self._send(topic, pb.MessageMetadata(num_messages_in_batch=len(bodies)), bytes(payload), len(bodies))
+
+    # -- what the Pulsar wire does not carry (never called: the capabilities leave these tests not applicable) --
+    def _absent(self, what: str) -> TargetError:
+        return TargetError("NOT_APPLICABLE", what, "not a Pulsar operation (pulsar:// offers flow_permits only)")
+
+    def start_pull(self, group: str, topic: str, queue_id: int, offset: int, *, max_nums: int = 32,
+                   expression: str | None = "*", suspend_ms: int = 0, commit_offset: int | None = None,
+                   client_id: str = "conformance") -> PendingPull:
+        raise self._absent("pull")
+
+    def query_offset(self, group: str, topic: str, queue_id: int) -> tuple[str, int]:
+        raise self._absent("query_offset")
+
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        raise self._absent("commit_offset")
+
+    def heartbeat(self, conn: str, client_id: str, group: str, subscriptions: dict[str, str],
+                  model: str = "CLUSTERING", sub_version: int = 0) -> bool:
+        raise self._absent("heartbeat")
+
+    def unregister(self, conn: str, group: str) -> None:
+        raise self._absent("unregister")
+
+    def consumer_ids(self, group: str) -> list[str]:
+        raise self._absent("consumer_ids")
+
+    def notifications(self, conn: str) -> list[str]:
+        raise self._absent("notifications")
+
+    def run_retention(self) -> None:
+        raise self._absent("run_retention")
+
+    def advance(self, ms: int) -> None:
+        raise self._absent("advance")
+
+    def clock_now_ms(self) -> int:
+        raise self._absent("clock_now_ms")
+
+    def close(self) -> None:
+        for consumer in self._consumers.values():
+            consumer.wire.close()
+        self._producer.close()
+
+    # -- permits --------------------------------------------------------------------------------
+    def subscribe_permits(self, group: str, topic: str, client_id: str, sub_type: str = "Exclusive") -> None:
+        kind = SUB_TYPES.get(sub_type.lower())
+        if kind is None:
+            raise TargetError("INVALID_ARGUMENT", "subType", f"unknown subscription type {sub_type!r}")
+        known = self._consumers.get((group, client_id, topic))
+        if known is not None and known.open:
+            # One consumer per client id: a second subscribe goes on its connection with its consumer id, for the
+            # broker to refuse (Pulsar names no consumer by its name; two may share one).
+            request_id = known.wire.request_id()
+            cmd = pb.BaseCommand(type=pb.Type_.SUBSCRIBE)
+            sub = cmd.subscribe
+            sub.topic, sub.subscription, sub.subType = self._topic(topic), f"{self._ns}{group}", kind
+            sub.consumer_id, sub.request_id, sub.consumer_name = 0, request_id, client_id
+            known.wire.call(cmd, "subscribe", request_id)
+            return
+        consumer = _Consumer(_Wire(self.address))
+        consumer.wire.on_message = lambda message, entry: self._received(consumer, message, entry)
+        request_id = consumer.wire.request_id()
+        cmd = pb.BaseCommand(type=pb.Type_.SUBSCRIBE)
+        sub = cmd.subscribe
+        sub.topic, sub.subscription, sub.subType = self._topic(topic), f"{self._ns}{group}", kind
+        sub.consumer_id, sub.request_id, sub.consumer_name = 0, request_id, client_id
+        sub.initialPosition = pb.InitialPosition_.Earliest  # as the other targets: what was sent before is seen
+        try:
+            consumer.wire.call(cmd, "subscribe", request_id)
+        except TargetError:
+            consumer.wire.close()
+            raise
+        self._consumers[(group, client_id, topic)] = consumer
+        self._sync()
+
+    def _received(self, consumer: _Consumer, message: Any, entry: bytes) -> None:
+        size, records = _messages(message, entry)
+        consumer.sizes[message.message_id.entryId] = size
+        consumer.records += records
+
+    def flow(self, group: str, client_id: str, topic: str, permits: int) -> None:
+        consumer = self._consumer(group, client_id, topic)
+        if isinstance(permits, bool) or not 0 <= permits <= MAX_PERMITS:
+            raise TargetError("INVALID_PERMITS", "messagePermits", "not a uint32: cannot be sent on the Pulsar wire")
+        cmd = pb.BaseCommand(type=pb.Type_.FLOW)
+        cmd.flow.consumer_id, cmd.flow.messagePermits = 0, permits
+        consumer.wire.send(cmd)
+        consumer.granted += permits
+        self._sync()
+
+    def permits(self, group: str, client_id: str, topic: str) -> int:
+        consumer = self._consumer(group, client_id, topic)
+        return consumer.granted - len(consumer.records)
+
+    def dispatched(self, group: str, client_id: str, topic: str) -> list[DispatchedRecord]:
+        consumer = self._consumers.get((group, client_id, topic))
+        return list(consumer.records) if consumer is not None else []
+
+    def ack_dispatched(self, group: str, client_id: str, topic: str, records: list[DispatchedRecord]) -> None:
+        consumer = self._consumer(group, client_id, topic)
+        cmd = pb.BaseCommand(type=pb.Type_.ACK)
+        cmd.ack.consumer_id, cmd.ack.ack_type = 0, pb.AckType_.Individual
+        by_entry: dict[int, set[int]] = {}
+        for r in records:
+            by_entry.setdefault(r.offset, set()).add(r.batch_index)
+        for offset, indices in sorted(by_entry.items()):
+            mid = cmd.ack.message_id.add(ledgerId=1, entryId=offset)
+            size = consumer.sizes.get(offset, 1)
+            if size > 1 and len(indices) < size:  # bit i set: index i still unacknowledged
+                words = [0] * ((size + 63) // 64)
+                for i in set(range(size)) - indices:
+                    words[i // 64] |= 1 << (i % 64)
+                mid.ack_set.extend(w - 2**64 if w >= 2**63 else w for w in words)
+        consumer.wire.send(cmd)
+        self._sync()
+
+    def redeliver(self, group: str, client_id: str, topic: str,
+                  records: list[DispatchedRecord] | None = None) -> None:
+        consumer = self._consumer(group, client_id, topic)
+        cmd = pb.BaseCommand(type=pb.Type_.REDELIVER_UNACKNOWLEDGED_MESSAGES)
+        cmd.redeliverUnacknowledgedMessages.consumer_id = 0
+        for offset in sorted({r.offset for r in records or ()}):
+            cmd.redeliverUnacknowledgedMessages.message_ids.add(ledgerId=1, entryId=offset)
+        consumer.wire.send(cmd)
+        self._sync()
+
+    def close_consumer(self, group: str, client_id: str, topic: str) -> None:
+        consumer = self._consumer(group, client_id, topic)
+        request_id = consumer.wire.request_id()
+        cmd = pb.BaseCommand(type=pb.Type_.CLOSE_CONSUMER)
+        cmd.close_consumer.consumer_id, cmd.close_consumer.request_id = 0, request_id
+        consumer.wire.call(cmd, "close_consumer", request_id)
+        consumer.open = False
+        consumer.wire.close()
+        self._sync()

@@ -1,0 +1,53 @@
+"""The FLOW family over the Pulsar wire: ``mqtck conform --target pulsar://…`` against ``mqtck broker --pulsar``,
+and the permit faults of the catalogue served there are caught by it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.mutants import CATALOGUE
+from conformance.targets.launch import launch_broker
+from conformance.targets.registry import parse_target
+
+FLOW = ["FLOW-1", "FLOW-2", "FLOW-3", "FLOW-4", "FLOW-5", "FLOW-6", "FLOW-10", "FLOW-11"]
+
+
+def _conform(tmp_path: Path, *flags: str) -> tuple[int, dict[str, str]]:
+    server = launch_broker("pulsar", tmp_path / "data", *flags)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "conformance.cli", "conform", "--target", server.url, "--only", *FLOW,
+             "--report-dir", str(tmp_path / "reports"), "--json"], capture_output=True, text=True, timeout=600,
+        )
+    finally:
+        err = server.stop()
+    assert "Traceback" not in err, err
+    assert result.returncode in (0, 1), result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["capabilities"] == ["flow_permits"], doc["capabilities"]
+    return result.returncode, {r["id"]: r["status"] for r in doc["requirements"] if r["id"] in FLOW}
+
+
+def test_flow_family_passes_over_the_pulsar_wire(tmp_path: Path) -> None:
+    code, statuses = _conform(tmp_path)
+    assert code == 0, statuses
+    assert statuses == {"FLOW-1": "partial", "FLOW-2": "pass", "FLOW-3": "pass", "FLOW-4": "pass",
+                        "FLOW-5": "pass", "FLOW-6": "pass", "FLOW-10": "not-applicable", "FLOW-11": "pass"}
+
+
+@pytest.mark.parametrize("name", ["flow-permits-go-negative", "flow-batch-counts-as-one-permit"])
+def test_permit_faults_are_caught_over_the_pulsar_wire(name: str, tmp_path: Path) -> None:
+    code, statuses = _conform(tmp_path, "--mutant", name)
+    assert code == 1 and all(statuses[r] == "fail" for r in CATALOGUE[name].breaks), statuses
+
+
+def test_pulsar_addresses() -> None:
+    assert parse_target("pulsar://127.0.0.1:6650").arg == "127.0.0.1:6650"
+    for bad in ("pulsar://", "pulsar://host", "pulsar://host:0", "pulsar://host:port"):
+        with pytest.raises(ValueError, match="pulsar://HOST:PORT"):
+            parse_target(bad)
