@@ -30,6 +30,7 @@ does, else from :data:`FIELD_OF_CODE`; the code by :data:`SUITE_CODE` where the 
 Capabilities are those of the composed remoting target that POP needs (:data:`FROM_REMOTING`), and what the
 control channel offers for the broker; ``pull``, ``long_poll``, ``remoting_wire``, ``channel_close`` and the
 clock and race controls are not declared: those families judge the remoting protocol, which ``remoting://`` gates.
+``pop_order`` is not declared either (an ordered pop over gRPC is a FIFO group's ReceiveMessage: not done yet).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from reference.rules.codes import ResponseCode
 
 from . import GroupInfo, MalformedAnswer, PendingPop, PoppedRecord, PopReply, SendReceipt, StoreLayout, TargetError
 from .http import UnreachableTarget
-from .remoting import NORMAL_MARK, RemotingTarget, _PendingRemoting
+from .remoting import NORMAL_MARK, RemotingTarget, _PendingRemoting, control_capabilities
 
 #: What a ReceiveMessage's first status says -> the suite's PopReply.code (the remoting POP answer's names):
 #: OK with messages; MESSAGE_NOT_FOUND when nothing came within the poll time (the broker's POLLING_NOT_FOUND and
@@ -78,7 +79,7 @@ V5_FIELD_NAMES = {
 #: v5 codes the suite knows by the remoting name of the same refusal.
 SUITE_CODE = {"CONSUMER_GROUP_NOT_FOUND": "SUBSCRIPTION_GROUP_NOT_EXIST", "TOPIC_NOT_FOUND": "TOPIC_NOT_EXIST"}
 #: Capabilities of the composed remoting target that the gRPC target keeps (what POP tests also need).
-FROM_REMOTING = frozenset({"pop", "query_offset", "commit_offset", "consumer_registry", "group_info"})
+FROM_REMOTING = frozenset({"pop", "query_offset", "commit_offset", "consumer_registry", "group_info", "topic_admin"})
 #: Runner capabilities that only make sense with the remoting protocol's pulls (or the runner's own clock).
 NOT_OVER_GRPC = frozenset({"race_control", "clock_control", "trace", "retention_control"})
 #: Why the target lacks what the remoting target offers: the reason a not-applicable test gives.
@@ -88,6 +89,7 @@ WHY_LACKING = {
     "channel_close": REMOTING_FAMILIES, "race_control": REMOTING_FAMILIES,
     "clock_control": "a RocketMQ 5 deployment runs on real time", "trace": "the deployment records no mqtck trace",
     "retention_control": REMOTING_FAMILIES,
+    "pop_order": "an ordered pop over gRPC needs a FIFO consumer group (consumeMessageOrderly): not done yet",
 }
 #: A ``field: rule`` status message (how the reference's front writes a refusal).
 _MESSAGE = re.compile(r"^(?P<field>[A-Za-z_][\w.\[\]]*): (?P<rule>.*)$", re.S)
@@ -185,8 +187,8 @@ class GrpcTarget:
         self.name = name or f"grpc://{address}?remoting={remoting}"
         self.address = address
         self._remoting = RemotingTarget(remoting, name=self.name, control=control)
-        remote = self._remoting.capabilities
-        self.capabilities = (remote & FROM_REMOTING) | (self._runner_capabilities(remote) - NOT_OVER_GRPC)
+        runner = control_capabilities(control) if control else frozenset()
+        self.capabilities = (self._remoting.capabilities & FROM_REMOTING) | (runner - NOT_OVER_GRPC)
         self._stubs = protos.load()
         self._grpc = grpc
         self._channel = grpc.insecure_channel(address)
@@ -206,12 +208,6 @@ class GrpcTarget:
         #: Groups created on the broker for the consumers' settings.
         self._groups: set[str] = set()
         self._lock = threading.Lock()
-
-    @staticmethod
-    def _runner_capabilities(remote: frozenset[str]) -> frozenset[str]:
-        from .remoting import CAPABILITIES as WIRE
-
-        return remote - WIRE - {"pop", "group_info"}
 
     # -- plumbing ------------------------------------------------------------------------------
     def _metadata(self, client_id: str) -> list[tuple[str, str]]:
@@ -332,6 +328,10 @@ class GrpcTarget:
 
     def min_max(self, topic: str, queue_id: int) -> tuple[int, int]:
         return self._remoting.min_max(topic, queue_id)
+
+    def delete_topic(self, topic: str) -> None:
+        """DELETE_TOPIC_IN_BROKER over remoting (mqadmin deleteTopic): v5 has no admin RPC."""
+        self._remoting.delete_topic(topic)
 
     def run_retention(self) -> None:
         self._remoting.run_retention()
