@@ -73,7 +73,8 @@ DESCRIPTIONS: dict[str, str] = {
     "peer install": "Resolve a peer's jars from Maven Central into the local caches (~/.m2 and ~/.cache/mqtck); a "
                     "first install downloads tens of MB and shows its progress on stderr.",
     "peer run": "Serve a peer on loopback in the foreground until SIGTERM or SIGINT; once it is usable, print one "
-                "line on stdout: ready remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT.",
+                "line on stdout: ready remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT (a proxy peer: ready "
+                "grpc://127.0.0.1:GPORT?remoting=127.0.0.1:PORT&control=127.0.0.1:CPORT).",
     "gate": "Install a peer if needed, start it, run the conformance suite against it with its reviewed "
             "expectations, stop it, and write the usual reports. Exit 2 when the peer cannot be had or started.",
     "diff": "Run two targets in lockstep on random operation sequences (drawn from the capabilities both have) and "
@@ -91,6 +92,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
          "mqtck gate rocketmq-4.9.7", "mqtck strategy check averagely", "mqtck peer install rocketmq-4.9.7"),
     "conform": ("mqtck conform", "mqtck conform --only LPOLL-4 --json",
                 "mqtck conform --target remoting://127.0.0.1:9876?control=127.0.0.1:7000 --junit ci.xml",
+                "mqtck conform --target 'grpc://127.0.0.1:8081?remoting=127.0.0.1:9876' --only POP-1",
                 "mqtck conform --mutants",
                 "mqtck conform --client './my-consumer'  # reads MQTCK_NAMESRV, MQTCK_TOPIC, MQTCK_GROUP"),
     "broker": ("mqtck broker --http 0 --data-dir /tmp/b", "mqtck broker --remoting 0 --control --data-dir /tmp/b",

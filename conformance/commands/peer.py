@@ -49,7 +49,7 @@ def _install(args: argparse.Namespace) -> int:
         client_classpath,
         pulsar_classpath,
         pulsar_client_classpath,
-        rocketmq_classpath,
+        server_classpath,
     )
 
     downloads: list[DownloadTally] = []
@@ -77,12 +77,14 @@ def _install(args: argparse.Namespace) -> int:
 
             print(f"installed {info.name}: {go_subject(info.version)}")
             return 0
-        if info.wire == "pulsar":
-            resolve = pulsar_classpath if info.kind == "broker" else pulsar_client_classpath
-        else:
-            resolve = rocketmq_classpath if info.kind == "broker" else client_classpath
         with ticker:
-            jars = resolve(info.version, progress=progress)
+            if info.wire == "pulsar":
+                resolve = pulsar_classpath if info.kind == "broker" else pulsar_client_classpath
+                jars = resolve(info.version, progress=progress)
+            elif info.kind in ("broker", "proxy"):
+                jars = server_classpath(info.kind, info.version, progress=progress)
+            else:
+                jars = client_classpath(info.version, progress=progress)
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     fetched = f" (downloaded {downloads[0].summary()})" if downloads else " (already cached)"
@@ -101,7 +103,7 @@ def parse_listen(text: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from conformance.peers.rocketmq import served
+    from conformance.peers.serving import served
 
     port = parse_listen(args.listen)
     try:

@@ -59,6 +59,13 @@ CATALOGUE: dict[str, PeerInfo] = {
             "Apache RocketMQ 5.5.0",
         ),
         PeerInfo(
+            "rocketmq-proxy-5.5.0", "proxy", "5.5.0",
+            "Apache RocketMQ 5.5.0 proxy in LOCAL mode (gRPC MessagingService, the broker inside) and name server, "
+            "on loopback",
+            ("org.apache.rocketmq:rocketmq-namesrv:5.5.0", "org.apache.rocketmq:rocketmq-proxy:5.5.0"),
+            "Apache RocketMQ Proxy 5.5.0 (LOCAL)",
+        ),
+        PeerInfo(
             "java-client-4.9.8", "client", "4.9.8",
             "the Java client's DefaultMQPushConsumer (rocketmq-client 4.9.8), clustering, through the client check",
             ("org.apache.rocketmq:rocketmq-client:4.9.8",),

@@ -26,6 +26,8 @@ APP_CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_client"
 #: Apache Pulsar: pulsar-broker (the standalone) and pulsar-client (the Java client), one pom each.
 PULSAR_POM_DIR = Path(__file__).resolve().parent / "pulsar"
 PULSAR_CLIENT_POM_DIR = Path(__file__).resolve().parent / "pulsar_client"
+#: rocketmq-proxy and rocketmq-namesrv: the RocketMQ 5 proxy peer (LOCAL mode: the broker inside the proxy).
+PROXY_POM_DIR = Path(__file__).resolve().parent / "rocketmq_proxy"
 #: How long one resolution may take (a cold ~/.m2 downloads ~40 MB for 4.9.7, ~90 MB for 5.x).
 RESOLVE_TIMEOUT_S = 600
 
@@ -84,6 +86,16 @@ def rocketmq_classpath(version: str, *, refresh: bool = False, progress: Progres
     PeerError with Maven's own first error line when it cannot resolve (registry unreachable, version not
     published)."""
     return _classpath(POM_DIR, f"rocketmq-{version}", version, refresh, progress)
+
+
+def proxy_classpath(version: str, *, progress: Progress | None = None) -> list[str]:
+    """The name server + proxy (with its broker) runtime classpath of Apache RocketMQ ``version`` (jar paths)."""
+    return _classpath(PROXY_POM_DIR, f"rocketmq-proxy-{version}", version, False, progress)
+
+
+def server_classpath(kind: str, version: str, *, progress: Progress | None = None) -> list[str]:
+    """The classpath a served peer of ``kind`` ("broker" or "proxy") starts on."""
+    return (proxy_classpath if kind == "proxy" else rocketmq_classpath)(version, progress=progress)
 
 
 def client_classpath(version: str, *, progress: Progress | None = None) -> list[str]:
