@@ -14,7 +14,7 @@ pytest.importorskip("duckdb")
 
 from conformance.bench.baseline import CHECKS, compare  # noqa: E402
 
-INJECT = "duplicate-retry=2,duplicate-unknown=2,permit-overrun=2,ownership-overlap=2,lost=2"
+INJECT = "duplicate-retry=2,duplicate-unknown=2,permit-overrun=2,permit-entry-overrun=2,ownership-overlap=2,lost=2"
 
 
 @pytest.fixture(scope="module")
