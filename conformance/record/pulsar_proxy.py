@@ -40,7 +40,7 @@ class PulsarFrames:
         if self.broken:
             return []
         self._buf += data
-        out = []
+        out: list[tuple[bytes, Any, bytes]] = []
         while len(self._buf) >= 4:
             (total,) = struct.unpack_from(">I", self._buf)
             if not 4 <= total <= frame.MAX_FRAME_BYTES:
