@@ -33,7 +33,8 @@ started (batch_index > 0 after its entry's earlier messages) is therefore never 
   backlog is positive (SENDs to the topic since the group's first FLOW, minus first dispatches of each
   message) and nothing is dispatched to any of them, lasting longer than the freeze window (default
   10 s). Permits are counted over the whole subscription so that the idle standby of an exclusive or
-  failover subscription, which holds permits but is never dispatched to, does not count as frozen.
+  failover subscription, which holds permits but is never dispatched to, does not count as frozen. A consumer's
+  UNSUBSCRIBE (with its topic) takes what it still held out of the sum: a closed consumer holds no permits.
 """
 
 from __future__ import annotations
@@ -87,7 +88,19 @@ def _overruns(frames: TraceFrames, rows: DataFrame) -> DataFrame:
     )
 
 
-def _freezes(frames: TraceFrames, flow: DataFrame, dispatch: DataFrame) -> DataFrame:
+def _departures(rows: DataFrame) -> DataFrame:
+    """``rows``: FLOW, DISPATCH and UNSUBSCRIBE rows. The UNSUBSCRIBE rows of permit consumers, each with ``count``
+    = minus the consumer's balance when it left: a consumer that is gone holds no permits, and its leftover ones
+    must not make its subscription look frozen."""
+    client = Window.partitionBy(RUN, "group", "client_id", "topic").orderBy("ts", "seq")
+    upto = client.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    delta = F.when(F.col("event") == "FLOW", F.col("count").cast("long")) \
+        .when(F.col("event") == "DISPATCH", F.lit(-1)).otherwise(F.lit(0))
+    rows = rows.withColumn("count", (-F.sum(delta).over(upto)).cast("int"))
+    return rows.filter((F.col("event") == "UNSUBSCRIBE") & (F.col("count") != 0))
+
+
+def _freezes(frames: TraceFrames, flow: DataFrame, dispatch: DataFrame, departures: DataFrame) -> DataFrame:
     p = frames.params
     subscribed = flow.groupBy(RUN, "group", "topic").agg(F.min("ts").alias("since"))
     # One copy of each SEND per permit subscription of its topic (a broadcast join with the few
@@ -98,9 +111,10 @@ def _freezes(frames: TraceFrames, flow: DataFrame, dispatch: DataFrame) -> DataF
     first = Window.partitionBy(RUN, "group", "topic", "msg_id").orderBy("ts", "seq")
     dispatch = dispatch.withColumn("first", F.row_number().over(first) == 1)
     rows = sends.withColumn("first", F.lit(False)).unionByName(flow.withColumn("first", F.lit(False)))
-    rows = rows.unionByName(dispatch)
+    rows = rows.unionByName(dispatch).unionByName(departures.withColumn("first", F.lit(False)))
     is_dispatch = F.col("event") == "DISPATCH"
-    permits = F.when(F.col("event") == "FLOW", F.col("count").cast("long")).when(is_dispatch, -1).otherwise(0)
+    permits = F.when(F.col("event").isin("FLOW", "UNSUBSCRIBE"), F.col("count").cast("long")) \
+        .when(is_dispatch, -1).otherwise(0)
     backlog = F.when(F.col("event") == "SEND", 1).when(is_dispatch & F.col("first"), -1).otherwise(0)
     rank = F.when(F.col("event") == "SEND", 0).when(F.col("event") == "FLOW", 1).otherwise(2)
     order = Window.partitionBy(RUN, "group", "topic").orderBy("ts", rank, "seq")
@@ -129,7 +143,9 @@ def _freezes(frames: TraceFrames, flow: DataFrame, dispatch: DataFrame) -> DataF
 
 
 def find(frames: TraceFrames) -> DataFrame:
-    wide = frames.events("FLOW", "DISPATCH").select(*_OVERRUN_COLS)
+    scanned = frames.events("FLOW", "DISPATCH", "UNSUBSCRIBE")
+    wide = scanned.filter(F.col("event") != "UNSUBSCRIBE").select(*_OVERRUN_COLS)
     rows = wide.select(*_COLS)
     flow, dispatch = rows.filter(F.col("event") == "FLOW"), rows.filter(F.col("event") == "DISPATCH")
-    return _overruns(frames, wide).unionByName(_freezes(frames, flow, dispatch))
+    departures = _departures(scanned.select(*_COLS))
+    return _overruns(frames, wide).unionByName(_freezes(frames, flow, dispatch, departures))

@@ -36,7 +36,16 @@ class _Trace:
                       offset=self.entry, **({"detail": json.dumps(detail)} if detail else {}))
         self.entry += 1
 
-    def end(self) -> list[dict]:
+    def send(self, n: int) -> None:
+        for _ in range(n):
+            self._row("SEND", topic="t", broker="b", queue_id=0, offset=self.entry, msg_id=f"{self.entry}:0", tags="")
+            self.entry += 1
+
+    def leave(self, client: str = "c1") -> None:
+        self._row("UNSUBSCRIBE", group="sub", client_id=client, topic="t")
+
+    def end(self, after_ms: int = 0) -> list[dict]:
+        self.ts += after_ms * 1000
         self._row("END")
         return self.rows
 
@@ -106,3 +115,24 @@ def test_more_entries_than_any_read_allows_is_a_flow2_breach(spark, tmp_path) ->
     example = summary["runs"]["batches"]["categories"]["permit-overrun"]["examples"][0]
     assert example["detail"] == {"permits_before_entry": -18, "permits_after_dispatch": -19, "entries_sent": 3,
                                  "entries_reads_allow": 2}
+
+
+@pytest.mark.req("FLOW-3")
+def test_a_consumer_that_left_holds_no_permits(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    def run(name: str, leaves: bool) -> list[dict]:
+        t = _Trace(name)
+        t.flow(10)
+        t.send(3)
+        t.entry = 0
+        for _ in range(3):
+            t.entry_of(None)
+        if leaves:
+            t.leave()           # closed with 7 permits unspent
+        t.entry = 3
+        t.send(5)               # nobody left to send them to
+        return t.end(after_ms=30_000)
+
+    code, summary = _audit(tmp_path, run("left", True), run("stayed", False))
+    assert _count(summary, "left", "permit-freeze") == 0
+    assert _count(summary, "stayed", "permit-freeze") == 1, "the control: a consumer still there with permits"
+    assert code == 1
