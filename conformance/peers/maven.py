@@ -23,6 +23,9 @@ POM_DIR = Path(__file__).resolve().parent / "rocketmq"
 CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_strategies"
 #: rocketmq-client with rocketmq-acl: the Java client as an application that signs its requests runs it.
 APP_CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_client"
+#: Apache Pulsar: pulsar-broker (the standalone) and pulsar-client (the Java client), one pom each.
+PULSAR_POM_DIR = Path(__file__).resolve().parent / "pulsar"
+PULSAR_CLIENT_POM_DIR = Path(__file__).resolve().parent / "pulsar_client"
 #: How long one resolution may take (a cold ~/.m2 downloads ~40 MB for 4.9.7, ~90 MB for 5.x).
 RESOLVE_TIMEOUT_S = 600
 
@@ -94,7 +97,19 @@ def app_client_classpath(version: str) -> list[str]:
     return _classpath(APP_CLIENT_POM_DIR, f"rocketmq-client-acl-{version}", version, False)
 
 
-def _classpath(pom_dir: Path, label: str, version: str, refresh: bool, progress: Progress | None = None) -> list[str]:
+def pulsar_classpath(version: str, *, progress: Progress | None = None) -> list[str]:
+    """The runtime classpath of Apache Pulsar's broker ``pulsar-broker`` ``version`` (the standalone's jars)."""
+    return _classpath(PULSAR_POM_DIR, f"pulsar-{version}", version, False, progress, prop="pulsar.version")
+
+
+def pulsar_client_classpath(version: str, *, progress: Progress | None = None) -> list[str]:
+    """The runtime classpath of Apache Pulsar's Java client ``pulsar-client`` ``version`` (jar paths)."""
+    return _classpath(PULSAR_CLIENT_POM_DIR, f"pulsar-client-{version}", version, False, progress,
+                      prop="pulsar.version")
+
+
+def _classpath(pom_dir: Path, label: str, version: str, refresh: bool, progress: Progress | None = None,
+               prop: str = "rocketmq.version") -> list[str]:
     cached = cache_dir() / f"{label}.classpath"
     if cached.exists() and not refresh:
         jars = cached.read_text(encoding="utf-8").strip().split(os.pathsep)
@@ -105,7 +120,7 @@ def _classpath(pom_dir: Path, label: str, version: str, refresh: bool, progress:
     # Per process: CI's interop and gate lanes may resolve the same peer at once on a fresh machine.
     out = cached.with_suffix(f".{os.getpid()}.tmp")
     # Quiet unless someone watches: Maven's "Downloaded from" lines are the progress.
-    cmd = [mvn, *([] if progress else ["-q"]), "-B", "-f", str(pom_dir / "pom.xml"), f"-Drocketmq.version={version}",
+    cmd = [mvn, *([] if progress else ["-q"]), "-B", "-f", str(pom_dir / "pom.xml"), f"-D{prop}={version}",
            "dependency:build-classpath", f"-Dmdep.outputFile={out}"]
     run_build(cmd, step=f"Maven's resolution of {label}", timeout_s=RESOLVE_TIMEOUT_S, first_error=_first_error,
               on_line=_download_reader(label, progress) if progress else None)
