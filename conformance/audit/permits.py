@@ -27,8 +27,10 @@ started (batch_index > 0 after its entry's earlier messages) is therefore never 
   single-message entries reach is the permits granted so far, and the check is "more messages than permits".
   One finding per offending entry start.
 
-  The key is one consumer: a recorder must name a re-created consumer (a reconnect, a new SUBSCRIBE) with a new
-  ``client_id``, since the broker starts it at 0 permits while the trace would carry the old balance over.
+  The key is one consumer's life: the broker starts a consumer created again at 0 permits, so its balance starts
+  again after its UNSUBSCRIBE (with its topic), its client's CRASH, or a CRASH or RESTART of its broker
+  (:func:`_lives`). A consumer re-created with none of these rows in the trace would carry the old balance over:
+  a recorder should then name it with a new ``client_id`` (``mqtck record --protocol pulsar`` does).
 * *freeze*: per (group, topic), an interval in which the subscription's consumers hold permits, its
   backlog is positive (SENDs to the topic since the group's first FLOW, minus first dispatches of each
   message) and nothing is dispatched to any of them, lasting longer than the freeze window (default
@@ -47,13 +49,36 @@ from conformance.audit.schema import findings, ms, witness
 
 _COLS = (RUN, "group", "client_id", "topic", "event", "ts", "seq", "source", "count", "msg_id", "offset")
 #: The overrun check also reads the batch position of each DISPATCH.
-_OVERRUN_COLS = (*_COLS, "detail")
+_OVERRUN_COLS = (*_COLS, "detail", "broker")
+
+
+def _lives(frames: TraceFrames, rows: DataFrame, departures: DataFrame) -> DataFrame:
+    """``rows`` (FLOW and DISPATCH) with ``life``: how many times their consumer was gone before them. A consumer is
+    gone at its UNSUBSCRIBE (with its topic), at its client's CRASH, and at a CRASH or RESTART of the broker its rows
+    name; a consumer created again under the same name starts at 0 permits, so its balance starts again there. A
+    row at the same ``ts`` as such an event counts as before it (nothing is sent to a consumer after it is gone)."""
+    key = (RUN, "group", "client_id", "topic")
+    keys = rows.select(*key, "broker").distinct()
+    gone = frames.events("CRASH", "RESTART")
+    brokers = gone.filter(F.col("source").startswith("broker:")) \
+        .select(RUN, F.expr("substring(source, 8)").alias("broker"), "ts", "seq").join(keys, [RUN, "broker"])
+    clients = gone.filter((F.col("event") == "CRASH") & F.col("source").startswith("client:")) \
+        .select(RUN, F.expr("substring(source, 8)").alias("client_id"), "ts", "seq") \
+        .join(keys.drop("broker").distinct(), [RUN, "client_id"])
+    ends = brokers.select(*key, "ts", "seq").unionByName(clients.select(*key, "ts", "seq")) \
+        .unionByName(departures.select(*key, "ts", "seq")).withColumn("event", F.lit("GONE"))
+    rows = rows.unionByName(ends, allowMissingColumns=True)
+    is_end = (F.col("event") == "GONE").cast("int")
+    order = Window.partitionBy(*key).orderBy("ts", is_end, "seq").rowsBetween(Window.unboundedPreceding,
+                                                                             Window.currentRow)
+    return rows.withColumn("life", F.sum(is_end).over(order)).filter(F.col("event") != "GONE")
 
 
 def _overruns(frames: TraceFrames, rows: DataFrame) -> DataFrame:
-    """``rows``: the FLOW and DISPATCH rows (with ``detail``). FLOW-2 and FLOW-11 findings, one per entry start."""
+    """``rows``: the FLOW and DISPATCH rows (with ``detail`` and ``life``). FLOW-2 and FLOW-11 findings, one per
+    entry start."""
     p = frames.params
-    key = (RUN, "group", "client_id", "topic")
+    key = (RUN, "group", "client_id", "topic", "life")
     is_dispatch = F.col("event") == "DISPATCH"
     index = F.get_json_object("detail", "$.batch_index").cast("long")
     dispatch = rows.filter(is_dispatch).withColumn("batch_index", index)
@@ -148,4 +173,6 @@ def find(frames: TraceFrames) -> DataFrame:
     rows = wide.select(*_COLS)
     flow, dispatch = rows.filter(F.col("event") == "FLOW"), rows.filter(F.col("event") == "DISPATCH")
     departures = _departures(scanned.select(*_COLS))
-    return _overruns(frames, wide).unionByName(_freezes(frames, flow, dispatch, departures))
+    left = scanned.filter((F.col("event") == "UNSUBSCRIBE") & F.col("topic").isNotNull()).select(*_COLS)
+    return _overruns(frames, _lives(frames, wide, left)).unionByName(
+        _freezes(frames, flow, dispatch, departures))

@@ -26,13 +26,13 @@ class _Trace:
                           "seq": len(self.rows), "event": event, **cols})
 
     def flow(self, permits: int, client: str = "c1") -> None:
-        self._row("FLOW", group="sub", client_id=client, topic="t", count=permits)
+        self._row("FLOW", group="sub", client_id=client, topic="t", count=permits, broker="b")
 
     def entry_of(self, size: int | None, client: str = "c1") -> None:
         """One entry of ``size`` messages (None: a recorder that cannot see batches, one message)."""
         for i in range(size or 1):
             detail = {"batch_index": i, "batch_size": size, "redelivery_count": 0} if size else None
-            self._row("DISPATCH", group="sub", client_id=client, topic="t", msg_id=f"{self.entry}:{i}",
+            self._row("DISPATCH", group="sub", client_id=client, topic="t", msg_id=f"{self.entry}:{i}", broker="b",
                       offset=self.entry, **({"detail": json.dumps(detail)} if detail else {}))
         self.entry += 1
 
@@ -40,6 +40,10 @@ class _Trace:
         for _ in range(n):
             self._row("SEND", topic="t", broker="b", queue_id=0, offset=self.entry, msg_id=f"{self.entry}:0", tags="")
             self.entry += 1
+
+    def restart(self) -> None:
+        self._row("CRASH")
+        self._row("RESTART")
 
     def leave(self, client: str = "c1") -> None:
         self._row("UNSUBSCRIBE", group="sub", client_id=client, topic="t")
@@ -136,3 +140,25 @@ def test_a_consumer_that_left_holds_no_permits(spark, tmp_path) -> None:  # type
     assert _count(summary, "left", "permit-freeze") == 0
     assert _count(summary, "stayed", "permit-freeze") == 1, "the control: a consumer still there with permits"
     assert code == 1
+
+
+@pytest.mark.req("FLOW-2", "FLOW-11")
+def test_a_consumer_created_again_starts_at_zero_permits(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # A batch drives c1 to -9; then c1 is gone (its broker restarts; it leaves) and subscribes again under the same
+    # name: the broker starts it at 0, so its next entry, at 5 permits, is no finding. Carried over, -9 + 5 = -4.
+    runs = []
+    for name in ("restart", "rejoin", "carried"):
+        t = _Trace(name)
+        t.flow(1)
+        t.entry_of(10)
+        if name == "restart":
+            t.restart()
+        elif name == "rejoin":
+            t.leave()
+        t.flow(5)
+        t.entry_of(10)
+        runs.append(t.end())
+    _, summary = _audit(tmp_path, *runs)
+    for run in ("restart", "rejoin"):
+        assert _count(summary, run, "permit-overrun") == 0 and _count(summary, run, "permit-entry-overrun") == 0
+    assert _count(summary, "carried", "permit-overrun") == 1, "the control: the same consumer, never gone"
