@@ -16,7 +16,7 @@ The checks are the core of five of the audit's derivations, written as one query
 * ``ownership-overlap``: pairs of owners of one queue whose ASSIGN..REVOKE spans intersect;
 * ``permit-overrun``: entries (DISPATCH rows not continuing the previous one's batch) started at a balance of 0
   or below past what any read could carry, FLOW-2 as ``conformance.audit.permits`` derives it (a batch's overshoot
-  is legal).
+  is legal; the audit also starts a consumer's balance again when it is gone, which needs other events' rows).
 """
 
 from __future__ import annotations
