@@ -65,8 +65,9 @@ DESCRIPTIONS: dict[str, str] = {
     "trace synth": "Write a synthetic workload trace (partitioned Parquet) and its manifest.json, with exactly the "
                    "injected faults asked for, to test the auditor or your own tooling.",
     "record": "Record a deployment's traffic as a trace (schema v1) from a proxy in front of its name server "
-              "(remoting) or of its RocketMQ 5 gRPC endpoint (--protocol grpc): point the clients at --listen "
-              "instead. SIGTERM or SIGINT ends the trace and prints a JSON summary.",
+              "(remoting), of its RocketMQ 5 gRPC endpoint (--protocol grpc) or of a Pulsar broker (--protocol "
+              "pulsar): point the clients at --listen instead. SIGTERM or SIGINT ends the trace and prints a JSON "
+              "summary.",
     "peer": "Real brokers, clients and strategies, installed by name and version from their registries (Maven "
             "Central, the Go module proxy, PyPI) and run on loopback.",
     "peer list": "List the known peers, one line each: name, kind, version, description.",
@@ -127,7 +128,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "trace synth": ("mqtck trace synth --events 100000 --out /tmp/trace", "mqtck trace synth --list-kinds",
                     "mqtck trace synth --events 50000 --inject lost=3,unsafe-commit=2 --out /tmp/trace"),
     "record": ("mqtck record --listen 127.0.0.1:9877 --upstream 127.0.0.1:9876 --trace recorded.jsonl",
-               "mqtck record --protocol grpc --listen 127.0.0.1:8082 --upstream 127.0.0.1:8081 --trace v5.jsonl"),
+               "mqtck record --protocol grpc --listen 127.0.0.1:8082 --upstream 127.0.0.1:8081 --trace v5.jsonl",
+               "mqtck record --protocol pulsar --listen 127.0.0.1:6651 --upstream 127.0.0.1:6650 --trace p.jsonl"),
     "peer": ("mqtck peer list", "mqtck peer install rocketmq-4.9.7", "mqtck peer run rocketmq-5.5.0"),
     "peer list": ("mqtck peer list",),
     "peer install": ("mqtck peer install rocketmq-4.9.7", "mqtck peer install java-client-4.9.8"),

@@ -1,5 +1,6 @@
 """``mqtck record``: record a deployment's traffic as a trace (schema v1), from a proxy in front of its name server
-(remoting, the default) or of its RocketMQ 5 gRPC endpoint (``--protocol grpc``) (``conformance/record``).
+(remoting, the default), of its RocketMQ 5 gRPC endpoint (``--protocol grpc``) or of a Pulsar broker's binary
+protocol port (``--protocol pulsar``: lookups are rewritten so that clients stay on the proxy) (``conformance/record``).
 
 Point the clients at ``--listen`` instead of the name server (or the gRPC endpoint). Once listening, one line goes
 to stdout, ``recording remoting://HOST:PORT -> UPSTREAM into TRACE`` (``grpc://`` with ``--protocol grpc``);
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from conformance.record.grpc_proxy import GrpcRecordingProxy
     from conformance.record.grpc_wire import GrpcRecorder
     from conformance.record.proxy import RecordingProxy
+    from conformance.record.pulsar_proxy import PulsarRecordingProxy
+    from conformance.record.pulsar_wire import PulsarRecorder
     from conformance.record.wire import WireRecorder
 
 #: How long the name server may take to accept the check connection made before listening.
@@ -33,14 +36,17 @@ UPSTREAM_CHECK_TIMEOUT_S = 5.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("record", help="record clients' remoting or gRPC traffic off the wire into a trace (schema v1)")
-    p.add_argument("--protocol", choices=("remoting", "grpc"), default="remoting",
-                   help="remoting (4.x and 5.x clients through the name server, the default) or grpc (RocketMQ 5 "
-                        "v5 clients through the proxy's gRPC endpoint)")
+    p = sub.add_parser("record", help="record clients' remoting, gRPC or Pulsar traffic off the wire into a trace "
+                                      "(schema v1)")
+    p.add_argument("--protocol", choices=("remoting", "grpc", "pulsar"), default="remoting",
+                   help="remoting (4.x and 5.x clients through the name server, the default), grpc (RocketMQ 5 "
+                        "v5 clients through the proxy's gRPC endpoint) or pulsar (Pulsar clients through a broker's "
+                        "binary protocol port)")
     p.add_argument("--listen", required=True, metavar="HOST:PORT",
                    help="where clients find the name server (or the gRPC endpoint) now (port 0 picks a free one)")
     p.add_argument("--upstream", required=True, metavar="HOST:PORT",
-                   help="the real name server (remoting) or the real proxy's gRPC endpoint (grpc)")
+                   help="the real name server (remoting), the real proxy's gRPC endpoint (grpc) or a Pulsar "
+                        "broker's service address (pulsar)")
     p.add_argument("--trace", required=True, metavar="OUT",
                    help="the trace to write: *.jsonl or *.jsonl.gz (JSON Lines), else a Parquet directory")
     p.add_argument("--run", default="recorded", help="the trace's run name (default: recorded)")
@@ -56,7 +62,7 @@ def address(option: str, text: str) -> tuple[str, int]:
 
 def run(args: argparse.Namespace) -> int:
     listen, upstream = address("--listen", args.listen), address("--upstream", args.upstream)
-    what = "the name server" if args.protocol == "remoting" else "the gRPC endpoint"
+    what = {"remoting": "the name server", "grpc": "the gRPC endpoint", "pulsar": "the Pulsar broker"}[args.protocol]
     try:
         socket.create_connection(upstream, timeout=UPSTREAM_CHECK_TIMEOUT_S).close()
     except OSError as exc:
@@ -87,10 +93,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _proxy(protocol: str, listen: tuple[str, int], upstream: tuple[str, int],
-           trace: Trace) -> tuple[RecordingProxy | GrpcRecordingProxy, WireRecorder | GrpcRecorder]:
-    """The proxy and recorder for ``protocol``: the remoting proxy in front of a name server, or the gRPC one in
-    front of a MessagingService endpoint (stubs generated on first use: docs/grpc.md)."""
+def _proxy(protocol: str, listen: tuple[str, int], upstream: tuple[str, int], trace: Trace) -> tuple[
+        RecordingProxy | GrpcRecordingProxy | PulsarRecordingProxy, WireRecorder | GrpcRecorder | PulsarRecorder]:
+    """The proxy and recorder for ``protocol``: the remoting proxy in front of a name server, the gRPC one in
+    front of a MessagingService endpoint (stubs generated on first use: docs/grpc.md), or the Pulsar one in front
+    of a broker (docs/pulsar.md)."""
+    if protocol == "pulsar":
+        from conformance.record.pulsar_proxy import PulsarRecordingProxy
+        from conformance.record.pulsar_wire import PulsarRecorder
+
+        pulsar = PulsarRecorder(trace)
+        return PulsarRecordingProxy(listen, upstream, pulsar), pulsar
     if protocol == "remoting":
         from conformance.record.proxy import RecordingProxy
         from conformance.record.wire import WireRecorder
