@@ -41,6 +41,9 @@ DESCRIPTIONS: dict[str, str] = {
                   "broker's memory (goal 1 GiB).",
     "bench record": "Measure the recorder's overhead: the Java client's produce and consume throughput direct and "
                     "through mqtck record.",
+    "bench pop-wake": "POP wake latency over gRPC: a held ReceiveMessage woken by a send, p50/p99/max per target: "
+                      "the reference (mqtck broker --remoting --grpc, launched) and each --target, e.g. the real "
+                      "proxy of mqtck peer run rocketmq-proxy-5.5.0.",
     "bench e2e": "Audit a recorded deployment: a producer and consumers (Java, Go or C++) through mqtck record, "
                  "one consumer killed and one added on the way.",
     "spec": "Render SPEC.md from requirements.toml (render), or check that every requirement ID is covered by a "
@@ -61,8 +64,9 @@ DESCRIPTIONS: dict[str, str] = {
     "trace": "Tools for trace schema v1 files: synth writes a synthetic trace with the faults you ask for.",
     "trace synth": "Write a synthetic workload trace (partitioned Parquet) and its manifest.json, with exactly the "
                    "injected faults asked for, to test the auditor or your own tooling.",
-    "record": "Record a deployment's remoting traffic as a trace (schema v1) from a proxy in front of its name "
-              "server: point the clients at --listen instead. SIGTERM or SIGINT ends the trace and prints a JSON "
+    "record": "Record a deployment's traffic as a trace (schema v1) from a proxy in front of its name server "
+              "(remoting), of its RocketMQ 5 gRPC endpoint (--protocol grpc) or of a Pulsar broker (--protocol "
+              "pulsar): point the clients at --listen instead. SIGTERM or SIGINT ends the trace and prints a JSON "
               "summary.",
     "peer": "Real brokers, clients and strategies, installed by name and version from their registries (Maven "
             "Central, the Go module proxy, PyPI) and run on loopback.",
@@ -70,7 +74,8 @@ DESCRIPTIONS: dict[str, str] = {
     "peer install": "Resolve a peer's jars from Maven Central into the local caches (~/.m2 and ~/.cache/mqtck); a "
                     "first install downloads tens of MB and shows its progress on stderr.",
     "peer run": "Serve a peer on loopback in the foreground until SIGTERM or SIGINT; once it is usable, print one "
-                "line on stdout: ready remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT.",
+                "line on stdout: ready remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT (a proxy peer: ready "
+                "grpc://127.0.0.1:GPORT?remoting=127.0.0.1:PORT&control=127.0.0.1:CPORT).",
     "gate": "Install a peer if needed, start it, run the conformance suite against it with its reviewed "
             "expectations, stop it, and write the usual reports. Exit 2 when the peer cannot be had or started.",
     "diff": "Run two targets in lockstep on random operation sequences (drawn from the capabilities both have) and "
@@ -88,6 +93,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
          "mqtck gate rocketmq-4.9.7", "mqtck strategy check averagely", "mqtck peer install rocketmq-4.9.7"),
     "conform": ("mqtck conform", "mqtck conform --only LPOLL-4 --json",
                 "mqtck conform --target remoting://127.0.0.1:9876?control=127.0.0.1:7000 --junit ci.xml",
+                "mqtck conform --target 'grpc://127.0.0.1:8081?remoting=127.0.0.1:9876' --only POP-1",
                 "mqtck conform --mutants",
                 "mqtck conform --client './my-consumer'  # reads MQTCK_NAMESRV, MQTCK_TOPIC, MQTCK_GROUP",
                 "mqtck conform --client './my-v5-consumer' --client-protocol grpc  # reads MQTCK_ENDPOINTS"),
@@ -105,6 +111,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench diff": ("mqtck bench diff", "mqtck bench diff --examples 1000 --faults --out diff.json"),
     "bench held": ("mqtck bench held", "mqtck bench held --http 1000 --remoting 0"),
     "bench record": ("mqtck bench record --peer rocketmq-4.9.7", "mqtck bench record --messages 20000 --rounds 1"),
+    "bench pop-wake": ("mqtck bench pop-wake --rounds 200",
+                       "mqtck bench pop-wake --target proxy-5.5.0=grpc://127.0.0.1:8081"),
     "bench e2e": ("mqtck bench e2e --peer rocketmq-4.9.7", "mqtck bench e2e --peer reference --client go"),
     "spec": ("mqtck spec check", "mqtck spec render"),
     "strategy": ("mqtck strategy list", "mqtck strategy check averagely",
@@ -120,7 +128,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "trace": ("mqtck trace synth --events 100000 --out /tmp/trace",),
     "trace synth": ("mqtck trace synth --events 100000 --out /tmp/trace", "mqtck trace synth --list-kinds",
                     "mqtck trace synth --events 50000 --inject lost=3,unsafe-commit=2 --out /tmp/trace"),
-    "record": ("mqtck record --listen 127.0.0.1:9877 --upstream 127.0.0.1:9876 --trace recorded.jsonl",),
+    "record": ("mqtck record --listen 127.0.0.1:9877 --upstream 127.0.0.1:9876 --trace recorded.jsonl",
+               "mqtck record --protocol grpc --listen 127.0.0.1:8082 --upstream 127.0.0.1:8081 --trace v5.jsonl",
+               "mqtck record --protocol pulsar --listen 127.0.0.1:6651 --upstream 127.0.0.1:6650 --trace p.jsonl"),
     "peer": ("mqtck peer list", "mqtck peer install rocketmq-4.9.7", "mqtck peer run rocketmq-5.5.0"),
     "peer list": ("mqtck peer list",),
     "peer install": ("mqtck peer install rocketmq-4.9.7", "mqtck peer install java-client-4.9.8"),

@@ -54,7 +54,7 @@ def check(schedule: list, config: PopSimConfig) -> PopSimResult:
     return result
 
 
-@pytest.mark.req("REVIVE-7.crash-slow", "REVIVE-7.retry", "PACK-1", "PACK-3", "REVIVE-2")
+@pytest.mark.req("REVIVE-7.crash-slow", "REVIVE-7.retry", "PACK-1", "PACK-3", "REVIVE-2.copy")
 def test_pop_group_of_4_loses_nothing_over_200_schedules() -> None:
     """200 schedules of 4 consumers; shared queues (popShareQueueNum 1, 2) and all-queue pops (-1, 0).
 

@@ -204,7 +204,7 @@ def pop_broker_property(components: BrokerComponents | None = None):  # type: ig
     return prop
 
 
-@pytest.mark.req("PACK-1", "PACK-3", "PACK-4", "PACK-6", "REVIVE-2", "REVIVE-3", "REVIVE-5.popped", "REVIVE-6")
+@pytest.mark.req("PACK-1", "PACK-3", "PACK-4", "PACK-6", "REVIVE-2.copy", "REVIVE-3", "REVIVE-5.popped", "REVIVE-6")
 def test_pop_invisibility_ack_and_revive_property() -> None:
     # Cheap (a few ms per schedule in RAM): more schedules than the ci profile's 60.
     settings(max_examples=200)(pop_broker_property())()

@@ -66,11 +66,15 @@ def test_a_client_peer_is_a_command_of_the_client_check(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "says"), [
     (("gate", "rocketmq-9.9.9"),
      "unknown peer 'rocketmq-9.9.9'; known: cpp-client-0.4.4, go-client-2.1.2, go-client-v5-5.1.2, "
-     "java-client-4.9.8, java-client-v5-5.2.0, java-lite-pull-4.9.8, java-strategies-4.9.8, "
-     "python-client-v5-5.1.2, rocketmq-4.9.7, rocketmq-5.5.0"),
+     "java-client-4.9.8, java-client-v5-5.2.0, java-lite-pull-4.9.8, java-pulsar-client-4.0.7, "
+     "java-strategies-4.9.8, pulsar-4.0.7, python-client-v5-5.1.2, python-pulsar-client-3.13, rocketmq-4.9.7, "
+     "rocketmq-5.5.0, rocketmq-proxy-5.5.0"),
     (("peer", "run", "java-strategies-4.9.8"), "is not a broker and cannot be served"),
     (("peer", "run", "java-client-4.9.8"), "is not a broker and cannot be served"),
     (("peer", "install", "cpp-client-0.4.4"), "comes from PyPI, not Maven Central"),
+    (("peer", "install", "python-pulsar-client-3.13"), "the dev extra installs it"),
+    (("peer", "run", "java-pulsar-client-4.0.7"), "is not a broker and cannot be served"),
+    (("gate", "java-pulsar-client-4.0.7", "--only", "FLOW-7"), "a Pulsar client gate runs its one round trip"),
     (("gate", "java-client-4.9.8", "--only", "CCLIENT-1"), "a client gate runs every scenario"),
     (("record", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--trace", "t.jsonl"),
      "the name server does not accept connections"),
@@ -90,9 +94,12 @@ def test_bad_peer_input_is_one_line_exit_2(args: tuple[str, ...], says: str) -> 
 #: file says which), added here on purpose. Everything else listed must be a SHOULD.
 REVIEWED_MUST_DEVIATIONS = {"rocketmq-4.9.7": {"OFFSET-7"},
                             "rocketmq-5.5.0": {"QOFF-12", "QOFF-13", "CGRP-4", "CGRP-5", "PACK-3", "PACK-5",
-                                               "REVIVE-7"},
+                                               "REVIVE-7", "POP-13"},
+                            # The broker inside the proxy: the same reviewed changes, as the file's reasons say.
+                            "rocketmq-proxy-5.5.0": {"QOFF-12", "CGRP-4", "CGRP-5", "PACK-3", "PACK-5", "REVIVE-7"},
                             "java-client-4.9.8": set(), "go-client-2.1.2": set(), "cpp-client-0.4.4": set(),
-                            "go-client-v5-5.1.2": set()}
+                            "go-client-v5-5.1.2": set(),
+                            "pulsar-4.0.7": {"FLOW-4", "FLOW-6"}}
 
 
 def test_bundled_expectations_load_and_list_only_reviewed_musts() -> None:

@@ -122,7 +122,12 @@ CATEGORIES: tuple[Category, ...] = (
              "redelivered",
              needs=("POP", "ACK")),
     Category("permit-overrun", "permits", "FLOW-2", True,
-             "dispatches to a consumer exceeding the permits it granted (one finding per episode)",
+             "an entry sent to a consumer that no read could carry: more entries since the consumer last held "
+             "permits than those permits allow (one finding per entry)",
+             needs=("FLOW", "DISPATCH")),
+    Category("permit-entry-overrun", "permits", "FLOW-11", True,
+             "an entry started for a consumer at 0 permits or below (the strict profile's SHOULD; Pulsar's "
+             "reads of several entries may do it)", provisional_level="SHOULD",
              needs=("FLOW", "DISPATCH")),
     Category("permit-freeze", "permits", "FLOW-3", True,
              "permits and backlog both positive for longer than the freeze window with nothing dispatched",

@@ -20,4 +20,5 @@ BENCHES: dict[str, str] = {
     "held": "conformance.bench.held",
     "record": "conformance.bench.record",
     "e2e": "conformance.bench.e2e",
+    "pop-wake": "conformance.bench.pop_wake",
 }

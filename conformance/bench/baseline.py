@@ -14,8 +14,9 @@ The checks are the core of five of the audit's derivations, written as one query
 * ``found-advances``: FOUND answers at a legal offset whose next offset does not advance past what they return
   (the read half of the offset correction check, ``conformance.audit.offsets``);
 * ``ownership-overlap``: pairs of owners of one queue whose ASSIGN..REVOKE spans intersect;
-* ``permit-overrun``: DISPATCH rows that take a consumer's permit balance (FLOW grants minus dispatches, in the
-  broker's order) below zero.
+* ``permit-overrun``: entries (DISPATCH rows not continuing the previous one's batch) started at a balance of 0
+  or below past what any read could carry, FLOW-2 as ``conformance.audit.permits`` derives it (a batch's overshoot
+  is legal; the audit also starts a consumer's balance again when it is gone, which needs other events' rows).
 """
 
 from __future__ import annotations
@@ -65,12 +66,33 @@ CHECKS: dict[str, str] = {
                AND a.queue_id = b.queue_id AND a.client_id < b.client_id
         WHERE a.start_ts < b.end_ts AND b.start_ts < a.end_ts""",
     "permit-overrun": """
-        SELECT COUNT(*) FROM (
-            SELECT event, SUM(CASE WHEN event = 'FLOW' THEN {count} ELSE -1 END)
-                       OVER (PARTITION BY run, {group}, client_id, topic ORDER BY ts, seq
-                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS balance
-            FROM trace WHERE event IN ('FLOW', 'DISPATCH')) b
-        WHERE event = 'DISPATCH' AND balance < 0""",
+        WITH disp AS (
+            SELECT run, {group} AS grp, client_id, topic, ts, seq, {offset} AS off,
+                   CAST(NULLIF(regexp_extract(COALESCE(detail, ''), '"batch_index": *([0-9]+)', 1), '') AS BIGINT)
+                       AS bi
+            FROM trace WHERE event = 'DISPATCH'),
+        steps AS (
+            SELECT run, grp, client_id, topic, ts, seq, CAST(-1 AS BIGINT) AS delta,
+                   CASE WHEN bi > 0 AND LAG(off) OVER (PARTITION BY run, grp, client_id, topic ORDER BY ts, seq) = off
+                             AND LAG(bi) OVER (PARTITION BY run, grp, client_id, topic ORDER BY ts, seq) < bi
+                        THEN 0 ELSE 1 END AS starts
+            FROM disp
+            UNION ALL
+            SELECT run, {group}, client_id, topic, ts, seq, CAST({count} AS BIGINT), 0 FROM trace WHERE event = 'FLOW'),
+        balances AS (
+            SELECT run, grp, client_id, topic, ts, seq, starts,
+                   SUM(delta) OVER (PARTITION BY run, grp, client_id, topic ORDER BY ts, seq
+                                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - delta AS was,
+                   SUM(starts) OVER (PARTITION BY run, grp, client_id, topic ORDER BY ts, seq
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS entry
+            FROM steps),
+        reaches AS (
+            SELECT starts, was, entry,
+                   MAX(CASE WHEN starts = 1 AND was > 0 THEN was + entry - 1 END)
+                       OVER (PARTITION BY run, grp, client_id, topic ORDER BY ts, seq
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS reach
+            FROM balances)
+        SELECT COUNT(*) FROM reaches WHERE starts = 1 AND was <= 0 AND (reach IS NULL OR entry > reach)""",
 }
 
 

@@ -23,7 +23,7 @@ from conformance import expectations, report, spec
 from conformance.cliargs import UsageError, report_dir
 from conformance.mutants import killing
 from conformance.progress import Ticker
-from conformance.targets.registry import parse_target, target_capabilities
+from conformance.targets.registry import EMBEDDED_GRPC, parse_target, target_capabilities
 
 SUITE_DIR = Path(__file__).resolve().parents[1] / "suite"
 
@@ -65,8 +65,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("conform", help="run the conformance suite against a target; write reports")
     p.add_argument("--target", default="reference",
                    help="reference (default), mutant:NAME, http://HOST:PORT (a server of the HTTP front's API), "
-                        "remoting://HOST:PORT (a RocketMQ-protocol broker's name server) or pulsar://HOST:PORT (a "
-                        "Pulsar broker's service URL: the FLOW family)")
+                        "remoting://HOST:PORT (a RocketMQ-protocol broker's name server), pulsar://HOST:PORT (a "
+                        "Pulsar broker's service URL: the FLOW family) or grpc://HOST:PORT?remoting=HOST:PORT (a "
+                        "RocketMQ 5 MessagingService, with the name server of the same deployment); grpc alone serves "
+                        "the reference with its gRPC front and judges that")
     p.add_argument("--report-dir", default="reports", type=report_dir, help="where runs are written (default: reports)")
     p.add_argument("--junit", default=None, help="also write the JUnit XML here (for CI upload)")
     p.add_argument("--only", nargs="+", default=None, metavar="ID", help="run only tests of these requirement IDs")
@@ -139,6 +141,30 @@ def run(args: argparse.Namespace) -> int:
     return conform(ConformOptions.from_args(args))
 
 
+def _conform_embedded_grpc(args: ConformOptions) -> int:
+    """``--target grpc``: the reference served with its remoting and gRPC fronts and its control channel by a child
+    ``mqtck broker`` in a temp dir, judged through ``grpc://`` like a RocketMQ 5 proxy; stopped afterwards."""
+    import dataclasses
+    import shutil
+    import tempfile
+
+    from conformance.targets.launch import launch_broker
+
+    workdir = Path(tempfile.mkdtemp(prefix="mqtck-conform-grpc-"))
+    try:
+        try:
+            server = launch_broker("grpc", workdir / "data", "--control")
+        except RuntimeError as exc:
+            raise UsageError(f"--target grpc: the reference's gRPC front did not start: {exc}"[:300]) from None
+        try:
+            return conform(dataclasses.replace(args, target=server.url,
+                                               implementation=args.implementation or "reference over gRPC"))
+        finally:
+            server.stop()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def run_name(args: ConformOptions) -> str:
     """What a run's folder is named after: the implementation when given, else the target, but for a served
     target its kind (``remoting``, ``http``), never its address: a port is a throwaway, not what was judged."""
@@ -159,6 +185,8 @@ def conform(args: ConformOptions) -> int:
         return conform_pop_client.run(args.client, args.client_scenarios, expect=args.expect,
                                       report_dir=args.report_dir, implementation=args.implementation,
                                       junit=args.junit, as_json=args.json)
+    if args.target == EMBEDDED_GRPC and args.client is None:
+        return _conform_embedded_grpc(args)
     if args.client is not None:
         from conformance.commands import conform_client
 

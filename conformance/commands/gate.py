@@ -116,9 +116,75 @@ def _gate_client(info: PeerInfo, args: argparse.Namespace, started: float) -> in
     return code
 
 
+def _gate_pulsar_client(info: PeerInfo, args: argparse.Namespace, started: float) -> int:
+    """A Pulsar client: its round trip against the reference's Pulsar front, its FLOWs judged from the trace."""
+    import json
+    from pathlib import Path
+
+    from conformance.peers.pulsar_clients import check, junit_xml
+    from conformance.report import point_latest, write_junit
+
+    if args.only:
+        raise UsageError("--only: a Pulsar client gate runs its one round trip")
+    try:
+        _say(f"{info.name}: its round trip against mqtck broker --pulsar ({', '.join(info.artifacts)})")
+        doc = check(info)
+    except PeerError as exc:
+        raise UsageError(str(exc)) from None
+    counts: dict[str, int] = {}
+    for entry in doc["requirements"]:
+        counts[entry["status"]] = counts.get(entry["status"], 0) + 1
+    passed = all(entry["status"] == "pass" for entry in doc["requirements"])
+    summary = {**doc, "target": f"peer:{info.name}", "verdict": "pass" if passed else "fail", "counts": counts,
+               "duration_s": round(time.monotonic() - started, 1)}
+    run_dir = Path(args.report_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{info.name}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_junit(run_dir, junit_xml(info.name, doc["requirements"]), Path(args.junit) if args.junit else None)
+    point_latest(Path(args.report_dir), run_dir)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        for entry in doc["requirements"]:
+            print(f"{entry['status'].upper():5s} {entry['id']} ({entry['level']})")
+            for test in entry["tests"]:
+                print(f"      {'ok  ' if test['outcome'] == 'passed' else 'FAIL'} {test['nodeid']}: {test['message']}")
+        print(f"redelivery counts seen by the client: {doc['observed']['redelivery_counts']}; report: "
+              f"{run_dir / 'summary.json'}")
+    _say(f"{info.name}: {time.monotonic() - started:.1f} s wall time")
+    return 0 if passed else 1
+
+
+def _gate_pulsar(info: PeerInfo, args: argparse.Namespace, started: float) -> int:
+    """The Pulsar standalone: started (its start time and memory said), then the suite over ``pulsar://``."""
+    from conformance.peers.maven import pulsar_classpath
+    from conformance.peers.pulsar import served as served_pulsar
+
+    stack = contextlib.ExitStack()
+    try:
+        _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
+        pulsar_classpath(info.version)
+        _say(f"starting {info.name}")
+        peer = stack.enter_context(served_pulsar(info))
+    except PeerError as exc:
+        raise UsageError(str(exc)) from None
+    _say(f"{info.name} ready at {peer.target} after {peer.ready_after_s:.1f} s (RSS {peer.rss_bytes >> 20} MiB); "
+         "running the suite")
+    from conformance.commands.conform import ConformOptions, conform
+
+    options = ConformOptions(target=peer.target, report_dir=args.report_dir, implementation=info.name,
+                             title=info.title or info.name, workers=args.workers, expect=_expect(info, args),
+                             junit=args.junit, only=args.only, json=args.json, slow=args.slow)
+    with stack:
+        code = conform(options)
+    _say(f"{info.name}: exit {code}, {time.monotonic() - started:.1f} s wall time, start and stop included")
+    return code
+
+
 def run(args: argparse.Namespace) -> int:
-    from conformance.peers.maven import rocketmq_classpath
-    from conformance.peers.rocketmq import GATE_CHANNEL_EXPIRED_TIMEOUT_MS, RocketMQPeer, served
+    from conformance.peers.maven import server_classpath
+    from conformance.peers.rocketmq import GATE_CHANNEL_EXPIRED_TIMEOUT_MS, RocketMQPeer
+    from conformance.peers.serving import served
 
     if args.workers < 1:
         raise UsageError("-n/--workers must be >= 1")
@@ -128,12 +194,16 @@ def run(args: argparse.Namespace) -> int:
         info = peer_info(args.name)
         if info.kind == "strategies":
             return _gate_strategies(info, args, started)
+        if info.kind == "client" and info.wire == "pulsar":
+            return _gate_pulsar_client(info, args, started)
         if info.kind == "client":
             if args.only:
                 raise UsageError("--only: a client gate runs every scenario of the client check")
             return _gate_client(info, args, started)
+        if info.wire == "pulsar":
+            return _gate_pulsar(info, args, started)
         _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
-        rocketmq_classpath(info.version)
+        server_classpath(info.kind, info.version)
         _say(f"starting {info.name}")
         expiry = GATE_CHANNEL_EXPIRED_TIMEOUT_MS if RocketMQPeer.settable_channel_expiry(info) else None
         target = stack.enter_context(served(info, channel_expired_timeout_ms=expiry))

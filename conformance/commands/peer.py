@@ -17,7 +17,7 @@ import threading
 from types import FrameType
 
 from conformance.cliargs import UsageError
-from conformance.peers import CATALOGUE, PeerError, peer_info
+from conformance.peers import CATALOGUE, PeerError, PeerInfo, peer_info
 from conformance.progress import Ticker
 
 
@@ -44,7 +44,13 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from conformance.peers.maven import DownloadTally, client_classpath, rocketmq_classpath
+    from conformance.peers.maven import (
+        DownloadTally,
+        client_classpath,
+        pulsar_classpath,
+        pulsar_client_classpath,
+        server_classpath,
+    )
 
     downloads: list[DownloadTally] = []
     ticker = Ticker("peer install", "Maven downloads")
@@ -65,6 +71,9 @@ def _install(args: argparse.Namespace) -> int:
         if is_v5(info):
             print(install_v5(info))
             return 0
+        if info.artifacts[0].startswith("pypi:") and info.wire == "pulsar":
+            raise PeerError(f"{info.name} comes from PyPI, not Maven Central: the dev extra installs it "
+                            "(pip install 'pulsar-client==3.13.*')")
         if info.artifacts[0].startswith("pypi:"):
             raise PeerError(f"{info.name} comes from PyPI, not Maven Central: the interop-remoting tox env "
                             "installs it")
@@ -74,7 +83,13 @@ def _install(args: argparse.Namespace) -> int:
             print(f"installed {info.name}: {go_subject(info.version)}")
             return 0
         with ticker:
-            jars = (rocketmq_classpath if info.kind == "broker" else client_classpath)(info.version, progress=progress)
+            if info.wire == "pulsar":
+                resolve = pulsar_classpath if info.kind == "broker" else pulsar_client_classpath
+                jars = resolve(info.version, progress=progress)
+            elif info.kind in ("broker", "proxy"):
+                jars = server_classpath(info.kind, info.version, progress=progress)
+            else:
+                jars = client_classpath(info.version, progress=progress)
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     fetched = f" (downloaded {downloads[0].summary()})" if downloads else " (already cached)"
@@ -93,9 +108,29 @@ def parse_listen(text: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from conformance.peers.rocketmq import served
+    from conformance.peers.serving import served
 
     port = parse_listen(args.listen)
+    try:
+        info = peer_info(args.name)
+    except PeerError as exc:
+        raise UsageError(str(exc)) from None
+    if info.wire == "pulsar":
+        return _run_pulsar(info, port, args.verbose)
+    stop = _stop_on_signals()
+    stack = contextlib.ExitStack()
+    try:
+        target = stack.enter_context(served(info, port, log=sys.stderr if args.verbose else None))
+    except PeerError as exc:
+        raise UsageError(str(exc)) from None
+    with stack:
+        print(f"ready {target}", flush=True)
+        stop.wait()
+    return 0
+
+
+def _stop_on_signals() -> threading.Event:
+    """An event SIGTERM and SIGINT set: a served peer's normal stop."""
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -103,12 +138,23 @@ def _run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    return stop
+
+
+def _run_pulsar(info: PeerInfo, port: int, verbose: bool) -> int:
+    """The Pulsar standalone: ``ready pulsar://127.0.0.1:PORT`` on stdout, and on stderr its REST API, how long it
+    took to be ready and its resident memory then (the start-up cost a gate pays)."""
+    from conformance.peers.pulsar import served as served_pulsar
+
+    stop = _stop_on_signals()
     stack = contextlib.ExitStack()
     try:
-        target = stack.enter_context(served(peer_info(args.name), port, log=sys.stderr if args.verbose else None))
+        peer = stack.enter_context(served_pulsar(info, port, log=sys.stderr if verbose else None))
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     with stack:
-        print(f"ready {target}", flush=True)
+        print(f"ready {peer.target}", flush=True)
+        print(f"mqtck peer run: {info.name} admin {peer.admin_url}, ready after {peer.ready_after_s:.1f} s, "
+              f"RSS {peer.rss_bytes >> 20} MiB", file=sys.stderr, flush=True)
         stop.wait()
     return 0

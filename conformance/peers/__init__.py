@@ -35,6 +35,9 @@ class PeerInfo:
     artifacts: tuple[str, ...] = ()
     #: Its name and version for a reader (``Apache RocketMQ 4.9.7``): a gate report's heading.
     title: str = ""
+    #: The wire a broker peer speaks: ``remoting`` (RocketMQ, conformance/peers/rocketmq.py) or ``pulsar``
+    #: (conformance/peers/pulsar.py).
+    wire: str = "remoting"
 
 
 #: Apache RocketMQ 4.9.8 publishes no rocketmq-broker / rocketmq-namesrv on Maven Central (only the client
@@ -54,6 +57,13 @@ CATALOGUE: dict[str, PeerInfo] = {
             "Apache RocketMQ 5.5.0 name server and broker (remoting protocol, POP), one master on loopback",
             ("org.apache.rocketmq:rocketmq-namesrv:5.5.0", "org.apache.rocketmq:rocketmq-broker:5.5.0"),
             "Apache RocketMQ 5.5.0",
+        ),
+        PeerInfo(
+            "rocketmq-proxy-5.5.0", "proxy", "5.5.0",
+            "Apache RocketMQ 5.5.0 proxy in LOCAL mode (gRPC MessagingService, the broker inside) and name server, "
+            "on loopback",
+            ("org.apache.rocketmq:rocketmq-namesrv:5.5.0", "org.apache.rocketmq:rocketmq-proxy:5.5.0"),
+            "Apache RocketMQ Proxy 5.5.0 (LOCAL)",
         ),
         PeerInfo(
             "java-client-4.9.8", "client", "4.9.8",
@@ -100,6 +110,26 @@ CATALOGUE: dict[str, PeerInfo] = {
             "java-strategies-4.9.8", "strategies", "4.9.8",
             "the Java client's six AllocateMessageQueue* strategies (rocketmq-client 4.9.8) behind the exec protocol",
             ("org.apache.rocketmq:rocketmq-client:4.9.8",),
+        ),
+        # 4.0.7, not 4.0.8: 4.0.8's pulsar-metadata needs jetcd-core-shaded 4.0.8, which Maven Central lacks.
+        PeerInfo(
+            "pulsar-4.0.7", "broker", "4.0.7",
+            "Apache Pulsar 4.0.7 standalone (broker, one bookie, RocksDB metadata; no functions worker, no stream "
+            "storage) on loopback",
+            ("org.apache.pulsar:pulsar-broker:4.0.7",),
+            "Apache Pulsar 4.0.7", "pulsar",
+        ),
+        PeerInfo(
+            "python-pulsar-client-3.13", "client", "3.13.0",
+            "Apache Pulsar's Python client (PyPI pulsar-client 3.13.0, libpulsar C++ 4.2.0): its FLOWs and nack "
+            "redeliveries judged against the reference's Pulsar front; pulsar-client is in the dev extra",
+            ("pypi:pulsar-client==3.13.0",), "pulsar-client 3.13.0 (Python)", "pulsar",
+        ),
+        PeerInfo(
+            "java-pulsar-client-4.0.7", "client", "4.0.7",
+            "Apache Pulsar's Java client (pulsar-client 4.0.7): its FLOWs and nack redeliveries judged against the "
+            "reference's Pulsar front",
+            ("org.apache.pulsar:pulsar-client:4.0.7",), "pulsar-client 4.0.7 (Java)", "pulsar",
         ),
     )
 }

@@ -25,6 +25,11 @@ CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_strategies"
 APP_CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_client"
 #: rocketmq-client-java: the RocketMQ 5 (gRPC) Java client, one shaded jar.
 V5_CLIENT_POM_DIR = Path(__file__).resolve().parent / "java_client_v5"
+#: Apache Pulsar: pulsar-broker (the standalone) and pulsar-client (the Java client), one pom each.
+PULSAR_POM_DIR = Path(__file__).resolve().parent / "pulsar"
+PULSAR_CLIENT_POM_DIR = Path(__file__).resolve().parent / "pulsar_client"
+#: rocketmq-proxy and rocketmq-namesrv: the RocketMQ 5 proxy peer (LOCAL mode: the broker inside the proxy).
+PROXY_POM_DIR = Path(__file__).resolve().parent / "rocketmq_proxy"
 #: How long one resolution may take (a cold ~/.m2 downloads ~40 MB for 4.9.7, ~90 MB for 5.x).
 RESOLVE_TIMEOUT_S = 600
 
@@ -85,6 +90,16 @@ def rocketmq_classpath(version: str, *, refresh: bool = False, progress: Progres
     return _classpath(POM_DIR, f"rocketmq-{version}", version, refresh, progress)
 
 
+def proxy_classpath(version: str, *, progress: Progress | None = None) -> list[str]:
+    """The name server + proxy (with its broker) runtime classpath of Apache RocketMQ ``version`` (jar paths)."""
+    return _classpath(PROXY_POM_DIR, f"rocketmq-proxy-{version}", version, False, progress)
+
+
+def server_classpath(kind: str, version: str, *, progress: Progress | None = None) -> list[str]:
+    """The classpath a served peer of ``kind`` ("broker" or "proxy") starts on."""
+    return (proxy_classpath if kind == "proxy" else rocketmq_classpath)(version, progress=progress)
+
+
 def client_classpath(version: str, *, progress: Progress | None = None) -> list[str]:
     """The runtime classpath of Apache RocketMQ's Java client ``rocketmq-client`` ``version`` (jar paths)."""
     return _classpath(CLIENT_POM_DIR, f"rocketmq-client-{version}", version, False, progress)
@@ -101,7 +116,19 @@ def v5_client_classpath(version: str) -> list[str]:
     return _classpath(V5_CLIENT_POM_DIR, f"rocketmq-client-java-{version}", version, False)
 
 
-def _classpath(pom_dir: Path, label: str, version: str, refresh: bool, progress: Progress | None = None) -> list[str]:
+def pulsar_classpath(version: str, *, progress: Progress | None = None) -> list[str]:
+    """The runtime classpath of Apache Pulsar's broker ``pulsar-broker`` ``version`` (the standalone's jars)."""
+    return _classpath(PULSAR_POM_DIR, f"pulsar-{version}", version, False, progress, prop="pulsar.version")
+
+
+def pulsar_client_classpath(version: str, *, progress: Progress | None = None) -> list[str]:
+    """The runtime classpath of Apache Pulsar's Java client ``pulsar-client`` ``version`` (jar paths)."""
+    return _classpath(PULSAR_CLIENT_POM_DIR, f"pulsar-client-{version}", version, False, progress,
+                      prop="pulsar.version")
+
+
+def _classpath(pom_dir: Path, label: str, version: str, refresh: bool, progress: Progress | None = None,
+               prop: str = "rocketmq.version") -> list[str]:
     cached = cache_dir() / f"{label}.classpath"
     if cached.exists() and not refresh:
         jars = cached.read_text(encoding="utf-8").strip().split(os.pathsep)
@@ -112,7 +139,7 @@ def _classpath(pom_dir: Path, label: str, version: str, refresh: bool, progress:
     # Per process: CI's interop and gate lanes may resolve the same peer at once on a fresh machine.
     out = cached.with_suffix(f".{os.getpid()}.tmp")
     # Quiet unless someone watches: Maven's "Downloaded from" lines are the progress.
-    cmd = [mvn, *([] if progress else ["-q"]), "-B", "-f", str(pom_dir / "pom.xml"), f"-Drocketmq.version={version}",
+    cmd = [mvn, *([] if progress else ["-q"]), "-B", "-f", str(pom_dir / "pom.xml"), f"-D{prop}={version}",
            "dependency:build-classpath", f"-Dmdep.outputFile={out}"]
     run_build(cmd, step=f"Maven's resolution of {label}", timeout_s=RESOLVE_TIMEOUT_S, first_error=_first_error,
               on_line=_download_reader(label, progress) if progress else None)

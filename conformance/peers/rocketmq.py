@@ -130,6 +130,8 @@ class _Jvm:
     """One started JVM and the lines it printed (RocketMQ's start-up report goes to stdout)."""
 
     proc: subprocess.Popen[str]
+    #: The line that says it started (the proxy prints its own; its broker's boot line goes to its log).
+    marker: str = BOOT_SUCCESS
     lines: list[str] = field(default_factory=list)
     booted: threading.Event = field(default_factory=threading.Event)
 
@@ -137,7 +139,7 @@ class _Jvm:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self.lines.append(line.rstrip("\n"))
-            if BOOT_SUCCESS in line:
+            if self.marker in line:
                 self.booted.set()
             if echo is not None:
                 echo.write(line)
@@ -194,7 +196,7 @@ class RocketMQPeer:
 
     def start(self) -> RocketMQPeer:
         self._java = require_tool("java", "the RocketMQ peers run on the JVM")
-        self._classpath = os.pathsep.join(rocketmq_classpath(self.info.version))
+        self._classpath = os.pathsep.join(self._jars())
         self.dir = Path(tempfile.mkdtemp(prefix=f"mqtck-{self.info.name}-"))
         self.broker_port = free_port(self.host, neighbours=(-2, 1))
         self._write_config()
@@ -207,6 +209,10 @@ class RocketMQPeer:
             self.stop()
             raise
         return self
+
+    def _jars(self) -> list[str]:
+        """The runtime classpath the JVMs start on (a subclass that runs another main class resolves its own)."""
+        return rocketmq_classpath(self.info.version)
 
     def stop(self) -> None:
         """End both JVMs and remove the store. When the store goes, nothing RocketMQ's shutdown hook would flush
@@ -404,14 +410,14 @@ class RocketMQPeer:
             shutil.copyfile(self.acl_file, conf / "plain_acl.yml")
         (self.dir / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
 
-    def _launch(self, main: str, *args: str) -> _Jvm:
+    def _launch(self, main: str, *args: str, marker: str = BOOT_SUCCESS) -> _Jvm:
         assert self.dir is not None
         env = dict(os.environ, ROCKETMQ_HOME=str(self.dir))
         cmd = [self._java, HEAP, *JDK17_FLAGS, *DISK_RATIO_PROPERTIES, TIMEZONE_PROPERTY, f"-Duser.home={self.dir}",
                "-cp", self._classpath, main, *args]
         proc = subprocess.Popen(cmd, cwd=self.dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
-        jvm = _Jvm(proc)
+        jvm = _Jvm(proc, marker)
         threading.Thread(target=jvm.pump, args=(self.log,), daemon=True).start()
         return jvm
 
@@ -468,22 +474,24 @@ def _typed(name: str, text: str) -> object:
 
 @contextlib.contextmanager
 def served(info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None,
-           channel_expired_timeout_ms: int | None = None) -> Iterator[str]:
+           channel_expired_timeout_ms: int | None = None,
+           peer_class: type[RocketMQPeer] = RocketMQPeer) -> Iterator[str]:
     """The peer running with its control channel, for as long as the block runs: yields the target
-    (``remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT``); both are stopped and the data removed on the way
-    out. PeerError if the peer cannot start. What ``mqtck peer run`` serves and ``mqtck gate`` gates."""
+    (``remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT``; ``peer_class`` a subclass with its own target); both
+    are stopped and the data removed on the way out. PeerError if the peer cannot start. What ``mqtck peer run``
+    serves and ``mqtck gate`` gates."""
     from conformance.targets.control import serve_control
 
-    if info.kind != "broker":
+    if info.kind not in ("broker", "proxy"):
         raise PeerError(f"{info.name} is not a broker and cannot be served: `mqtck gate {info.name}` checks it")
-    peer = RocketMQPeer(info, namesrv_port, log=log, channel_expired_timeout_ms=channel_expired_timeout_ms).start()
+    peer = peer_class(info, namesrv_port, log=log, channel_expired_timeout_ms=channel_expired_timeout_ms).start()
     try:
         control = serve_control(peer)
     except BaseException:
         peer.stop()
         raise
     try:
-        yield f"{peer.target}?control={control.address}"
+        yield f"{peer.target}{'&' if '?' in peer.target else '?'}control={control.address}"
     finally:
         control.stop()
         peer.stop()

@@ -71,8 +71,11 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
         cap for mark in request.node.iter_markers("needs") for cap in mark.args if cap not in t.capabilities
     )
     if missing:
+        # A target may say why it lacks a capability (``why_lacking``: the grpc:// target's remoting-only families).
+        why: dict[str, str] = getattr(t, "why_lacking", {})
+        reasons = "; ".join(dict.fromkeys(why[cap] for cap in missing if cap in why))
         t.close()
-        pytest.skip(f"{NOT_APPLICABLE} {', '.join(missing)}")
+        pytest.skip(f"{NOT_APPLICABLE} {', '.join(missing)}" + (f" ({reasons})" if reasons else ""))
     recorded = RecordedTarget(t)
     request.node.stash[CALLS] = recorded.calls
     yield recorded

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import select
 import socket
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,10 @@ CODES = {pb.ServerError_.ConsumerBusy: "CONSUMER_BUSY", pb.ServerError_.Consumer
 SUB_TYPES = {"exclusive": pb.SubType_.Exclusive, "shared": pb.SubType_.Shared, "failover": pb.SubType_.Failover,
              "key_shared": pb.SubType_.Key_Shared}
 MAX_PERMITS = 0xFFFFFFFF
+#: A real broker dispatches after it has answered (Pulsar reads the entry back and sends it on its own thread): the
+#: target reads on until its consumer connections have been quiet this long, at most REPLY_TIMEOUT_S. The
+#: reference writes every MESSAGE an operation causes before its PONG, and is not waited for.
+QUIET_S = 0.25
 
 
 class _Wire:
@@ -47,13 +53,17 @@ class _Wire:
         except OSError as exc:
             raise TargetError("UNREACHABLE", "target", f"pulsar://{address[0]}:{address[1]}: {exc}") from None
         self.on_message = on_message
+        #: The target's other connections, served while this one waits (a real broker PINGs an idle consumer's
+        #: connection, e.g. to check it before refusing a second Exclusive consumer, and closes it without a PONG).
+        self.others: Callable[[], list[_Wire]] = list
         self._ids = itertools.count()
         cmd = pb.BaseCommand(type=pb.Type_.CONNECT)
         cmd.connect.client_version = "mqtck-conformance"
         cmd.connect.protocol_version = 20
         self.send(cmd)
-        if self.read_until(lambda c: c.type == pb.Type_.CONNECTED) is None:
-            raise TargetError("PROTOCOL", "connect", "no CONNECTED")
+        connected = self.read_until(lambda c: c.type == pb.Type_.CONNECTED)
+        #: The broker's name for itself: the reference's starts with "mqtck".
+        self.server_version: str = connected.connected.server_version
 
     def request_id(self) -> int:
         return next(self._ids)
@@ -70,13 +80,32 @@ class _Wire:
             out += chunk
         return bytes(out)
 
+    def read_one(self) -> Any:
+        """Read one frame: a MESSAGE goes to ``on_message``, a PING is answered with PONG; the command."""
+        (total,) = struct.unpack(">I", self._exactly(4))
+        command, after = frame.decode(self._exactly(total))
+        if command.type == pb.Type_.MESSAGE and self.on_message is not None:
+            self.on_message(command.message, after)
+        elif command.type == pb.Type_.PING:
+            pong = pb.BaseCommand(type=pb.Type_.PONG)
+            pong.pong.SetInParent()
+            self.send(pong)
+        return command
+
     def read_until(self, done: Any) -> Any:
-        """Read frames until ``done(command)``; MESSAGE frames on the way go to ``on_message``."""
+        """Read frames until ``done(command)``, serving the target's other connections meanwhile."""
         while True:
-            (total,) = struct.unpack(">I", self._exactly(4))
-            command, after = frame.decode(self._exactly(total))
-            if command.type == pb.Type_.MESSAGE and self.on_message is not None:
-                self.on_message(command.message, after)
+            others = [w for w in self.others() if w is not self]
+            if others:
+                ready, _, _ = select.select([self.sock, *(w.sock for w in others)], [], [], REPLY_TIMEOUT_S)
+                for wire in others:
+                    if wire.sock in ready:
+                        wire.read_one()
+                if self.sock not in ready:
+                    if not ready:
+                        raise TargetError("TIMEOUT", "connection", f"no answer within {REPLY_TIMEOUT_S:g} s")
+                    continue
+            command = self.read_one()
             if done(command):
                 return command
 
@@ -94,6 +123,16 @@ class _Wire:
             where, _, rule = reply.error.message.partition(": ")
             raise TargetError(CODES.get(reply.error.error, "INVALID_ARGUMENT"), where, rule)
         return reply
+
+    def lookup(self, topic: str) -> None:
+        """LOOKUP ``topic`` on this connection: a real broker serves a topic only once a lookup has made it own the
+        topic's namespace bundle (Pulsar 4.0.7 refuses a PRODUCER or SUBSCRIBE before one: "Namespace bundle ... not
+        served by this instance ... Please redo the lookup"); the reference answers it at once."""
+        request_id = self.request_id()
+        cmd = pb.BaseCommand(type=pb.Type_.LOOKUP)
+        cmd.lookupTopic.topic, cmd.lookupTopic.request_id = topic, request_id
+        self.send(cmd)
+        self.read_until(lambda c: c.type == pb.Type_.LOOKUP_RESPONSE and c.lookupTopicResponse.request_id == request_id)
 
     def sync(self) -> None:
         ping = pb.BaseCommand(type=pb.Type_.PING)
@@ -113,6 +152,9 @@ class _Consumer:
     records: list[DispatchedRecord] = field(default_factory=list)
     #: entry id -> messages in the entry (for acks of batch indices).
     sizes: dict[int, int] = field(default_factory=dict)
+    #: entry id -> the ledger id the broker named it with: acks and redeliveries name an entry by both (a real
+    #: broker's ledgers are its own, not the reference's 1; an id with another ledger is ignored).
+    ledgers: dict[int, int] = field(default_factory=dict)
 
 
 def _messages(message: Any, entry: bytes) -> tuple[int, list[DispatchedRecord]]:
@@ -140,6 +182,9 @@ class PulsarTarget:
         self.name = name or f"pulsar://{address}"
         self._ns = f"n{os.getpid()}x{next(_namespaces)}t{int(time.time())}-"
         self._producer = _Wire(self.address)
+        self._producer.others = self._wires
+        #: Whether MESSAGEs may come after the PONG that follows an operation (a real broker: not the reference).
+        self._asynchronous = not self._producer.server_version.startswith("mqtck")
         self._producers: dict[str, int] = {}
         self._sequence = itertools.count()
         self._consumers: dict[tuple[str, str, str], _Consumer] = {}
@@ -150,10 +195,28 @@ class PulsarTarget:
     def _topic(self, topic: str) -> str:
         return f"persistent://public/default/{self._ns}{topic}"
 
+    def _wires(self) -> list[_Wire]:
+        return [self._producer, *(c.wire for c in self._consumers.values() if c.open)]
+
     def _sync(self) -> None:
         for consumer in self._consumers.values():
             if consumer.open:
                 consumer.wire.sync()
+        if self._asynchronous:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Read every connection until all have been quiet for QUIET_S (a real broker's dispatch comes after its
+        answers), at most REPLY_TIMEOUT_S."""
+        deadline = time.monotonic() + REPLY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            wires = self._wires()
+            ready, _, _ = select.select([w.sock for w in wires], [], [], QUIET_S)
+            if not ready:
+                return
+            for wire in wires:
+                if wire.sock in ready:
+                    wire.read_one()
 
     def _consumer(self, group: str, client_id: str, topic: str) -> _Consumer:
         consumer = self._consumers.get((group, client_id, topic))
@@ -165,6 +228,7 @@ class PulsarTarget:
         if topic not in self._producers:
             producer_id = len(self._producers)
             request_id = self._producer.request_id()
+            self._producer.lookup(topic)
             cmd = pb.BaseCommand(type=pb.Type_.PRODUCER)
             cmd.producer.topic, cmd.producer.producer_id, cmd.producer.request_id = topic, producer_id, request_id
             self._producer.call(cmd, "producer", request_id)
@@ -270,7 +334,9 @@ class PulsarTarget:
             known.wire.call(cmd, "subscribe", request_id)
             return
         consumer = _Consumer(_Wire(self.address))
+        consumer.wire.others = self._wires
         consumer.wire.on_message = lambda message, entry: self._received(consumer, message, entry)
+        consumer.wire.lookup(self._topic(topic))
         request_id = consumer.wire.request_id()
         cmd = pb.BaseCommand(type=pb.Type_.SUBSCRIBE)
         sub = cmd.subscribe
@@ -288,6 +354,7 @@ class PulsarTarget:
     def _received(self, consumer: _Consumer, message: Any, entry: bytes) -> None:
         size, records = _messages(message, entry)
         consumer.sizes[message.message_id.entryId] = size
+        consumer.ledgers[message.message_id.entryId] = message.message_id.ledgerId
         consumer.records += records
 
     def flow(self, group: str, client_id: str, topic: str, permits: int) -> None:
@@ -316,7 +383,7 @@ class PulsarTarget:
         for r in records:
             by_entry.setdefault(r.offset, set()).add(r.batch_index)
         for offset, indices in sorted(by_entry.items()):
-            mid = cmd.ack.message_id.add(ledgerId=1, entryId=offset)
+            mid = cmd.ack.message_id.add(ledgerId=consumer.ledgers.get(offset, 1), entryId=offset)
             size = consumer.sizes.get(offset, 1)
             if size > 1 and len(indices) < size:  # bit i set: index i still unacknowledged
                 words = [0] * ((size + 63) // 64)
@@ -332,7 +399,8 @@ class PulsarTarget:
         cmd = pb.BaseCommand(type=pb.Type_.REDELIVER_UNACKNOWLEDGED_MESSAGES)
         cmd.redeliverUnacknowledgedMessages.consumer_id = 0
         for offset in sorted({r.offset for r in records or ()}):
-            cmd.redeliverUnacknowledgedMessages.message_ids.add(ledgerId=1, entryId=offset)
+            ledger = consumer.ledgers.get(offset, 1)
+            cmd.redeliverUnacknowledgedMessages.message_ids.add(ledgerId=ledger, entryId=offset)
         consumer.wire.send(cmd)
         self._sync()
 

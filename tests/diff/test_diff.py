@@ -47,7 +47,7 @@ def test_the_reference_agrees_with_itself_over_remoting(remoting_server: Callabl
     assert result.stats.sequences == 12 and result.stats.steps >= 12
 
 
-@pytest.mark.req("LPOLL-3", "LPOLL-4", "CGRP-6.closed", "CGRP-6.expiry", "REVIVE-2")
+@pytest.mark.req("LPOLL-3", "LPOLL-4", "CGRP-6.closed", "CGRP-6.expiry", "REVIVE-2.copy")
 def test_the_reference_agrees_with_itself_over_remoting_on_simulated_time(
         remoting_server: Callable[..., LaunchedBroker], tmp_path: Path) -> None:
     """``mqtck broker --remoting --control --sim-clock``: the wire gets clock control, so the instant of a held

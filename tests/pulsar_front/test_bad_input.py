@@ -93,7 +93,7 @@ def test_commands_that_break_a_rule_get_the_error_naming_the_field(pulsar_broker
 
 
 def test_a_real_client_is_unaffected_by_a_bad_neighbour(pulsar_broker: PulsarBroker) -> None:
-    pulsar = pytest.importorskip("pulsar", reason="not applicable: pip install 'mqtck[pulsar]'")
+    pulsar = pytest.importorskip("pulsar", reason="not applicable: pip install 'mqtck[dev]'")
     client = pulsar.Client(pulsar_broker.url, operation_timeout_seconds=10,
                            logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:

@@ -48,7 +48,7 @@ def test_entry_checksum_and_batch_detection() -> None:
 
 
 def test_real_client_frames_round_trip_byte_for_byte(tmp_path: Path) -> None:
-    pulsar = pytest.importorskip("pulsar", reason="not applicable: pip install 'mqtck[pulsar]'")
+    pulsar = pytest.importorskip("pulsar", reason="not applicable: pip install 'mqtck[dev]'")
     front = FrontThread(tmp_path / "data")
     capture = FrameCapture(front.address)
     front.start(capture.url)

@@ -19,7 +19,7 @@ import pytest
 
 from tests.pulsar_front.conftest import PulsarBroker
 
-pulsar = pytest.importorskip("pulsar", reason="not applicable: pip install 'mqtck[pulsar]' (pulsar-client 3.13)")
+pulsar = pytest.importorskip("pulsar", reason="not applicable: pip install 'mqtck[dev]' (pulsar-client 3.13)")
 
 MESSAGES = 10_000
 BATCH = 10

@@ -18,8 +18,9 @@ workload audits clean; each fault is a small, local edit of it whose consequence
   OFFSET_OVERFLOW_BADLY where the table says OFFSET_OVERFLOW_ONE (*bad offset correction*).
 * POP: a revive and redelivery 10 s early; a redelivery after the ack; a redelivery that is never acked
   or revived while the first delivery's late ack consumes the message; a late ack of a revived delivery.
-* permits: a burst of redeliveries beyond the permits then a FLOW that covers them (*overrun*); a round's
-  last dispatches held back 12 s (*freeze*).
+* permits: a burst of redeliveries beyond the permits then a FLOW that covers them (*overrun*); a batch entry of
+  redeliveries that spends the permits exactly, then one more message, started at 0 permits, which the read of the
+  batch could have carried (*entry-overrun*, FLOW-11 only); a round's last dispatches held back 12 s (*freeze*).
 * duplicates: a retry after a LATER, or a second OK with no cause; *bad row*: extra malformed rows.
 
 Sites are drawn with a seeded generator; a request larger than the workload has sites for is refused
@@ -42,7 +43,8 @@ REBALANCE_KINDS = ("pull-after-drop", "commit-after-drop", "ownership-overlap", 
 TIMEOUT_KINDS = ("early-poll-return", "bad-offset-correction")
 BURST_KINDS = ("unsafe-commit", "slow-wake", "duplicate-retry", "duplicate-unknown")
 POP_KINDS = ("early-redelivery", "redelivered-after-ack", "never-revived", "duplicate-pop-redelivery")
-OTHER_KINDS = ("pending", "duplicate-crash", "permit-overrun", "permit-freeze", "bad-row")
+OTHER_KINDS = ("pending", "duplicate-crash", "permit-overrun", "permit-entry-overrun", "permit-freeze",
+               "bad-row")
 KINDS = FINAL_KINDS + REBALANCE_KINDS + TIMEOUT_KINDS + BURST_KINDS + POP_KINDS + OTHER_KINDS
 #: Sampling attempts per requested fault, and in all, before giving up.
 ATTEMPTS = 200
@@ -86,6 +88,7 @@ class Plan:
     #: POP kind -> (lane, offset) of the messages it edits.
     pop: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
     overrun: set[tuple[int, int, int]] = field(default_factory=set)
+    entry_overrun: set[tuple[int, int, int]] = field(default_factory=set)
     freeze_rounds: set[int] = field(default_factory=set)
 
     def has(self, kind: str, keys: np.ndarray) -> np.ndarray:
@@ -216,11 +219,15 @@ def plan_faults(layout: Layout, counts: dict[str, int], seed: int, make_tracks) 
     freeze = _take(rng, "permit-freeze", counts.get("permit-freeze", 0),
                    lambda: int(rng.integers(0, max(R - 1, 1))), lambda r: True, set())
     plan.freeze_rounds = set(freeze)
-    plan.overrun = set(_take(
-        rng, "permit-overrun", counts.get("permit-overrun", 0),
-        lambda: (int(rng.choice(flow_lanes)), int(rng.integers(0, max(R - 1, 1))), int(rng.integers(0, B - 1))),
-        lambda s: s[1] not in plan.freeze_rounds, set(),
-    ))
+    bursts: set = set()
+
+    def draw_burst() -> tuple[int, int, int]:
+        return int(rng.choice(flow_lanes)), int(rng.integers(0, max(R - 1, 1))), int(rng.integers(0, B - 1))
+
+    plan.overrun = set(_take(rng, "permit-overrun", counts.get("permit-overrun", 0), draw_burst,
+                             lambda s: s[1] not in plan.freeze_rounds, bursts))
+    plan.entry_overrun = set(_take(rng, "permit-entry-overrun", counts.get("permit-entry-overrun", 0), draw_burst,
+                                   lambda s: s[1] not in plan.freeze_rounds, bursts))
     return plan, tracks
 
 

@@ -61,8 +61,11 @@ class PermitGroup:
         rows.add("FLOW", at[regrant] * 1000, src, order=2 * step[regrant] + 1, group=self.group, client_id=active,
                  topic=self.topic, count=REGRANT)
         # permit-overrun: after the last dispatch of a chosen burst, redeliver more messages than the
-        # consumer has permits for, then let its next FLOW cover them.
-        for lane_i, r, k in sorted(plan.overrun):
+        # consumer has permits for, then let its next FLOW cover them. permit-entry-overrun: redeliver a batch
+        # entry of exactly the permits left, then one single message (started at 0 permits, which the batch's
+        # read could carry: FLOW-11, not FLOW-2), then the same covering FLOW.
+        sites = [(site, False) for site in plan.overrun] + [(site, True) for site in plan.entry_overrun]
+        for (lane_i, r, k), batch in sorted(sites):
             if not r0 <= r < r1:
                 continue
             end = int(L.burst_end(np.array(lane_i), np.array(r), np.array(k)))
@@ -75,8 +78,12 @@ class PermitGroup:
             balance = granted - (self.dispatched + int(np.sum(at <= at[i])))
             extra = balance + 1
             ts = at[i] * 1000 + 10 + np.arange(extra)
+            detail = -1
+            if batch:
+                detail = np.array([self.vocab.code(f'{{"batch_index": {j}, "batch_size": {balance}}}')
+                                   for j in range(balance)] + [-1], dtype=np.int32)
             rows.add("DISPATCH", ts, src, group=self.group, client_id=active, topic=self.topic, offset=offset[i],
-                     msg_lane=lane_i, msg_off=offset[i])
+                     msg_lane=lane_i, msg_off=offset[i], detail=detail)
             rows.add("FLOW", np.array([at[i] * 1000 + 600]), src, group=self.group, client_id=active,
                      topic=self.topic, count=extra)
         self.dispatched += len(lane)

@@ -28,6 +28,9 @@ def producer(conn: ConnectionContext, cmd: object) -> None:
     out.producer_success.request_id = req.request_id
     out.producer_success.producer_name = name
     out.producer_success.last_sequence_id = -1
+    # The Java client (pulsar-client 4.0.7) reads schema_version unconditionally and drops the connection without it
+    # ("Field 'schema_version' is not set"); the Java broker always sets it, empty for a producer without a schema.
+    out.producer_success.schema_version = b""
     conn.write(out)
 
 

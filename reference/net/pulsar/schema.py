@@ -88,7 +88,7 @@ MESSAGES: dict[str, tuple[tuple[Any, ...], ...]] = {
                         (10, "producer_access_mode", OPT, "int32", "0"), (11, "topic_epoch", OPT, "uint64"),
                         (12, "txn_enabled", OPT, "bool", "false"), (13, "initial_subscription_name", OPT, "string")),
     "CommandProducerSuccess": ((1, "request_id", R, "uint64"), (2, "producer_name", R, "string"),
-                               (3, "last_sequence_id", OPT, "int64", "-1")),
+                               (3, "last_sequence_id", OPT, "int64", "-1"), (4, "schema_version", OPT, "bytes")),
     "CommandSend": ((1, "producer_id", R, "uint64"), (2, "sequence_id", R, "uint64"),
                     (3, "num_messages", OPT, "int32", "1"), (6, "highest_sequence_id", OPT, "uint64", "0")),
     "CommandSendReceipt": ((1, "producer_id", R, "uint64"), (2, "sequence_id", R, "uint64"),

@@ -1,0 +1,22 @@
+"""Which launcher serves a peer of ``kind`` "broker" (:class:`~conformance.peers.rocketmq.RocketMQPeer`) or "proxy"
+(:class:`~conformance.peers.rocketmq_proxy.ProxyPeer`): what ``mqtck peer run`` and ``mqtck gate`` start. Its own
+module, so that the broker launcher does not import the proxy launcher built on it."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import IO
+
+from conformance.peers import PeerInfo
+from conformance.peers.rocketmq import RocketMQPeer
+from conformance.peers.rocketmq import served as served_with
+from conformance.peers.rocketmq_proxy import ProxyPeer
+
+
+def served(info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None,
+           channel_expired_timeout_ms: int | None = None) -> AbstractContextManager[str]:
+    """The peer running with its control channel for as long as the block runs; yields its target
+    (``remoting://…?control=…`` for a broker, ``grpc://…?remoting=…&control=…`` for a proxy)."""
+    peer_class = ProxyPeer if info.kind == "proxy" else RocketMQPeer
+    return served_with(info, namesrv_port, log=log, channel_expired_timeout_ms=channel_expired_timeout_ms,
+                       peer_class=peer_class)
