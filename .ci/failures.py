@@ -1,6 +1,6 @@
 """What failed in a test-command run, read from its JUnit files: the last tox environment of the test command.
 
-Why: the test command runs its environments two at a time (``tox -p 2``), and tox prints a failing environment's
+Why: the test command runs its environments three at a time (``tox -p 3``), and tox prints a failing environment's
 whole output when it ends, in the middle of the log. A CI log is read from its tail, and a long one may be shown
 cut in the middle, so the one failure that decided the run could be out of view. This runs after every other
 environment and prints each failed test again, with its message and the end of its traceback, and names every
