@@ -6,7 +6,9 @@
 // and runs it through the POP client check. Configuration comes from the environment:
 //   MQTCK_ENDPOINTS        the gRPC access point, host:port
 //   MQTCK_TOPIC, MQTCK_GROUP
-//   MQTCK_MODE             "simple" (receive, ack, changeInvisibleDuration) or "push" (a listener)
+//   MQTCK_MODE             "simple" (receive, ack, changeInvisibleDuration), "push" (a listener), or "produce"
+//                          (the official Producer sends MQTCK_COUNT messages with bodies m-0, m-1, ..., one
+//                          {"event":"sent","body":...,"message_id":...} line each: a recorded run's producer)
 //   MQTCK_FAIL             comma-separated message bodies the application fails ...
 //   MQTCK_FAIL_ATTEMPTS    ... on their first N deliveries (default 1): simple mode changes the invisible
 //                          duration to MQTCK_RETRY_INVISIBLE_S, push mode returns FAILURE
@@ -40,6 +42,8 @@ import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.PushConsumer;
 import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
 import org.apache.rocketmq.client.apis.message.MessageView;
+import org.apache.rocketmq.client.apis.producer.Producer;
+import org.apache.rocketmq.client.apis.producer.SendReceipt;
 
 public class JavaV5Consumer {
     static String env(String name, String fallback) {
@@ -108,6 +112,27 @@ public class JavaV5Consumer {
         return ok;
     }
 
+    /** Send MQTCK_COUNT messages one after another with the official Producer, a line per message sent. */
+    static void produce(ClientServiceProvider provider, ClientConfiguration config, String topic) throws Exception {
+        Producer producer = provider.newProducerBuilder().setClientConfiguration(config).setTopics(topic).build();
+        line("{\"event\":\"started\",\"mode\":\"produce\"}");
+        int sent = 0;
+        for (int i = 0; i < count && !terminated; i++) {
+            String body = "m-" + i;
+            SendReceipt receipt = producer.send(provider.newMessageBuilder().setTopic(topic)
+                .setBody(body.getBytes(StandardCharsets.UTF_8)).build());
+            line("{\"event\":\"sent\",\"body\":" + quote(body) + ",\"message_id\":"
+                 + quote(receipt.getMessageId().toString()) + ",\"ts_ms\":" + System.currentTimeMillis() + "}");
+            sent++;
+        }
+        producer.close();
+        line("{\"event\":\"stopped\",\"sent\":" + sent + "}");
+        CLOSED.countDown();
+        if (!terminated) {
+            System.exit(0);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         String endpoints = env("MQTCK_ENDPOINTS", "127.0.0.1:8081");
         String topic = env("MQTCK_TOPIC", "mqtck_topic");
@@ -132,8 +157,8 @@ public class JavaV5Consumer {
             System.exit(2);
             return;
         }
-        if (!mode.equals("simple") && !mode.equals("push")) {
-            System.err.println("MQTCK_MODE: must be simple or push, not " + mode);
+        if (!mode.equals("simple") && !mode.equals("push") && !mode.equals("produce")) {
+            System.err.println("MQTCK_MODE: must be simple, push or produce, not " + mode);
             System.exit(2);
         }
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -148,6 +173,10 @@ public class JavaV5Consumer {
         ClientServiceProvider provider = ClientServiceProvider.loadService();
         // Plaintext: the client's default is TLS, which the reference front does not speak (the proxy accepts both).
         ClientConfiguration config = ClientConfiguration.newBuilder().setEndpoints(endpoints).enableSsl(false).build();
+        if (mode.equals("produce")) {
+            produce(provider, config, topic);
+            return;
+        }
         Map<String, FilterExpression> subscriptions = Collections.singletonMap(topic, FilterExpression.SUB_ALL);
         long deadline = System.nanoTime() + (long) (durationS * 1e9);
         if (mode.equals("push")) {

@@ -1,0 +1,203 @@
+"""The official Java v5 client's killed-consumer run, recorded through ``mqtck record --protocol grpc`` and audited
+(issue 38's must-show): N messages sent by the official Producer (JavaV5Consumer.java, ``MQTCK_MODE=produce``)
+through the recorder, two PushConsumers of one group behind it, one SIGKILLed mid-run. Against the reference
+(``mqtck broker --remoting --grpc``) and the real proxy (``mqtck peer run rocketmq-proxy-5.5.0``): every message is
+consumed, every message received again came back no earlier than its invisible time after its previous POP, and
+the audit of the trace exits 0 with no lost message and no POP finding.
+
+The wait is sized for the proxy: a killed push consumer's handles are renewed by the proxy until it decides the
+client is offline (115-151 s seen), so its messages come back long after the 60 s invisible time."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.client_check.pop_scenarios import PUSH_INVISIBLE_S
+from conformance.peers import peer_info
+from conformance.peers.clients_v5 import v5_client_command
+from conformance.targets.remoting import RemotingTarget
+from reference.net.remoting.client import RemotingClient
+from reference.net.remoting.command import RequestCode
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENT = "java-client-v5-5.2.0"
+MESSAGES = 200
+#: How long consuming one message takes (the client's 20 consumption threads): the victim holds most of its share,
+#: consuming or cached, when it is killed.
+CONSUME_DELAY_MS = 1000
+#: The victim is killed once it consumed this many.
+KILL_AFTER = 5
+#: The longest the survivor may take to consume everything after the kill (the proxy's renewal: 115-151 s seen).
+COMEBACK_WAIT_S = 300
+
+
+class _Subject:
+    """One run of the Java subject, its JSON lines collected as they come."""
+
+    def __init__(self, command: str, env: dict[str, str], log: Path) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.proc = subprocess.Popen(command, shell=True, env={**os.environ, **env}, stdout=subprocess.PIPE,
+                                     stderr=log.open("w"), text=True, start_new_session=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            if raw.startswith("{"):
+                self.lines.append(json.loads(raw))
+
+    def events(self, event: str) -> list[dict[str, Any]]:
+        return [line for line in list(self.lines) if line.get("event") == event]
+
+    def stop(self, sig: signal.Signals) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def _mqtck(*args: str, log: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "conformance.cli", *args], stdout=subprocess.PIPE,
+                            stderr=log.open("w"), text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
+                            start_new_session=True)
+
+
+def _line_starting(proc: subprocess.Popen[str], prefix: str) -> str:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith(prefix):
+            return line.strip()
+    raise AssertionError(f"never printed {prefix!r}")
+
+
+def _wait(until: Any, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if until():
+            return True
+        time.sleep(0.5)
+    return bool(until())
+
+
+def _deployment(kind: str, tmp_path: Path) -> tuple[subprocess.Popen[str], str, str]:
+    """The process serving ``kind``, its gRPC endpoint and its name server (remoting) address."""
+    if kind == "reference":
+        proc = _mqtck("broker", "--remoting", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir",
+                      str(tmp_path / "broker"), log=tmp_path / "broker.err")
+        remoting = _line_starting(proc, "mqtck broker: serving remoting://").rsplit("remoting://", 1)[1]
+        grpc = _line_starting(proc, "mqtck broker: serving grpc://").rsplit("grpc://", 1)[1]
+        return proc, grpc, remoting
+    proc = _mqtck("peer", "run", "rocketmq-proxy-5.5.0", log=tmp_path / "proxy.err")
+    ready = _line_starting(proc, "ready grpc://").removeprefix("ready grpc://")
+    grpc, _, query = ready.partition("?")
+    params = dict(part.split("=", 1) for part in query.split("&"))
+    return proc, grpc, params["remoting"]
+
+
+def _create_topic_and_group(namesrv: str) -> tuple[str, str]:
+    """The topic (4 queues) and the consumer group, created over remoting as an operator does before v5 clients
+    start: the proxy refuses the Telemetry settings of a consumer whose group the broker does not know (the
+    reference answers the group's creation REQUEST_CODE_NOT_SUPPORTED: it serves every group)."""
+    admin = RemotingTarget(namesrv)
+    try:
+        topic, group = admin.namespaced("v5rec"), admin.namespaced("v5rec_group")
+        admin.create_topic("v5rec", 4)
+        client = RemotingClient(admin.broker_addr)
+        try:
+            body = json.dumps({"groupName": group, "consumeEnable": True}).encode()
+            # The reference has no such request (it knows every group): what matters is that the proxy's broker does.
+            client.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body, timeout_s=10)
+        finally:
+            client.close()
+    finally:
+        admin.close()
+    return topic, group
+
+
+def _trace_rows(trace: Path, event: str) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in trace.read_text().splitlines() if line.strip()]
+    return [row for row in rows if row.get("event") == event]
+
+
+@pytest.mark.req("ALO-1", "ALO-3")
+@pytest.mark.parametrize("kind", ["reference", "proxy"])
+def test_a_recorded_v5_run_with_a_killed_push_consumer_loses_nothing(kind: str, tmp_path: Path) -> None:
+    started = time.monotonic()
+    command = v5_client_command(peer_info(CLIENT), tmp_path / "home")
+    server, endpoint, namesrv = _deployment(kind, tmp_path)
+    subjects: list[_Subject] = []
+    recorder: subprocess.Popen[str] | None = None
+    trace = tmp_path / "v5.jsonl"
+    try:
+        topic, group = _create_topic_and_group(namesrv)
+        recorder = _mqtck("record", "--protocol", "grpc", "--listen", "127.0.0.1:0", "--upstream", endpoint,
+                          "--trace", str(trace), log=tmp_path / "record.err")
+        listen = _line_starting(recorder, "recording grpc://").split()[1].removeprefix("grpc://")
+        env = {"MQTCK_ENDPOINTS": listen, "MQTCK_TOPIC": topic, "MQTCK_GROUP": group}
+        consumer = {**env, "MQTCK_MODE": "push", "MQTCK_DURATION_S": "900",
+                    "MQTCK_CONSUME_DELAY_MS": str(CONSUME_DELAY_MS)}
+        victim, survivor = (_Subject(command, consumer, tmp_path / f"c{i}.err") for i in range(2))
+        subjects += [victim, survivor]
+        assert _wait(lambda: victim.events("started") and survivor.events("started"), 120), "consumers never started"
+        time.sleep(5)  # both in the group's assignment before the messages come
+        producer = _Subject(command, {**env, "MQTCK_MODE": "produce", "MQTCK_COUNT": str(MESSAGES)},
+                            tmp_path / "producer.err")
+        subjects.append(producer)
+        assert _wait(lambda: len(victim.events("consumed")) >= KILL_AFTER, 120), "the victim consumed nothing"
+        victim.stop(signal.SIGKILL)
+        killed_at = time.time()
+        killed_after = time.monotonic() - started
+        assert _wait(lambda: producer.proc.poll() is not None, 180), "the producer never finished"
+        sent = {line["body"] for line in producer.events("sent")}
+        assert len(sent) == MESSAGES, producer.lines[-3:]
+        consumed = lambda: {c["body"] for s in (victim, survivor) for c in s.events("consumed")}  # noqa: E731
+        assert _wait(lambda: consumed() >= sent, COMEBACK_WAIT_S), f"never consumed: {sorted(sent - consumed())[:10]}"
+        caught_up = time.monotonic() - started
+        survivor.stop(signal.SIGTERM)
+    finally:
+        for subject in subjects:
+            subject.stop(signal.SIGKILL)
+        if recorder is not None:
+            recorder.send_signal(signal.SIGTERM)
+            recorder.communicate(timeout=60)
+        server.send_signal(signal.SIGINT if kind == "reference" else signal.SIGTERM)
+        try:
+            server.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.communicate()
+    assert recorder.returncode == 0
+    # Every message received again came back no earlier than the invisible time after its previous POP.
+    pops: dict[str, list[int]] = {}
+    for row in _trace_rows(trace, "POP"):
+        pops.setdefault(row["msg_id"], []).append(int(row["ts"]) // 1000)  # ts: microseconds
+    gaps = [b - a for times in pops.values() for a, b in zip(sorted(times), sorted(times)[1:])]
+    assert gaps, "the killed consumer held nothing: nothing came back"
+    assert min(gaps) >= PUSH_INVISIBLE_S * 1000, sorted(gaps)[:5]
+    audit = subprocess.run([sys.executable, "-m", "conformance.cli", "audit", str(trace), "--report-dir",
+                            str(tmp_path / "audit")], capture_output=True, text=True, timeout=900,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+    summary = json.loads((tmp_path / "audit" / "summary.json").read_text())
+    numbers = {"kind": kind, "messages": MESSAGES, "killed_after_s": round(killed_after, 1),
+               "killed_at_ms": int(killed_at * 1000), "came_back": len(gaps),
+               "comeback_s": [round(min(gaps) / 1000, 1), round(max(gaps) / 1000, 1)],
+               "all_consumed_after_s": round(caught_up, 1), "wall_s": round(time.monotonic() - started, 1),
+               "audit_exit": audit.returncode, "findings": summary.get("findings")}
+    (tmp_path / "numbers.json").write_text(json.dumps(numbers))
+    print(json.dumps(numbers))
+    assert audit.returncode == 0, audit.stdout[-3000:] + audit.stderr[-3000:]
+    findings = summary.get("findings") or {}
+    assert "lost" not in findings and not any("pop" in str(name).lower() for name in findings), findings
