@@ -14,6 +14,7 @@ Telemetry stream's client commands are handed over as they pass (they carry the 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -41,6 +42,9 @@ class GrpcRecordingProxy:
         self.recorder, self.stubs = recorder, stubs
         self._server: grpc.aio.Server | None = None
         self._channel: grpc.aio.Channel | None = None
+        #: The Telemetry streams open upstream: ended by the proxy itself when it closes (see :meth:`close`).
+        self._streams: set[Any] = set()
+        self._closing = False
         self.address = ""
 
     async def start(self) -> str:
@@ -56,6 +60,12 @@ class GrpcRecordingProxy:
         return self.address
 
     async def close(self, grace_s: float = 1.0) -> None:
+        """Stop serving. The clients' Telemetry streams live as long as the clients: a stream still open would be
+        cancelled by the server's stop inside grpc, which prints a CancelledError traceback on stderr (a real v5
+        client's stream is open whenever it runs). So they are ended here first, each handler returning cleanly."""
+        self._closing = True
+        for stream in list(self._streams):
+            stream.cancel()
         if self._server is not None:
             await self._server.stop(grace_s)
         if self._channel is not None:
@@ -118,12 +128,18 @@ class GrpcRecordingProxy:
                     yield command
 
             call = self._channel.stream_stream(path, _identity, _identity)(upward(), metadata=_forwarded(context))
+            self._streams.add(call)
             try:
                 async for answer in call:
                     yield answer
             except grpc.aio.AioRpcError as exc:
                 if exc.code() != grpc.StatusCode.CANCELLED:
                     await context.abort(exc.code(), exc.details() or "")
+            except asyncio.CancelledError:
+                if not self._closing:
+                    raise
+            finally:
+                self._streams.discard(call)
 
         return handle
 

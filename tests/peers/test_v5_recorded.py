@@ -33,11 +33,13 @@ from reference.net.remoting.command import RequestCode
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = "java-client-v5-5.2.0"
 MESSAGES = 200
-#: How long consuming one message takes (the client's 20 consumption threads): the victim holds most of its share,
-#: consuming or cached, when it is killed.
-CONSUME_DELAY_MS = 1000
-#: The victim is killed once it consumed this many.
-KILL_AFTER = 5
+#: How long the victim's listener takes over one message: longer than the run, so it acknowledges nothing and every
+#: message it received (its 20 consumption threads', and its cache's) is held when it is killed.
+VICTIM_DELAY_MS = 900_000
+#: How long the survivor's listener takes over one message.
+SURVIVOR_DELAY_MS = 20
+#: How long after the producer finished the victim is killed (its share received by then).
+KILL_AFTER_S = 5
 #: The longest the survivor may take to consume everything after the kill (the proxy's renewal: 115-151 s seen).
 COMEBACK_WAIT_S = 300
 #: The audit's categories that must be judged and empty: no loss, no early redelivery, none never revived.
@@ -150,23 +152,25 @@ def test_a_recorded_v5_run_with_a_killed_push_consumer_loses_nothing(kind: str, 
                           "--trace", str(trace), log=tmp_path / "record.err")
         listen = _line_starting(recorder, "recording grpc://").split()[1].removeprefix("grpc://")
         env = {"MQTCK_ENDPOINTS": listen, "MQTCK_TOPIC": topic, "MQTCK_GROUP": group}
-        consumer = {**env, "MQTCK_MODE": "push", "MQTCK_DURATION_S": "900",
-                    "MQTCK_CONSUME_DELAY_MS": str(CONSUME_DELAY_MS)}
-        victim, survivor = (_Subject(command, consumer, tmp_path / f"c{i}.err") for i in range(2))
+        consumer = {**env, "MQTCK_MODE": "push", "MQTCK_DURATION_S": "900"}
+        victim, survivor = (_Subject(command, {**consumer, "MQTCK_CONSUME_DELAY_MS": str(delay)},
+                                     tmp_path / f"{name}.err")
+                            for name, delay in (("victim", VICTIM_DELAY_MS), ("survivor", SURVIVOR_DELAY_MS)))
         subjects += [victim, survivor]
         assert _wait(lambda: victim.events("started") and survivor.events("started"), 120), "consumers never started"
         time.sleep(5)  # both in the group's assignment before the messages come
         producer = _Subject(command, {**env, "MQTCK_MODE": "produce", "MQTCK_COUNT": str(MESSAGES)},
                             tmp_path / "producer.err")
         subjects.append(producer)
-        assert _wait(lambda: len(victim.events("consumed")) >= KILL_AFTER, 120), "the victim consumed nothing"
-        victim.stop(signal.SIGKILL)
-        killed_at = time.time()
-        killed_after = time.monotonic() - started
         assert _wait(lambda: producer.proc.poll() is not None, 180), "the producer never finished"
         sent = {line["body"] for line in producer.events("sent")}
         assert len(sent) == MESSAGES, producer.lines[-3:]
-        consumed = lambda: {c["body"] for s in (victim, survivor) for c in s.events("consumed")}  # noqa: E731
+        time.sleep(KILL_AFTER_S)
+        victim.stop(signal.SIGKILL)
+        killed_at = time.time()
+        killed_after = time.monotonic() - started
+        assert not victim.events("consumed")
+        consumed = lambda: {c["body"] for c in survivor.events("consumed")}  # noqa: E731
         assert _wait(lambda: consumed() >= sent, COMEBACK_WAIT_S), f"never consumed: {sorted(sent - consumed())[:10]}"
         caught_up = time.monotonic() - started
         survivor.stop(signal.SIGTERM)
