@@ -1,9 +1,13 @@
 """The official Java v5 client's killed-consumer run, recorded through ``mqtck record --protocol grpc`` and audited
 (issue 38's must-show): N messages sent by the official Producer (JavaV5Consumer.java, ``MQTCK_MODE=produce``)
 through the recorder, two PushConsumers of one group behind it, one SIGKILLed mid-run. Against the reference
-(``mqtck broker --remoting --grpc``) and the real proxy (``mqtck peer run rocketmq-proxy-5.5.0``): every message is
-consumed, every message received again came back no earlier than its invisible time after its previous POP, and
-the audit of the trace exits 0 with no lost message and no POP finding.
+(``mqtck broker --remoting --grpc``) and the real proxy (``mqtck peer run rocketmq-proxy-5.5.0``). The victim's
+listener never finishes (it acknowledges nothing), so every message it received is held when it is killed: the
+survivor must consume every message, every message received again must have come back no earlier than its
+invisible time after its previous POP (read off the recorder's POP rows), and the audit of the trace must find no
+lost message, no early redelivery and none never revived. On the reference it exits 0; on the real proxy its only
+findings are redelivered-after-ack (PACK-3), one per second retry copy of a killed consumer's message (see the
+test), and docs/audit.md says so.
 
 The wait is sized for the proxy: a killed push consumer's handles are renewed by the proxy until it decides the
 client is offline (115-151 s seen), so its messages come back long after the 60 s invisible time."""
@@ -44,6 +48,9 @@ KILL_AFTER_S = 5
 COMEBACK_WAIT_S = 300
 #: The audit's categories that must be judged and empty: no loss, no early redelivery, none never revived.
 POP_FINDINGS = ("lost", "early-redelivery", "redelivered-after-ack", "never-revived")
+#: The findings each deployment may show: the proxy's second retry copies of a killed consumer's messages, delivered
+#: after the first copy was acknowledged (PACK-3, redelivered-after-ack; see the assertion).
+ALLOWED_FINDINGS = {"reference": frozenset[str](), "proxy": frozenset({"redelivered-after-ack"})}
 
 
 class _Subject:
@@ -137,7 +144,7 @@ def _trace_rows(trace: Path, event: str) -> list[dict[str, Any]]:
     return [row for row in rows if row.get("event") == event]
 
 
-@pytest.mark.req("ALO-1", "ALO-3")
+@pytest.mark.req("ALO-1", "PACK-1", "REVIVE-2")
 @pytest.mark.parametrize("kind", ["reference", "proxy"])
 def test_a_recorded_v5_run_with_a_killed_push_consumer_loses_nothing(kind: str, tmp_path: Path) -> None:
     started = time.monotonic()
@@ -187,30 +194,46 @@ def test_a_recorded_v5_run_with_a_killed_push_consumer_loses_nothing(kind: str, 
             os.killpg(server.pid, signal.SIGKILL)
             server.communicate()
     assert recorder.returncode == 0
-    # Every message received again came back no earlier than the invisible time after its previous POP.
-    pops: dict[str, list[int]] = {}
-    acked = {row["handle"] for row in _trace_rows(trace, "ACK")}
-    unacked = set()
+    # Every delivery left unacknowledged (the victim's) came back no earlier than its invisible time after its POP.
+    # A POP after an acknowledged one is not a comeback but a second stored copy (the proxy's revive wrote two
+    # retry copies of some messages): counted, and judged by the audit (PACK-3), below.
+    acked = {row["handle"] for row in _trace_rows(trace, "ACK") if row.get("status") == "OK"}
+    pops: dict[str, list[dict[str, Any]]] = {}
     for row in _trace_rows(trace, "POP"):
-        pops.setdefault(row["msg_id"], []).append(int(row["ts"]) // 1000)  # ts: microseconds
-        if row["handle"] not in acked:
-            unacked.add(row["msg_id"])
-    gaps = [b - a for times in pops.values() for a, b in itertools.pairwise(sorted(times))]
-    assert unacked, "the killed consumer held nothing: nothing came back"
-    assert all(len(pops[msg_id]) > 1 for msg_id in unacked), "a held message never came back"
-    assert min(gaps) >= PUSH_INVISIBLE_S * 1000, sorted(gaps)[:5]
+        pops.setdefault(row["msg_id"], []).append(row)
+    comebacks: list[tuple[int, int]] = []  # (ms from the POP to the next, the POP's invisible time)
+    copies = 0
+    for deliveries in pops.values():
+        deliveries.sort(key=lambda row: (row["ts"], row["seq"]))
+        assert deliveries[-1]["handle"] in acked, f"a delivery never came back: {deliveries[-1]}"
+        for first, then in itertools.pairwise(deliveries):
+            if first["handle"] in acked:
+                copies += 1
+            else:  # ts: microseconds
+                comebacks.append(((then["ts"] - first["ts"]) // 1000, int(first["invisible_ms"])))
+    assert comebacks, "the killed consumer held nothing: nothing came back"
+    assert all(invisible >= PUSH_INVISIBLE_S * 1000 for _, invisible in comebacks), comebacks[:5]
+    assert all(gap >= invisible for gap, invisible in comebacks), sorted(comebacks)[:5]
+    gaps = [gap for gap, _ in comebacks]
     audit = subprocess.run([sys.executable, "-m", "conformance.cli", "audit", str(trace), "--report-dir",
                             str(tmp_path / "audit")], capture_output=True, text=True, timeout=900,
                            env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
     summary = json.loads((tmp_path / "audit" / "summary.json").read_text())
     numbers = {"kind": kind, "messages": MESSAGES, "killed_after_s": round(killed_after, 1),
-               "killed_at_ms": int(killed_at * 1000), "came_back": len(gaps),
+               "killed_at_ms": int(killed_at * 1000), "came_back": len(gaps), "second_copies": copies,
                "comeback_s": [round(min(gaps) / 1000, 1), round(max(gaps) / 1000, 1)],
                "all_consumed_after_s": round(caught_up, 1), "wall_s": round(time.monotonic() - started, 1),
                "audit_exit": audit.returncode, "totals": {k: summary["totals"][k] for k in POP_FINDINGS}}
     (tmp_path / "numbers.json").write_text(json.dumps(numbers))
     print(json.dumps(numbers))
-    assert audit.returncode == 0, audit.stdout[-3000:] + audit.stderr[-3000:]
-    assert summary["must_violations"] == 0 and all(summary["totals"][k] == 0 for k in POP_FINDINGS), summary["totals"]
+    # The audit's verdict. On the real proxy, some of the victim's messages are revived twice (two copies in the
+    # retry topic, the same reconsume count, seconds apart: seen on 14 of 113), and the second copy is delivered
+    # after the first was acknowledged: a PACK-3 finding per copy, which must be exactly the second copies counted
+    # above. Nothing else: no loss, no early redelivery, none never revived.
+    allowed = ALLOWED_FINDINGS[kind]
+    others = {k: v for k, v in summary["totals"].items() if v and k not in allowed}
+    assert not others and summary["must_violations"] == sum(summary["totals"][k] for k in allowed), summary["totals"]
+    assert sum(summary["totals"][k] for k in allowed) == copies, (summary["totals"], copies)
+    assert audit.returncode == (1 if copies else 0), audit.stdout[-3000:] + audit.stderr[-3000:]
     for run in summary["runs"].values():  # judged, not withheld for want of rows
         assert all(run["categories"][k]["judged"] for k in POP_FINDINGS), run["categories"]
