@@ -139,6 +139,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "diff": ("mqtck diff --target mutant:offset-empty-queue-keeps-offset --examples 100",
              "mqtck diff --target remoting://127.0.0.1:9876 --against reference --examples 1000 --report-dir d",
              "mqtck diff --target peer:rocketmq-4.9.7 --examples 500 --without restart --report-dir d",
+             "mqtck diff --target peer:rocketmq-proxy-5.5.0 --against grpc --examples 300",
              "mqtck diff --replay d/divergence.json --target peer:rocketmq-4.9.7"),
     "matrix": ("mqtck matrix --out docs/matrix reports/gate",),
 }

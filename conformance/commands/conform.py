@@ -146,12 +146,13 @@ def _conform_embedded_grpc(args: ConformOptions) -> int:
     import shutil
     import tempfile
 
+    from conformance.peers.rocketmq_proxy import REFERENCE_FLAGS
     from conformance.targets.launch import launch_broker
 
     workdir = Path(tempfile.mkdtemp(prefix="mqtck-conform-grpc-"))
     try:
         try:
-            server = launch_broker("grpc", workdir / "data", "--control", *proxy_peer_limits())
+            server = launch_broker("grpc", workdir / "data", "--control", *REFERENCE_FLAGS)
         except RuntimeError as exc:
             raise UsageError(f"--target grpc: the reference's gRPC front did not start: {exc}"[:300]) from None
         try:
@@ -161,17 +162,6 @@ def _conform_embedded_grpc(args: ConformOptions) -> int:
             server.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def proxy_peer_limits() -> tuple[str, ...]:
-    """``mqtck broker`` flags giving the reference's gRPC front the receive limits the real proxy peer runs with
-    (conformance/peers/rocketmq_proxy.py, each with its reason), so that the reference over gRPC and the proxy are
-    judged under the same settings rather than under the proxy's defaults (10 s invisibility, 5-20 s holds)."""
-    from conformance.peers import rocketmq_proxy
-
-    return ("--grpc-min-invisible-ms", str(rocketmq_proxy.MIN_INVISIBLE_MS),
-            "--grpc-min-hold-ms", str(rocketmq_proxy.MIN_LONG_POLLING_MS),
-            "--grpc-max-hold-ms", str(rocketmq_proxy.MAX_LONG_POLLING_MS))
 
 
 def run_name(args: ConformOptions) -> str:

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from conformance.commands.conform import proxy_peer_limits
 from conformance.peers import rocketmq_proxy
 from reference.net.grpc import codes
 from reference.net.grpc.limits import PROXY_DEFAULTS, ReceiveLimits
@@ -87,6 +86,6 @@ def test_a_limit_the_front_cannot_honour_is_a_usage_error_naming_its_flag(
 
 @pytest.mark.req("GRPC-11")
 def test_conform_target_grpc_launches_the_reference_under_the_proxy_peers_limits() -> None:
-    flags = dict(zip(proxy_peer_limits()[::2], proxy_peer_limits()[1::2], strict=True))
+    flags = dict(zip(rocketmq_proxy.REFERENCE_FLAGS[::2], rocketmq_proxy.REFERENCE_FLAGS[1::2], strict=True))
     assert flags == {"--grpc-min-invisible-ms": str(PEER.min_invisible_ms),
                      "--grpc-min-hold-ms": str(PEER.min_hold_ms), "--grpc-max-hold-ms": str(PEER.max_hold_ms)}
