@@ -24,3 +24,29 @@ def test_the_reference_over_grpc_agrees_with_itself_in_process(tmp_path: Path) -
     assert summary["target"].startswith("grpc://") and "remoting=" in summary["target"]
     assert summary["sequences"] == 4 and not summary["diverged"]
     assert "the reference serves grpc://" in done.stderr
+
+
+@pytest.mark.req("CGRP-4")
+def test_two_grpc_targets_in_one_process_name_their_consumers_alike(tmp_path: Path) -> None:
+    """Found by ``mqtck diff --target peer:rocketmq-proxy-5.5.0 --against grpc``: the consumers' client ids were
+    numbered by a counter of the process, so the second target's first consumer was ``conformance-1`` and the
+    members of a group differed between two brokers that agreed."""
+    from conformance.peers.rocketmq_proxy import REFERENCE_FLAGS
+    from conformance.targets.grpc import GrpcTarget
+    from conformance.targets.launch import launch_broker
+
+    server = launch_broker("grpc", tmp_path / "data", *REFERENCE_FLAGS)
+    try:
+        address, _, query = server.url.removeprefix("grpc://").partition("?remoting=")
+        members = []
+        for _ in range(2):
+            target = GrpcTarget(address, query)
+            try:
+                target.create_topic("T", 1)
+                assert target.pop("G", "T", -1, 32, 30_000, 0).result().code == "POLLING_TIMEOUT"
+                members.append(target.consumer_ids("G"))
+            finally:
+                target.close()
+        assert members[0] == members[1] == ["conformance-0"]
+    finally:
+        server.stop()
