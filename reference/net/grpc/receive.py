@@ -73,9 +73,12 @@ def release(state: FrontState, request: PopMessageRequest, popped: Sequence[Popp
 def poll_time_ms(request: Any, remaining_ms: int | None, request_timeout_ms: int,
                  limits: ReceiveLimits = PROXY_DEFAULTS) -> int:
     """The proxy's rule: the request's long_polling_timeout (or the deadline less half the request timeout),
-    clamped to the limits' [min_hold_ms, max_hold_ms] (5 s, 20 s by default), never past the deadline."""
+    clamped to the limits' [min_hold_ms, max_hold_ms] (5 s, 20 s by default), never past the deadline; a negative
+    long_polling_timeout is refused (the proxy clamps it: a reviewed SHOULD of the reference, POP-11)."""
     if request.HasField("long_polling_timeout"):
         poll = duration_ms(request.long_polling_timeout)
+        # Stricter than the proxy, which clamps a negative time to its minimum hold: it is malformed (POP-11).
+        require(poll >= 0, "long_polling_timeout", f"must not be negative, got {poll} ms", "ILLEGAL_POLLING_TIME")
     elif remaining_ms is not None:
         poll = remaining_ms - request_timeout_ms // 2
     else:
