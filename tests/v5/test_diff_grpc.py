@@ -26,7 +26,7 @@ def test_the_reference_over_grpc_agrees_with_itself_in_process(tmp_path: Path) -
     assert "the reference serves grpc://" in done.stderr
 
 
-@pytest.mark.req("CGRP-4")
+@pytest.mark.req("CGRP-4.clustering")
 def test_two_grpc_targets_in_one_process_name_their_consumers_alike(tmp_path: Path) -> None:
     """Found by ``mqtck diff --target peer:rocketmq-proxy-5.5.0 --against grpc``: the consumers' client ids were
     numbered by a counter of the process, so the second target's first consumer was ``conformance-1`` and the
