@@ -23,7 +23,8 @@ DESCRIPTIONS: dict[str, str] = {
               "(--control) and on simulated time (--sim-clock); or the Pulsar binary protocol over the permit "
               "dispatcher (--pulsar, for pulsar-client and the pulsar:// target). --grpc serves the RocketMQ 5 gRPC "
               "front (MessagingService, docs/grpc.md), alone or beside --remoting or --http on the same broker and "
-              "store.",
+              "store; --grpc-min-invisible-ms, --grpc-min-hold-ms and --grpc-max-hold-ms set its receive limits "
+              "(the proxy's minInvisibleTimeMillsForRecv and grpcClientConsumerMin/MaxLongPollingTimeoutMillis).",
     "bench": "Measure one timing goal and print the result as JSON; timing goals live here, never in the tests.",
     "bench audit": "Synthesize --events trace rows with faults and audit them on Spark: events per second, phase "
                    "times and the driver's peak memory.",
@@ -99,6 +100,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                 "mqtck conform --client './my-v5-consumer' --client-protocol grpc  # reads MQTCK_ENDPOINTS"),
     "broker": ("mqtck broker --http 0 --data-dir /tmp/b", "mqtck broker --remoting 0 --control --data-dir /tmp/b",
                "mqtck broker --remoting 0 --grpc 0 --data-dir /tmp/b",
+               "mqtck broker --remoting 0 --grpc 0 --grpc-min-invisible-ms 1000 --grpc-min-hold-ms 0 --data-dir /tmp/b",
                "mqtck broker --http 0 --sim-clock --segment-bytes 65536 --data-dir /tmp/b",
                "mqtck broker --pulsar 0 --data-dir /tmp/b"),
     "bench": ("mqtck bench store", "mqtck bench strategy", "mqtck bench audit --events 1000000"),
@@ -140,6 +142,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "diff": ("mqtck diff --target mutant:offset-empty-queue-keeps-offset --examples 100",
              "mqtck diff --target remoting://127.0.0.1:9876 --against reference --examples 1000 --report-dir d",
              "mqtck diff --target peer:rocketmq-4.9.7 --examples 500 --without restart --report-dir d",
+             "mqtck diff --target peer:rocketmq-proxy-5.5.0 --against grpc --examples 300",
              "mqtck diff --replay d/divergence.json --target peer:rocketmq-4.9.7"),
     "matrix": ("mqtck matrix --out docs/matrix reports/gate",),
 }

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conformance.cliargs import UsageError
+from reference.net.grpc.limits import ReceiveLimits
 
 if TYPE_CHECKING:
     from conformance.mutants import Mutant
@@ -62,6 +63,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--grpc", metavar="[HOST:]PORT", default=None,
                    help="serve the RocketMQ 5 gRPC front (MessagingService), alone or beside --remoting or --http "
                         "on the same broker")
+    p.add_argument("--grpc-min-invisible-ms", type=int, default=None,
+                   help="--grpc: the shortest invisible time a ReceiveMessage may ask (the proxy's "
+                        "minInvisibleTimeMillsForRecv, default 10000)")
+    p.add_argument("--grpc-min-hold-ms", type=int, default=None,
+                   help="--grpc: the shortest hold of a ReceiveMessage (the proxy's "
+                        "grpcClientConsumerMinLongPollingTimeoutMillis, default 5000)")
+    p.add_argument("--grpc-max-hold-ms", type=int, default=None,
+                   help="--grpc: the longest hold of a ReceiveMessage (the proxy's "
+                        "grpcClientConsumerMaxLongPollingTimeoutMillis, default 20000)")
     p.add_argument("--broker-port", type=int, default=0, help="--remoting: the broker's port (default: ephemeral)")
     p.add_argument("--file-reserved-hours", type=int, default=None,
                    help="hours a commit-log segment is kept (fileReservedTime; 0 lets retention delete at once)")
@@ -187,9 +197,26 @@ def ensure_bindable(host: str, port: int, option: str) -> None:
         raise UsageError(f"{option} {host}:{port}: {reason}") from None
 
 
+def grpc_limits(args: argparse.Namespace) -> ReceiveLimits:
+    """The gRPC front's receive limits from ``--grpc-min-invisible-ms`` / ``--grpc-min-hold-ms`` /
+    ``--grpc-max-hold-ms`` (each the proxy's default when not given); a limit without ``--grpc`` or one the front
+    could not honour is a usage error naming the flag."""
+    given = {"min_invisible_ms": args.grpc_min_invisible_ms, "min_hold_ms": args.grpc_min_hold_ms,
+             "max_hold_ms": args.grpc_max_hold_ms}
+    flags = {name: "--grpc-" + name.replace("_ms", "-ms").replace("_", "-") for name in given}
+    if args.grpc is None and any(v is not None for v in given.values()):
+        raise UsageError(f"{next(flags[n] for n, v in given.items() if v is not None)} needs --grpc [HOST:]PORT")
+    try:
+        return ReceiveLimits(**{name: value for name, value in given.items() if value is not None})
+    except ValueError as exc:
+        name = str(exc).split(":", 1)[0].removeprefix("ReceiveLimits.")
+        raise UsageError(f"{flags.get(name, name)}:{str(exc).split(':', 1)[1]}") from None
+
+
 def _grpc_fronts(args: argparse.Namespace) -> list[FrontStarter]:
     """``--grpc`` beside ``--remoting`` or ``--http``: the gRPC front started on their loop and broker. Alone it is
     the server itself (no extra front). Its port is checked before the store opens, as the others'."""
+    limits = grpc_limits(args)
     if args.grpc is None:
         return []
     host, port = parse_http_address(args.grpc, "--grpc")
@@ -199,7 +226,7 @@ def _grpc_fronts(args: argparse.Namespace) -> list[FrontStarter]:
         return []
     from reference.net.grpc.server import grpc_starter
 
-    return [grpc_starter(host, port)]
+    return [grpc_starter(host, port, limits)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -286,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.grpc is not None:
             from reference.net.grpc.server import serve_grpc
 
-            serve_grpc(broker_host, *parse_http_address(args.grpc, "--grpc"))
+            serve_grpc(broker_host, *parse_http_address(args.grpc, "--grpc"), limits=grpc_limits(args))
         else:
             from reference.net.stdio import serve_stdio
 

@@ -148,12 +148,13 @@ def _conform_embedded_grpc(args: ConformOptions) -> int:
     import shutil
     import tempfile
 
+    from conformance.peers.rocketmq_proxy import REFERENCE_FLAGS
     from conformance.targets.launch import launch_broker
 
     workdir = Path(tempfile.mkdtemp(prefix="mqtck-conform-grpc-"))
     try:
         try:
-            server = launch_broker("grpc", workdir / "data", "--control")
+            server = launch_broker("grpc", workdir / "data", "--control", *REFERENCE_FLAGS)
         except RuntimeError as exc:
             raise UsageError(f"--target grpc: the reference's gRPC front did not start: {exc}"[:300]) from None
         try:

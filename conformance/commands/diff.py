@@ -5,6 +5,7 @@ Examples::
     mqtck diff --target mutant:offset-empty-queue-keeps-offset --examples 100
     mqtck diff --target remoting://127.0.0.1:9876 --against reference --examples 1000 --report-dir reports/diff
     mqtck diff --target peer:rocketmq-4.9.7 --examples 500 --without restart
+    mqtck diff --target peer:rocketmq-proxy-5.5.0 --against grpc --examples 300
     mqtck diff --replay reports/diff/divergence.json --target mutant:pull-no-match-not-found
 
 Steps are drawn only from the capabilities both targets have. A divergence is printed as a numbered list of
@@ -41,9 +42,11 @@ DEFAULT_MAX_STEPS = 12
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diff", help="run two targets in lockstep on random sequences; shrink the first divergence")
     p.add_argument("--target", required=True,
-                   help="reference, mutant:NAME, http://HOST:PORT, remoting://HOST:PORT[?control=HOST:PORT] or "
-                        "peer:NAME (a peer of `mqtck peer list`, started for the run)")
-    p.add_argument("--against", default="reference", help="the target it is compared with (default: reference)")
+                   help="reference, mutant:NAME, http://HOST:PORT, remoting://HOST:PORT[?control=HOST:PORT], "
+                        "grpc://HOST:PORT?remoting=HOST:PORT, grpc (the reference over its gRPC front, started for "
+                        "the run) or peer:NAME (a broker or proxy of `mqtck peer list`, started for the run)")
+    p.add_argument("--against", default="reference",
+                   help="the target it is compared with, any --target form (default: reference)")
     p.add_argument("--examples", type=int, default=100, help="sequences to draw at most (default 100)")
     p.add_argument("--seed", type=int, default=0,
                    help="the random seed (default 0); a run repeats on targets on simulated time (see above)")
@@ -156,24 +159,50 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(text: str, stack: contextlib.ExitStack) -> tuple[str, str | None]:
-    """A target address for ``text``: ``peer:NAME`` starts the peer for the run (and names its expectations)."""
+    """A target address for ``text``: ``peer:NAME`` starts the peer for the run (and names its expectations), a
+    broker or a proxy; ``grpc`` starts the reference over its gRPC front (:func:`_serve_grpc_reference`)."""
+    from conformance.targets.registry import EMBEDDED_GRPC
+
+    if text == EMBEDDED_GRPC:
+        return _serve_grpc_reference(stack), None
     if not text.startswith("peer:"):
         return text, None
     from conformance import expectations
     from conformance.peers import PeerError, peer_info
-    from conformance.peers.maven import rocketmq_classpath
-    from conformance.peers.rocketmq import served
+    from conformance.peers.maven import server_classpath
+    from conformance.peers.serving import served
 
     name = text.split(":", 1)[1]
     try:
         info = peer_info(name)
         _say(f"resolving and starting {info.name}")
-        rocketmq_classpath(info.version)
+        server_classpath(info.kind, info.version)
         address = stack.enter_context(served(info))
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     _say(f"{info.name} serves {address}")
     return address, info.name if info.name in expectations.known() else None
+
+
+def _serve_grpc_reference(stack: contextlib.ExitStack) -> str:
+    """``grpc``: the reference served by a child ``mqtck broker --remoting --grpc --control`` in a temp dir under
+    the real proxy peer's receive limits (``REFERENCE_FLAGS``), as ``mqtck conform --target grpc`` serves it, so
+    that ``--target peer:rocketmq-proxy-5.5.0 --against grpc`` compares the two over the same wire and settings;
+    stopped when the run ends."""
+    import shutil
+
+    from conformance.peers.rocketmq_proxy import REFERENCE_FLAGS
+    from conformance.targets.launch import launch_broker
+
+    workdir = Path(tempfile.mkdtemp(prefix="mqtck-diff-grpc-"))
+    stack.callback(shutil.rmtree, workdir, ignore_errors=True)
+    try:
+        server = launch_broker("grpc", workdir / "data", "--control", *REFERENCE_FLAGS)
+    except RuntimeError as exc:
+        raise UsageError(f"grpc: the reference's gRPC front did not start: {exc}"[:300]) from None
+    stack.callback(server.stop)
+    _say(f"the reference serves {server.url}")
+    return server.url
 
 
 def _replay(args: argparse.Namespace, target: str, against: str, rules: tuple[Any, ...],

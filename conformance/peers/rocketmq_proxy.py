@@ -40,6 +40,11 @@ MIN_LONG_POLLING_MS = 0
 #: The longest hold of a ReceiveMessage (grpcClientConsumerMaxLongPollingTimeoutMillis, 20 s by default): the suite
 #: holds pops up to 60 s (POLLING_FULL's), as the broker's POP allows.
 MAX_LONG_POLLING_MS = 60_000
+#: ``mqtck broker`` flags giving the reference's gRPC front these same receive limits: ``mqtck conform --target
+#: grpc`` and ``mqtck diff --against grpc`` judge the reference under the settings the proxy runs with, not under
+#: the proxy's defaults (reference/net/grpc/limits.py).
+REFERENCE_FLAGS = ("--grpc-min-invisible-ms", str(MIN_INVISIBLE_MS), "--grpc-min-hold-ms", str(MIN_LONG_POLLING_MS),
+                   "--grpc-max-hold-ms", str(MAX_LONG_POLLING_MS))
 #: The proxy's config file and cluster name (its ``rocketMQClusterName`` must be the broker's cluster).
 PROXY_CONFIG = "rmq-proxy.json"
 CLUSTER = "mqtck"

@@ -105,7 +105,6 @@ HOLD_SLACK_S = 15.0
 HEARTBEAT_INTERVAL_S = 10.0
 #: How long a Telemetry stream may take to answer the settings it was opened with.
 SETTINGS_TIMEOUT_S = 10.0
-_sessions = itertools.count()
 
 
 def target_error(code_name: str, message: str) -> TargetError:
@@ -200,6 +199,9 @@ class GrpcTarget:
         self._stub = self._stubs.grpc.MessagingServiceStub(self._channel)
         self._client_id = f"{self._remoting.namespaced('grpc')}-{uuid.uuid4().hex[:8]}"
         self._sessions: dict[tuple[str, str, str], tuple[str, _Telemetry]] = {}
+        #: Numbers the consumers' client ids, per target: the namespace already keeps ids apart between targets,
+        #: and two targets diffed in one process must name their n-th consumer alike (mqtck diff compares members).
+        self._session_numbers = itertools.count()
         #: The message id of each receipt handle handed out, for the entries of an ack (the proxy keys by both).
         self._message_ids: dict[str, str] = {}
         #: The client that received each receipt handle: its ack and change come from that client, as in a v5
@@ -237,7 +239,7 @@ class GrpcTarget:
             if key in self._sessions:
                 return self._sessions[key][0]
         d = self._stubs.definition
-        cid = f"{self._remoting.namespaced(client_id)}-{next(_sessions)}"
+        cid = f"{self._remoting.namespaced(client_id)}-{next(self._session_numbers)}"
         host, _, port = self.address.rpartition(":")
         settings = d.Settings(
             client_type=d.SIMPLE_CONSUMER,

@@ -20,6 +20,7 @@ from reference.broker.broker import Broker
 from reference.broker.host import BrokerHost
 from reference.clock import SimClock
 from reference.net.grpc import protos
+from reference.net.grpc.limits import PROXY_DEFAULTS, ReceiveLimits
 from reference.net.grpc.server import GrpcFront, start_grpc
 from reference.net.remoting.server import RemotingServers, start_remoting
 
@@ -89,11 +90,12 @@ def status_of(responses: list[Any]) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def serving(data_dir: Path, clock: SimClock | None = None) -> AsyncIterator[Front]:
+async def serving(data_dir: Path, clock: SimClock | None = None,
+                  limits: ReceiveLimits = PROXY_DEFAULTS) -> AsyncIterator[Front]:
     clock = clock or SimClock()
     host = BrokerHost(data_dir, clock)
     servers = await start_remoting(host, "127.0.0.1", 0)
-    front = await start_grpc(host, "127.0.0.1", 0)
+    front = await start_grpc(host, "127.0.0.1", 0, limits=limits)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{front.address[1]}")
     try:
         yield Front(clock, servers, front, STUBS.grpc.MessagingServiceStub(channel), "test@1@0@client")
@@ -103,11 +105,12 @@ async def serving(data_dir: Path, clock: SimClock | None = None) -> AsyncIterato
         await servers.close()
 
 
-def run(data_dir: Path, scenario: Callable[[Front], Any], clock: SimClock | None = None) -> None:
-    """Run ``scenario(front)`` on a fresh loop against a fresh broker."""
+def run(data_dir: Path, scenario: Callable[[Front], Any], clock: SimClock | None = None,
+        limits: ReceiveLimits = PROXY_DEFAULTS) -> None:
+    """Run ``scenario(front)`` on a fresh loop against a fresh broker (its gRPC front under ``limits``)."""
 
     async def main() -> None:
-        async with serving(data_dir, clock) as front:
+        async with serving(data_dir, clock, limits) as front:
             await scenario(front)
 
     asyncio.run(main())

@@ -36,6 +36,8 @@ RECEIVES = [
      "invisible_duration: must be in [10000, 43200000] ms"),
     ("no invisible time, no auto renew", _receive(invisible_duration=None), codes.ILLEGAL_INVISIBLE_TIME,
      "invisible_duration: must be set"),
+    ("negative poll time", _receive(long_polling_timeout={"nanos": -1_000_000}), codes.ILLEGAL_POLLING_TIME,
+     "long_polling_timeout: must not be negative, got -1 ms"),
     ("SQL filter", _receive(filter_expression=D.FilterExpression(type=D.SQL, expression="a > 1")),
      codes.ILLEGAL_FILTER_EXPRESSION, "filter_expression.type: "),
     ("bad tag expression", _receive(filter_expression=D.FilterExpression(type=D.TAG, expression="||")),

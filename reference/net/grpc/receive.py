@@ -21,16 +21,15 @@ from typing import Any
 from reference.broker.pop.protocol import ALL_QUEUES, PopMessageRequest, PoppedMessage, PopResponse
 from reference.net.grpc.codes import pop_code, status
 from reference.net.grpc.convert import FILTER_TAG, duration, duration_ms, resource_name, timestamp, wire_message
+from reference.net.grpc.limits import PROXY_DEFAULTS, ReceiveLimits
 from reference.net.grpc.state import FrontState
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest, require
 
-#: ProxyConfig: the long-polling time is clamped to [5 s, 20 s]; less than 5 s left before the deadline refuses.
-MIN_LONG_POLLING_MS, MAX_LONG_POLLING_MS = 5_000, 20_000
 #: ProxyConfig.longPollingReserveTimeInMillis: the answer must leave this much of the deadline to travel.
 LONG_POLLING_RESERVE_MS = 100
-#: ProxyConfig: a receive's invisible time is in [10 s, 12 h]; auto-renewing (push) consumers get 60 s.
-MIN_INVISIBLE_MS, MAX_INVISIBLE_MS, DEFAULT_INVISIBLE_MS = 10_000, 12 * 3_600_000, 60_000
+#: Auto-renewing (push) consumers get 60 s (the proxy's default for a receive without invisible_duration).
+DEFAULT_INVISIBLE_MS = 60_000
 #: ReceiveMessageResponseStreamWriter.NACK_INVISIBLE_TIME: how soon a message the client could not take is back.
 NACK_INVISIBLE_MS = 1_000
 #: The client's default request timeout (§1.2) when its settings did not say.
@@ -71,19 +70,23 @@ def release(state: FrontState, request: PopMessageRequest, popped: Sequence[Popp
                                                NACK_INVISIBLE_MS, request.client_id)
 
 
-def poll_time_ms(request: Any, remaining_ms: int | None, request_timeout_ms: int) -> int:
+def poll_time_ms(request: Any, remaining_ms: int | None, request_timeout_ms: int,
+                 limits: ReceiveLimits = PROXY_DEFAULTS) -> int:
     """The proxy's rule: the request's long_polling_timeout (or the deadline less half the request timeout),
-    clamped to [5 s, 20 s], never past the deadline."""
+    clamped to the limits' [min_hold_ms, max_hold_ms] (5 s, 20 s by default), never past the deadline; a negative
+    long_polling_timeout is refused (the proxy clamps it: a reviewed SHOULD of the reference, POP-11)."""
     if request.HasField("long_polling_timeout"):
         poll = duration_ms(request.long_polling_timeout)
+        # Stricter than the proxy, which clamps a negative time to its minimum hold: it is malformed (POP-11).
+        require(poll >= 0, "long_polling_timeout", f"must not be negative, got {poll} ms", "ILLEGAL_POLLING_TIME")
     elif remaining_ms is not None:
         poll = remaining_ms - request_timeout_ms // 2
     else:
-        poll = MAX_LONG_POLLING_MS
-    poll = min(max(poll, MIN_LONG_POLLING_MS), MAX_LONG_POLLING_MS)
+        poll = limits.max_hold_ms
+    poll = min(max(poll, limits.min_hold_ms), limits.max_hold_ms)
     if remaining_ms is not None and poll > remaining_ms - LONG_POLLING_RESERVE_MS:
-        if remaining_ms - LONG_POLLING_RESERVE_MS < MIN_LONG_POLLING_MS:
-            raise InvalidRequest("deadline", f"{remaining_ms} ms remain, less than the {MIN_LONG_POLLING_MS} ms a "
+        if remaining_ms - LONG_POLLING_RESERVE_MS < limits.min_hold_ms:
+            raise InvalidRequest("deadline", f"{remaining_ms} ms remain, less than the {limits.min_hold_ms} ms a "
                                  "long poll needs", "ILLEGAL_POLLING_TIME")
         poll = remaining_ms - LONG_POLLING_RESERVE_MS
     return poll
@@ -101,8 +104,10 @@ def pop_request(state: FrontState, request: Any, client_id: str, remaining_ms: i
         invisible = DEFAULT_INVISIBLE_MS
     else:
         raise InvalidRequest("invisible_duration", "must be set unless auto_renew is true", "ILLEGAL_INVISIBLE_TIME")
-    require(MIN_INVISIBLE_MS <= invisible <= MAX_INVISIBLE_MS, "invisible_duration",
-            f"must be in [{MIN_INVISIBLE_MS}, {MAX_INVISIBLE_MS}] ms, got {invisible}", "ILLEGAL_INVISIBLE_TIME")
+    limits = state.limits
+    require(limits.min_invisible_ms <= invisible <= limits.max_invisible_ms, "invisible_duration",
+            f"must be in [{limits.min_invisible_ms}, {limits.max_invisible_ms}] ms, got {invisible}",
+            "ILLEGAL_INVISIBLE_TIME")
     expression = request.filter_expression
     require(expression.type in (0, FILTER_TAG), "filter_expression.type",
             "only TAG expressions are supported by the reference", "ILLEGAL_FILTER_EXPRESSION")
@@ -111,7 +116,8 @@ def pop_request(state: FrontState, request: Any, client_id: str, remaining_ms: i
     timeout = duration_ms(settings.request_timeout) if settings is not None and settings.HasField(
         "request_timeout") else DEFAULT_REQUEST_TIMEOUT_MS
     return PopMessageRequest(group, topic, ALL_QUEUES, request.batch_size, invisible,
-                             poll_time_ms(request, remaining_ms, timeout), expression.expression or "*", client_id)
+                             poll_time_ms(request, remaining_ms, timeout, limits), expression.expression or "*",
+                             client_id)
 
 
 async def receive_message(state: FrontState, request: Any, client_id: str,

@@ -28,6 +28,7 @@ import grpc  # type: ignore[import-untyped]
 from reference.broker.host import BrokerHost
 from reference.net.fronts import FrontStarter, ServedFront
 from reference.net.grpc import protos
+from reference.net.grpc.limits import PROXY_DEFAULTS, ReceiveLimits
 from reference.net.grpc.service import MessagingServicer
 from reference.net.grpc.state import FrontState
 from reference.net.remoting.frame import MAX_FRAME_BYTES
@@ -84,31 +85,33 @@ def _bind(host: str, port: int) -> tuple[Any, int]:
     return server, bound
 
 
-async def _serve(server: Any, broker_host: BrokerHost, address: tuple[str, int], queue_nums: int) -> GrpcFront:
+async def _serve(server: Any, broker_host: BrokerHost, address: tuple[str, int], queue_nums: int,
+                 limits: ReceiveLimits) -> GrpcFront:
     stubs = protos.load()
-    state = FrontState(broker_host, address, stubs, queue_nums)
+    state = FrontState(broker_host, address, stubs, queue_nums, limits)
     stubs.grpc.add_MessagingServiceServicer_to_server(MessagingServicer(state), server)
     await server.start()
     return GrpcFront(server, state)
 
 
 async def start_grpc(broker_host: BrokerHost, host: str, port: int,
-                     queue_nums: int = AUTO_CREATE_QUEUE_NUMS) -> GrpcFront:
+                     queue_nums: int = AUTO_CREATE_QUEUE_NUMS, limits: ReceiveLimits = PROXY_DEFAULTS) -> GrpcFront:
     """Bind ``host:port`` (0: a free port) and serve the open broker of ``broker_host`` on the running loop."""
     server, bound = _bind(host, port)
-    return await _serve(server, broker_host, (advertised_host(host), bound), queue_nums)
+    return await _serve(server, broker_host, (advertised_host(host), bound), queue_nums, limits)
 
 
-def grpc_starter(host: str, port: int) -> FrontStarter:
+def grpc_starter(host: str, port: int, limits: ReceiveLimits = PROXY_DEFAULTS) -> FrontStarter:
     """The gRPC front as another server's extra front (``mqtck broker --remoting A --grpc B``)."""
 
     async def start(broker_host: BrokerHost) -> ServedFront:
-        return await start_grpc(broker_host, host, port)
+        return await start_grpc(broker_host, host, port, limits=limits)
 
     return start
 
 
-def serve_grpc(broker_host: BrokerHost, host: str, port: int, fronts: Sequence[FrontStarter] = ()) -> None:
+def serve_grpc(broker_host: BrokerHost, host: str, port: int, fronts: Sequence[FrontStarter] = (),
+               limits: ReceiveLimits = PROXY_DEFAULTS) -> None:
     """``mqtck broker --grpc`` alone: open the broker, serve until SIGINT/SIGTERM, then close it."""
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s", stream=sys.stderr)
 
@@ -118,7 +121,7 @@ def serve_grpc(broker_host: BrokerHost, host: str, port: int, fronts: Sequence[F
         broker_host.open(store_host=address)  # the front's address is every record's STOREHOST
         served: list[ServedFront] = []
         try:
-            served.append(await _serve(server, broker_host, address, AUTO_CREATE_QUEUE_NUMS))
+            served.append(await _serve(server, broker_host, address, AUTO_CREATE_QUEUE_NUMS, limits))
             for start in fronts:
                 served.append(await start(broker_host))
             stop = asyncio.Event()

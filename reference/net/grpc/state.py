@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from reference.broker.broker import Broker
 from reference.broker.host import BrokerHost
 from reference.net.grpc.clients import ClientRegistry
+from reference.net.grpc.limits import ReceiveLimits
 from reference.net.grpc.protos import Stubs
 
 
@@ -27,6 +28,8 @@ class FrontState:
     stubs: Stubs
     #: Queues of a topic created by a route lookup (the remoting name server's autoCreateTopicEnable figure).
     queue_nums: int
+    #: What a receive may ask and how long it is held (the proxy's settings; its defaults unless configured).
+    limits: ReceiveLimits = field(default_factory=ReceiveLimits)
     registry: ClientRegistry = field(init=False)
     #: Held receives answered after their call was made (woken by an arrival or their deadline) so far.
     late_answers: int = 0
