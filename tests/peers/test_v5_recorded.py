@@ -144,7 +144,7 @@ def _trace_rows(trace: Path, event: str) -> list[dict[str, Any]]:
     return [row for row in rows if row.get("event") == event]
 
 
-@pytest.mark.req("ALO-1", "PACK-1", "REVIVE-2")
+@pytest.mark.req("ALO-1", "PACK-1", "REVIVE-2.copy")
 @pytest.mark.parametrize("kind", ["reference", "proxy"])
 def test_a_recorded_v5_run_with_a_killed_push_consumer_loses_nothing(kind: str, tmp_path: Path) -> None:
     started = time.monotonic()
