@@ -214,3 +214,12 @@ def test_the_published_matrix_has_every_requirement_and_no_machine_path() -> Non
         assert path not in text, f"docs/matrix/matrix.json carries a machine path ({path})"
     labels = [c["label"] for c in m["columns"]]
     assert {"rocketmq-4.9.7", "rocketmq-5.5.0"} <= set(labels), labels
+
+
+def test_a_client_columns_target_names_the_client_not_its_command_line(tmp_path: Path) -> None:
+    from conformance.report.matrix import Run, build
+
+    doc = {"target": "client: HOME=/tmp/mqtck-x /root/.cache/mqtck/peers/go-v5/consumer", "implementation":
+           "go-client-v5-5.1.2", "verdict": "pass", "requirements": [{"id": "PCLIENT-1", "status": "pass"}]}
+    (column,) = build([Run(tmp_path / "run", doc)])["columns"]
+    assert column["target"] == "client: go-client-v5-5.1.2"

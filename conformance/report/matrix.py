@@ -48,6 +48,8 @@ STATUSES = ("pass", "fail", "expected-fail", "unexpected-pass", "partial", "not-
 #: Status of a cell whose run did not report the requirement at all.
 ABSENT = "absent"
 MATRIX_VERSION = 1
+#: How a client check's run names its target (``client: COMMAND``).
+CLIENT_TARGET = "client: "
 
 
 class RunError(ValueError):
@@ -214,8 +216,13 @@ def build(runs: list[Run], families: dict[str, spec.Family] | None = None,
 def _column(label: str, key: str, run: Run, counts: dict[str, int], must_fail: int,
             must_expected_fail: list[dict[str, str]]) -> dict[str, Any]:
     doc = run.doc
+    target = str(doc.get("target", ""))
+    if target.startswith(CLIENT_TARGET) and doc.get("implementation"):
+        # A client check's target is its command line, which names one machine's paths (a JVM's classpath, a
+        # temporary home): the published matrix names the client instead.
+        target = f"{CLIENT_TARGET}{doc['implementation']}"
     return {
-        "label": label, "key": key, "target": str(doc.get("target", "")),
+        "label": label, "key": key, "target": target,
         "implementation": doc.get("implementation"), "run": str(doc.get("run") or run.path.resolve().name),
         # The run folder's name only: a published matrix must not carry one machine's paths.
         "path": run.path.resolve().name, "verdict": str(doc.get("verdict", "")), "duration_s": doc.get("duration_s"),
