@@ -35,15 +35,15 @@ def test_a_gate_report_is_named_for_the_peer_and_version_not_its_address(tmp_pat
 
 def test_gate_hands_conform_the_peers_name_and_version(monkeypatch: pytest.MonkeyPatch) -> None:
     from conformance.commands import conform, gate
-    from conformance.peers import maven, rocketmq
+    from conformance.peers import maven, serving
 
     @contextlib.contextmanager
     def served(info: object, **_: object) -> Iterator[str]:
         yield SERVED_AT
 
     seen: list[ConformOptions] = []
-    monkeypatch.setattr(maven, "rocketmq_classpath", lambda version: [])
-    monkeypatch.setattr(rocketmq, "served", served)
+    monkeypatch.setattr(maven, "server_classpath", lambda kind, version, **_: [])
+    monkeypatch.setattr(serving, "served", served)
     monkeypatch.setattr(conform, "conform", lambda options: seen.append(options) or 0)
     args = argparse.Namespace(name="rocketmq-4.9.7", report_dir="reports", junit=None, only=None, workers=1,
                               json=False, slow=False, no_expect=False)
