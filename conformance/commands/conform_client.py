@@ -18,6 +18,7 @@ import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -92,9 +93,18 @@ def run(command: str, scenarios: Sequence[str] | None = None, duration_s: float 
     results = run_client_check(
         options, run_dir, None if as_json else lambda name: console.print(f"client check: scenario {name}"),
     )
-    vs = [v for v in report.verdicts(results, expected) if v.id.startswith(FAMILY_PREFIX)]
+    return publish_client_run(results, expected, FAMILY_PREFIX, command, implementation, chosen, started, run_dir,
+                              reports, junit, as_json)
+
+
+def publish_client_run(results: Any, expected: Any, family_prefix: str, command: str, implementation: str | None,
+                       chosen: Any, started: float, run_dir: Path, reports: Any, junit: str | None, as_json: bool,
+                       **fields: Any) -> int:
+    """The verdicts of a client check's family (CCLIENT, PCLIENT) written to the run's reports and printed: one
+    shape for every client check. ``fields`` go into the summary (e.g. the wire protocol)."""
+    vs = [v for v in report.verdicts(results, expected) if v.id.startswith(family_prefix)]
     extra = {"duration_s": round(time.monotonic() - started, 3), "run": run_dir.name, "scenarios": list(chosen),
-             "implementation": implementation or f"client: {command}"}
+             "implementation": implementation or f"client: {command}", **fields}
     if expected is not None:
         extra["expectations"] = expected.name
     doc = report.summary(f"client: {command}", [], vs, results, extra)

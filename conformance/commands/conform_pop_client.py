@@ -8,7 +8,6 @@ process's output per scenario (``<scenario>.<n>.out``, its JSON lines; ``.log``,
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Sequence
@@ -16,11 +15,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from conformance import expectations, report
+from conformance import expectations
 from conformance.cliargs import UsageError
 from conformance.client_check.pop_harness import PopOptions, run_pop_client_check
 from conformance.client_check.pop_scenarios import SCENARIOS
-from conformance.commands.conform_client import check_client_command
+from conformance.commands.conform_client import check_client_command, publish_client_run
 
 #: The requirement family this check judges.
 FAMILY_PREFIX = "PCLIENT-"
@@ -47,23 +46,5 @@ def run(command: str, scenarios: Sequence[str] | None = None, *, expect: str | N
         PopOptions(command, chosen), run_dir,
         None if as_json else lambda name: console.print(f"POP client check: scenario {name}"),
     )
-    vs = [v for v in report.verdicts(results, expected) if v.id.startswith(FAMILY_PREFIX)]
-    extra = {"duration_s": round(time.monotonic() - started, 3), "run": run_dir.name, "scenarios": list(chosen),
-             "implementation": implementation or f"client: {command}", "protocol": "grpc"}
-    if expected is not None:
-        extra["expectations"] = expected.name
-    doc = report.summary(f"client: {command}", [], vs, results, extra)
-    report.publish(reports, run_dir, doc, vs, Path(junit) if junit else None)
-    if as_json:
-        print(json.dumps(doc, indent=2))
-    else:
-        out = Console()
-        for v in vs:
-            colour = {"pass": "green", "fail": "red"}.get(v.status, "yellow")
-            out.print(f"[{colour}]{v.status.upper():>15}[/{colour}] {v.id} ({v.level}): {v.sentence}")
-            if v.expectation is not None:
-                out.print(f"{'':16}expected: {v.expectation['reason']}", markup=False, highlight=False)
-            for t in v.tests:
-                out.print(f"{'':16}{t['nodeid']}: {t['summary']}", markup=False, highlight=False)
-        out.print(f"verdict: [bold]{doc['verdict'].upper()}[/bold] in {doc['duration_s']} s — reports in {run_dir}")
-    return report.exit_code(vs)
+    return publish_client_run(results, expected, FAMILY_PREFIX, command, implementation, chosen, started, run_dir,
+                              reports, junit, as_json, protocol="grpc")
