@@ -33,7 +33,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from conformance.audit import interrupt
+from conformance import interrupts
 
 #: The JVM's own unified-logging tags for CDS off: a dump names every class it skips (signed jars, classes
 #: generated at run time) as a warning on the JVM's standard output, which is the CLI's.
@@ -125,7 +125,7 @@ def _finish(partial: Path, archive: Path) -> None:
 
         gateway: Any = SparkContext._gateway
         context = SparkContext._active_spark_context
-        if gateway is None or getattr(gateway, "proc", None) is None or interrupt.interrupted():
+        if gateway is None or getattr(gateway, "proc", None) is None or interrupts.interrupted():
             return
         if context is not None:
             context.stop()

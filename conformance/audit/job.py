@@ -31,7 +31,6 @@ from conformance.audit.categories import not_judged
 from conformance.audit.derive import derive
 from conformance.audit.frames import RUN, Catalog, TraceFrames, build_catalog
 from conformance.audit.inputs import AuditFailed, UnreadableTrace, check_trace, one_line
-from conformance.audit.interrupt import as_interrupt
 from conformance.audit.lineage import release
 from conformance.audit.load import LoadedTrace, load_trace
 from conformance.audit.metrics import PREFIX as METRIC_PREFIX
@@ -40,6 +39,7 @@ from conformance.audit.params import AuditParams
 from conformance.audit.progress import SparkProgress
 from conformance.audit.report import build_summary, findings_queries, overlap_queues, write_outputs
 from conformance.audit.session import SparkSettings, SparkUnavailable, spark_session
+from conformance.interrupts import as_interrupt
 
 FINDINGS_DIR = "findings"
 #: Findings and metric rows as computed, before they are separated (removed at the end).

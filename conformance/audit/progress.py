@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from conformance.audit import interrupt
+from conformance import interrupts
 from conformance.progress import Ticker
 
 #: Seconds between polls of the status tracker.
@@ -63,7 +63,7 @@ class SparkProgress:
         try:
             self._poll_until_stopped()
         except Exception:
-            if not interrupt.interrupted():  # after a Ctrl-C the JVM is gone: nothing to show
+            if not interrupts.interrupted():  # after a Ctrl-C the JVM is gone: nothing to show
                 raise
 
     def _poll_until_stopped(self) -> None:

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from conformance.audit import class_archive, interrupt
+from conformance import interrupts
+from conformance.audit import class_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -187,7 +188,7 @@ def spark_session(settings: SparkSettings | None = None) -> SparkSession:
     except Exception as exc:  # pragma: no cover - depends on the installation
         raise SparkUnavailable(f"cannot start Spark ({type(exc).__name__}: {str(exc).splitlines()[0]})") from exc
     session.sparkContext.setLogLevel("ERROR")
-    interrupt.install()
+    interrupts.install()
     return session
 
 
@@ -227,7 +228,7 @@ def _copy_without_noise(read_end: int, out: int) -> None:
     with os.fdopen(read_end, "rb", buffering=0) as source, os.fdopen(out, "wb", buffering=0) as sink:
         for line in iter(source.readline, b""):
             # After a Ctrl-C the JVM's shutdown messages are noise too: the CLI says "interrupted".
-            if not line.startswith(JVM_START_NOISE) and not interrupt.interrupted():
+            if not line.startswith(JVM_START_NOISE) and not interrupts.interrupted():
                 # If our stderr went away, keep draining: the JVM would block on a full pipe.
                 with suppress(OSError):
                     sink.write(line)
