@@ -6,7 +6,8 @@ through the POP client check. The client's top-level package is ``rocketmq``, th
 binding (PyPI ``rocketmq`` 0.4.4), so it is only installed by its own extra ``v5-python`` and tox env
 ``interop-v5``. Configuration is the environment of docs/client-conformance.md ("RocketMQ 5 clients"); every
 consumption is one JSON line on stdout, as the Java and Go subjects print them. Nothing is tuned: the point is to
-observe the library's own defaults.
+observe the library's own defaults. ``MQTCK_MODE=produce`` sends ``MQTCK_COUNT`` messages ``m-0``, ``m-1``, ... with
+the client's Producer, a ``sent`` line each (the recorded kill-one run of docs/audit.md).
 """
 
 from __future__ import annotations
@@ -72,6 +73,25 @@ class _Application:
         return ok
 
 
+def _produce(config: Any, topic: str) -> int:
+    """Send MQTCK_COUNT messages one after another with the official Producer, a line per message sent."""
+    from rocketmq import Message, Producer
+
+    producer = Producer(config, (topic,))
+    producer.startup()
+    _line(event="started", mode="produce")
+    sent = 0
+    for i in range(_env_int("MQTCK_COUNT", 0)):
+        message = Message()
+        message.topic, message.body = topic, f"m-{i}".encode()
+        receipt = producer.send(message)
+        _line(event="sent", body=f"m-{i}", message_id=receipt.message_id, ts_ms=int(time.time() * 1000))
+        sent += 1
+    producer.shutdown()
+    _line(event="stopped", sent=sent)
+    return 0
+
+
 def main() -> int:
     try:
         import rocketmq.v5  # noqa: F401  (rocketmq 0.4.4 has no v5: the wrong package is installed)
@@ -89,8 +109,8 @@ def main() -> int:
               "interop-v5, or pip install 'mqtck[v5-python]')")
         return EXIT_UNSUPPORTED
     mode = os.environ.get("MQTCK_MODE", "push")
-    if mode not in ("simple", "push"):
-        print(f"MQTCK_MODE: must be simple or push, not {mode!r}", file=sys.stderr)
+    if mode not in ("simple", "push", "produce"):
+        print(f"MQTCK_MODE: must be simple, push or produce, not {mode!r}", file=sys.stderr)
         return 2
     try:
         duration_s = float(os.environ.get("MQTCK_DURATION_S") or 30)
@@ -101,6 +121,8 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: app.done.set())
     deadline = time.monotonic() + duration_s
     config = ClientConfiguration(os.environ.get("MQTCK_ENDPOINTS", "127.0.0.1:8081"), Credentials())
+    if mode == "produce":
+        return _produce(config, os.environ.get("MQTCK_TOPIC", "mqtck_topic"))
     group = os.environ.get("MQTCK_GROUP", "mqtck_group")
     subscription = {os.environ.get("MQTCK_TOPIC", "mqtck_topic"): FilterExpression()}
     stop: Callable[[], Any]

@@ -5,7 +5,8 @@
 // and runs it through the POP client check with the environment of docs/client-conformance.md ("RocketMQ 5
 // clients"): MQTCK_ENDPOINTS, MQTCK_TOPIC, MQTCK_GROUP, MQTCK_MODE, MQTCK_FAIL, MQTCK_FAIL_ATTEMPTS, MQTCK_COUNT,
 // MQTCK_EXTEND, MQTCK_INVISIBLE_S, MQTCK_RETRY_INVISIBLE_S, MQTCK_AWAIT_S, MQTCK_BATCH, MQTCK_CONSUME_DELAY_MS,
-// MQTCK_DURATION_S. Every consumption is one JSON line on stdout.
+// MQTCK_DURATION_S. Every consumption is one JSON line on stdout. MQTCK_MODE=produce sends MQTCK_COUNT messages
+// m-0, m-1, ... with the client's Producer, a "sent" line each (the recorded kill-one run of docs/audit.md).
 //
 // v5.1.2 (the newest version the module proxy serves) has a SimpleConsumer and no PushConsumer: MQTCK_MODE=push
 // exits with status 3 and a line saying so, which the check reports as not applicable.
@@ -65,6 +66,38 @@ func line(fields map[string]any) {
 	fmt.Println(string(out))
 }
 
+// produce sends count messages one after another with the official Producer, a line per message sent; the exit
+// status (1 when the producer cannot start or a send fails: the run's producer must send them all).
+func produce(endpoint, topic string, count int) int {
+	producer, err := rmq.NewProducer(&rmq.Config{Endpoint: endpoint, Credentials: &credentials.SessionCredentials{}},
+		rmq.WithTopics(topic))
+	if err == nil {
+		err = producer.Start()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "producer:", err)
+		return 1
+	}
+	line(map[string]any{"event": "started", "mode": "produce"})
+	sent := 0
+	for i := 0; i < count; i++ {
+		body := fmt.Sprintf("m-%d", i)
+		receipts, err := producer.Send(context.TODO(), &rmq.Message{Topic: topic, Body: []byte(body)})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "send:", err)
+			return 1
+		}
+		line(map[string]any{"event": "sent", "body": body, "message_id": receipts[0].MessageID,
+			"ts_ms": time.Now().UnixMilli()})
+		sent++
+	}
+	if err = producer.GracefulStop(); err != nil {
+		fmt.Fprintln(os.Stderr, "graceful stop:", err)
+	}
+	line(map[string]any{"event": "stopped", "sent": sent})
+	return 0
+}
+
 func main() {
 	mode := env("MQTCK_MODE", "push")
 	if mode == "push" {
@@ -72,8 +105,13 @@ func main() {
 			"message": "rocketmq-clients/golang/v5 v5.1.2 has no PushConsumer"})
 		os.Exit(exitUnsupported)
 	}
+	if mode == "produce" {
+		plaintext()
+		os.Exit(produce(env("MQTCK_ENDPOINTS", "127.0.0.1:8081"), env("MQTCK_TOPIC", "mqtck_topic"),
+			envInt("MQTCK_COUNT", "0")))
+	}
 	if mode != "simple" {
-		fmt.Fprintf(os.Stderr, "MQTCK_MODE: must be simple or push, not %s\n", mode)
+		fmt.Fprintf(os.Stderr, "MQTCK_MODE: must be simple, push or produce, not %s\n", mode)
 		os.Exit(2)
 	}
 	durationS, err := strconv.ParseFloat(env("MQTCK_DURATION_S", "30"), 64)
