@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from reference.clock import Clock, TimerHandle
+from reference.rules.errors import require
 
 #: broker.conf dispatchThrottlingRatePerSubscriptionInMsg: messages a subscription is sent per period (0: no limit).
 DISPATCH_RATE_PER_SUBSCRIPTION_MSGS = 0
@@ -42,14 +43,15 @@ class PermitLimits:
     max_unacked_per_consumer: int = MAX_UNACKED_MESSAGES_PER_CONSUMER
 
     def change(self, settings: dict[str, object]) -> dict[str, int]:
-        """Apply settings by Pulsar's names, all or none (ValueError naming the setting and the rule); returns the
-        values they replaced."""
+        """Apply settings by Pulsar's names, all or none (InvalidRequest naming the setting and the rule); returns
+        the values they replaced."""
         fields = {RATE_SETTING: "dispatch_rate_msgs", UNACKED_SETTING: "max_unacked_per_consumer"}
         for name, value in settings.items():
-            if name not in fields:
-                raise ValueError(f"{name}: not a dispatch limit ({', '.join(fields)})")
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name}: must be an integer >= 0 (0: no limit), got {value!r}")
+            require(name in fields, name, f"not a dispatch limit ({', '.join(fields)})")
+            require(
+                not isinstance(value, bool) and isinstance(value, int) and value >= 0, name,
+                f"must be an integer >= 0 (0: no limit), got {value!r}",
+            )
         previous = {name: getattr(self, fields[name]) for name in settings}
         for name, value in settings.items():
             setattr(self, fields[name], value)

@@ -119,8 +119,8 @@ class PermitService:
         return self.multiple if sub_type is SubType.SHARED else self.single_active
 
     def change_limits(self, settings: dict[str, object]) -> dict[str, int]:
-        """Change dispatch limits by Pulsar's setting names (ValueError naming the setting); every subscription
-        uses the new values from its next read. Returns the values they replaced."""
+        """Change dispatch limits by Pulsar's setting names; every subscription
+        uses the new values from its next read. Returns the values they replaced (InvalidRequest naming a bad one)."""
         previous = self.limits.change(settings)
         for sub in self.subscriptions.values():
             sub.dispatcher.read_more()
