@@ -11,6 +11,7 @@ from properties.test_at_least_once import at_least_once_property
 from properties.test_consumer_registry import registry_property
 from properties.test_correction_rules import correction_property
 from properties.test_long_poll import long_poll_property
+from properties.test_permit_limits_properties import filter_property, rate_property, unacked_property
 from properties.test_permits_properties import permit_property
 from properties.test_pop_properties import pop_broker_property
 from properties.test_pull_processor import (
@@ -46,6 +47,9 @@ KILLERS = {
     "pop-change-keeps-the-instant": lambda m: pop_broker_property(m.components),
     "flow-batch-counts-as-one-permit": lambda m: permit_property(m.components),
     "flow-permits-go-negative": lambda m: permit_property(m.components),
+    "flow-filter-sends-every-entry": lambda m: filter_property(m.components),
+    "flow-ignores-dispatch-rate": lambda m: rate_property(m.components),
+    "flow-unacked-released-below-limit": lambda m: unacked_property(m.components),
     "client-pulls-dropped-queue": lambda m: drop_property(m.client),
     "client-commits-dropped-results": lambda m: drop_property(m.client),
     "client-commits-largest-consumed": lambda m: at_least_once_property(m.client),

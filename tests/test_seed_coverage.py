@@ -23,8 +23,23 @@ def spec_ids() -> set[str]:
     return {r["id"] for r in spec["requirement"]}
 
 
+#: A page's summary: "Seed NNN coverage: K behaviours with an ID, out of N."
+SUMMARY = re.compile(r"^Seed (\d{3}) coverage: (\d+) behaviours with an ID, out of (\d+)\.$", re.MULTILINE)
+
+
 def test_seed_004_has_a_coverage_page() -> None:
     assert "004.md" in [p.name for p in PAGES]
+
+
+def test_seed_003_has_a_coverage_page_with_its_count() -> None:
+    """Issue 39: seed 003 in full, with the count of its behaviours that have an ID."""
+    page = ROOT / "docs" / "seed-coverage" / "003.md"
+    text = page.read_text(encoding="utf-8")
+    summary = SUMMARY.search(text)
+    assert summary and summary.group(1) == "003", "003.md has no 'Seed 003 coverage: K ... out of N.' line"
+    rows = [ROW.match(line) for line in text.splitlines() if re.match(r"^\| \d+ \|", line)]
+    with_id = [m for m in rows if m and "**none" not in m.group(4)]
+    assert (int(summary.group(2)), int(summary.group(3))) == (len(with_id), len(rows)), summary.group(0)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)

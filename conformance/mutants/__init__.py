@@ -15,6 +15,7 @@ from typing import Any
 from conformance.mutants import allocation_faults as af
 from conformance.mutants import broker_faults as bf
 from conformance.mutants import client_faults as cf
+from conformance.mutants import permit_faults as mf
 from conformance.mutants import pop_faults as pf
 from reference.broker.broker import BrokerComponents
 from reference.client.components import ClientComponents
@@ -240,6 +241,29 @@ CATALOGUE: dict[str, Mutant] = {
             "Rebalance allocates over the member list in the order the broker sent it, not sorted, so members "
             "with different views own overlapping shares and some queues have no owner.",
             client=ClientComponents(rebalance=cf.UnsortedConsumerIds),
+        ),
+        Mutant(
+            "flow-filter-sends-every-entry",
+            ("FLOW-12",),
+            "The dispatcher sends every entry it read: corrupt entries and the broker's markers reach consumers and "
+            "a delayed message goes out before its time (seed 003 lines 41-51 filter all three).",
+            BrokerComponents(single_active_dispatcher=mf.SingleSendsEveryEntry,
+                             multiple_consumers_dispatcher=mf.SharedSendsEveryEntry),
+        ),
+        Mutant(
+            "flow-ignores-dispatch-rate",
+            ("FLOW-13",),
+            "The dispatcher reads as far as the permits go whatever the dispatch rate (seed 003 line 34 skips the "
+            "read once the rate is exceeded).",
+            BrokerComponents(single_active_dispatcher=mf.SingleIgnoresRate,
+                             multiple_consumers_dispatcher=mf.SharedIgnoresRate),
+        ),
+        Mutant(
+            "flow-unacked-released-below-limit",
+            ("FLOW-14",),
+            "A consumer blocked on maxUnackedMessagesPerConsumer is released by its first ack, not once acks bring it "
+            "down to half the limit.",
+            BrokerComponents(multiple_consumers_dispatcher=mf.ReleasedBelowTheLimit),
         ),
     )
 }

@@ -66,6 +66,11 @@ CAPABILITIES = frozenset(
         # A broker started with ACL 1.0 accounts (fixtures/acl/plain_acl.yml): judged by tests against live
         # brokers (tests/net/test_acl_remoting.py, tests/peers/test_acl_rocketmq.py), not through a target yet.
         "acl",
+        # Seed 003's entry filter (FLOW-12): send_corrupt() and send_marker() store entries no client can write (a
+        # corrupt checksum or metadata, a broker's internal marker); send_delayed() a message with a deliver-at time.
+        "entry_faults", "delayed_delivery",
+        # change_permit_limits(): the broker's dispatch rate and maxUnackedMessagesPerConsumer (FLOW-13, FLOW-14).
+        "permit_limits",
     }
 )
 
@@ -371,6 +376,34 @@ class PermitTarget(Target, Protocol):
     ) -> None: ...
     def close_consumer(self, group: str, client_id: str, topic: str) -> None: ...
     def send_batch(self, topic: str, queue_id: int, bodies: list[bytes]) -> SendReceipt: ...
+
+
+class EntryFaultTarget(PermitTarget, Protocol):
+    """Capability ``entry_faults``: entries only a broker (or a damaged ledger) can hold."""
+
+    def send_corrupt(self, topic: str, queue_id: int, body: bytes) -> SendReceipt:
+        """Store an entry whose checksum does not match its body."""
+        ...
+    def send_marker(self, topic: str, queue_id: int) -> SendReceipt:
+        """Store an internal marker entry (as a transaction's commit marker)."""
+        ...
+
+
+class DelayedTarget(PermitTarget, Protocol):
+    """Capability ``delayed_delivery``."""
+
+    def send_delayed(self, topic: str, queue_id: int, body: bytes, delay_ms: int) -> SendReceipt:
+        """Send a message whose delivery time is ``delay_ms`` after the target's now (deliver_at_time)."""
+        ...
+
+
+class PermitLimitsTarget(PermitTarget, Protocol):
+    """Capability ``permit_limits``."""
+
+    def change_permit_limits(self, settings: dict[str, int]) -> dict[str, int]:
+        """Set dispatch limits by Pulsar's names (dispatchThrottlingRatePerSubscriptionInMsg,
+        maxUnackedMessagesPerConsumer); returns the values they replaced."""
+        ...
 
 
 class ChannelCloseTarget(Target, Protocol):

@@ -10,6 +10,7 @@ from reference.allocation.registry import strategy_class
 from reference.broker.broker import Broker
 from reference.broker.host import BrokerHost
 from reference.broker.permits.batch import encode_batch
+from reference.broker.permits.entry_filter import DELIVER_AT_TIME, ENTRY_CHECKSUM, MARKER_TYPE, checksum_properties
 from reference.broker.permits.protocol import InitialPosition, Position, RecordingPermitChannel
 from reference.broker.pop.protocol import PopMessageRequest, PopResponse, RecordingPopChannel
 from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResponse, PullSysFlag, RecordingChannel
@@ -128,6 +129,7 @@ class ReferenceTarget:
             "clock_control", "trace", "race_control", "pop", "flow_permits", "restart", "allocation",
             "client_simulation", "retention_expire", "store_layout", "channel_close", "broker_config",
             "group_info", "pop_order", "topic_admin", "flow_refusals",
+            "entry_faults", "delayed_delivery", "permit_limits",
         }
     )
 
@@ -153,6 +155,8 @@ class ReferenceTarget:
         )
         #: Broker settings changed by :meth:`configure` (capability ``broker_config``).
         self._settings: dict[str, Any] = {}
+        #: Dispatch limits changed by :meth:`change_permit_limits` (capability ``permit_limits``), across restarts.
+        self._permit_limits: dict[str, int] = {}
         self.broker = self._open_broker()
         self._channels: dict[str, RecordingChannel] = {}
         self._pull_channel = RecordingChannel("conformance-pull")
@@ -161,6 +165,8 @@ class ReferenceTarget:
         broker = self._host.restart() if restart else self._host.open()
         if self._settings:  # kept across restarts, as a runner keeps them (RocketMQ writes them to its config)
             apply_settings(broker, self._settings)
+        if self._permit_limits:
+            broker.permits.change_limits(dict(self._permit_limits))
         self._pop_channel = RecordingPopChannel("conformance-pop")
         self._permit_channels: dict[tuple[str, str, str], RecordingPermitChannel] = {}
         return broker
@@ -367,3 +373,23 @@ class ReferenceTarget:
         body, properties = encode_batch(bodies)
         r = self._call(self.broker.send, Message(topic, body, queue_id, properties=properties))
         return SendReceipt(r.queue_id, r.queue_offset, r.unique_id)
+
+    def _send_entry(self, topic: str, queue_id: int, body: bytes, properties: dict[str, str]) -> SendReceipt:
+        r = self._call(self.broker.send, Message(topic, body, queue_id, properties=properties))
+        return SendReceipt(r.queue_id, r.queue_offset, r.unique_id)
+
+    def send_corrupt(self, topic: str, queue_id: int, body: bytes) -> SendReceipt:
+        checksum = checksum_properties(body)
+        bad = {ENTRY_CHECKSUM: str((int(checksum[ENTRY_CHECKSUM]) + 1) % (1 << 32))}
+        return self._send_entry(topic, queue_id, body, bad)
+
+    def send_marker(self, topic: str, queue_id: int) -> SendReceipt:
+        return self._send_entry(topic, queue_id, b"", {MARKER_TYPE: "TXN_COMMIT"})
+
+    def send_delayed(self, topic: str, queue_id: int, body: bytes, delay_ms: int) -> SendReceipt:
+        return self._send_entry(topic, queue_id, body, {DELIVER_AT_TIME: str(self.clock.now_ms() + delay_ms)})
+
+    def change_permit_limits(self, settings: dict[str, int]) -> dict[str, int]:
+        previous = self._call(self.broker.permits.change_limits, dict(settings))
+        self._permit_limits.update(settings)
+        return previous

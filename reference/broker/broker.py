@@ -113,7 +113,7 @@ class Broker:
         )
         # Permit flow control (seed 003).
         self.permits = PermitService(
-            self.store, self.offsets, self.config.broker_name, self.rec,
+            self.store, self.offsets, self.config.broker_name, self.rec, clock,
             single_active=components.single_active_dispatcher, multiple=components.multiple_consumers_dispatcher,
         )
         self.send_back_processor = ConsumerSendMsgBackProcessor(

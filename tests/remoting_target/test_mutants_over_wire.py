@@ -28,6 +28,9 @@ _NO_PERMITS = "Pulsar-style permits are not a RocketMQ remoting feature (the in-
 UNREACHABLE = {
     "flow-batch-counts-as-one-permit": _NO_PERMITS,
     "flow-permits-go-negative": _NO_PERMITS,
+    "flow-filter-sends-every-entry": _NO_PERMITS,
+    "flow-ignores-dispatch-rate": _NO_PERMITS,
+    "flow-unacked-released-below-limit": _NO_PERMITS,
     "hold-answers-twice": "the remoting front writes a held request's answer once (RemotingConnection._deliver forgets "
                           "the request with its answer), so the core's second answer never reaches the wire; the "
                           "in-process trace shows it (LPOLL-1.once)",

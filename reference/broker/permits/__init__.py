@@ -12,6 +12,8 @@ consumer with permits is served as soon as there is something to send.
 * :mod:`.cursor` – the durable subscription cursor (mark-delete, individual acks, rewind);
 * :mod:`.consumer` – a consumer's permits and pending messages;
 * :mod:`.redelivery` – the redelivery tracker;
+* :mod:`.entry_filter` – corrupt entries, markers and delayed messages taken out before dispatch;
+* :mod:`.limits` – the dispatch rate and maxUnackedMessagesPerConsumer;
 * :mod:`.dispatcher` – single-active (exclusive, failover) and shared dispatchers;
 * :mod:`.service` – subscribe / flow / ack / redeliver / close, and the FLOW and DISPATCH rows.
 """

@@ -24,3 +24,5 @@ class PermitConsumer:
     #: Running totals, for tests and the trace: permits granted and messages dispatched.
     granted: int = 0
     dispatched: int = 0
+    #: Held back by maxUnackedMessagesPerConsumer (shared subscriptions) until acks bring it to half the limit.
+    blocked: bool = False

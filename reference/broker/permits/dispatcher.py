@@ -34,8 +34,11 @@ from typing import Protocol
 from reference.broker.permits.batch import entry_bodies
 from reference.broker.permits.consumer import PermitConsumer
 from reference.broker.permits.cursor import EntryRead, ManagedCursor
+from reference.broker.permits.entry_filter import EntryKind, classify, deliver_at
+from reference.broker.permits.limits import DispatchRateLimiter, PermitLimits
 from reference.broker.permits.protocol import DispatchedMessage, Position
 from reference.broker.permits.redelivery import DisabledRedeliveryTracker, InMemoryRedeliveryTracker
+from reference.clock import Clock
 
 
 class Subscription(Protocol):
@@ -47,6 +50,8 @@ class Subscription(Protocol):
     topic: str
     queue_id: int
     cursor: ManagedCursor
+    limits: PermitLimits
+    clock: Clock
 
     def record_dispatch(self, consumer: PermitConsumer, m: DispatchedMessage) -> None: ...
 
@@ -58,10 +63,15 @@ class PermitDispatcher:
     """What both dispatchers share: sending within permits, consumers, acks."""
 
     tracker_class: type[InMemoryRedeliveryTracker] = InMemoryRedeliveryTracker
+    #: Whether delayed messages are held until their time (Pulsar: shared subscriptions only).
+    track_delayed = False
 
     def __init__(self, subscription: Subscription) -> None:
         self.subscription = subscription
         self.cursor = subscription.cursor
+        self.limits = subscription.limits
+        self.clock = subscription.clock
+        self.rate = DispatchRateLimiter(subscription.limits, subscription.clock)
         self.tracker = self.tracker_class()
         self.consumers: list[PermitConsumer] = []
         self._dispatching = False
@@ -97,6 +107,40 @@ class PermitDispatcher:
     def dispatch_round(self) -> None:
         raise NotImplementedError
 
+    def rate_budget(self, budget: int) -> int:
+        """``budget`` cut to what the dispatch rate allows now; when it allows nothing, a read is scheduled for
+        later (seed 003 line 34: the read is skipped, not lost)."""
+        available = self.rate.available()
+        if available is None:
+            return budget
+        if available <= 0:
+            self.rate.retry_later(self.read_more)
+        return min(budget, available)
+
+    # -- entry filtering (seed 003 lines 41-51) ------------------------------------------------
+    def admit(self, reads: Iterable[EntryRead]) -> list[EntryRead]:
+        """The reads that may be sent: corrupt entries and markers are acknowledged for the subscription and
+        dropped, delayed ones held (:meth:`hold`); none of them costs a permit."""
+        out: list[EntryRead] = []
+        now = self.clock.now_ms()
+        for read in reads:
+            message = read.message
+            kind = classify(message.body, message.properties, now, self.track_delayed)
+            if kind is EntryKind.DISPATCH:
+                out.append(read)
+            elif kind is EntryKind.DELAYED:
+                self.hold(read)
+            else:
+                for index in read.indices:
+                    position = Position(message.queue_offset, index)
+                    if self.cursor.ack(position):
+                        self.acknowledged(position)
+        return out
+
+    def hold(self, read: EntryRead) -> None:
+        """A delayed entry read before its time (only dispatchers that track delayed messages get here)."""
+        raise NotImplementedError
+
     def send(self, consumer: PermitConsumer, reads: Iterable[EntryRead]) -> None:
         """Send ``reads`` to ``consumer`` (sendMessages), charging permits and noting them pending."""
         sub = self.subscription
@@ -117,6 +161,7 @@ class PermitDispatcher:
             consumer.permits -= self.permits_for(read)
         if not out:
             return
+        self.rate.spend(len(out))
         consumer.dispatched += len(out)
         for m in out:
             sub.record_dispatch(consumer, m)
@@ -180,21 +225,42 @@ class SingleActiveConsumerDispatcher(PermitDispatcher):
             consumer = self.active
             if consumer is None or consumer.permits <= 0:
                 return
-            reads = self.cursor.read_new(consumer.permits)
+            budget = self.rate_budget(consumer.permits) if self.cursor.has_new() else consumer.permits
+            if budget <= 0:
+                return
+            reads = self.cursor.read_new(budget)
             if not reads:
                 return
-            self.send(consumer, reads)
+            self.send(consumer, self.admit(reads))
 
 
 class MultipleConsumersDispatcher(PermitDispatcher):
     """PersistentDispatcherMultipleConsumers (shared subscriptions)."""
 
     tracker_class = InMemoryRedeliveryTracker
+    track_delayed = True
 
     def __init__(self, subscription: Subscription) -> None:
         super().__init__(subscription)
         self.replay: set[Position] = set()
+        #: Delayed messages read before their time: position -> deliver-at (ms).
+        self.delayed: dict[Position, int] = {}
         self._next = 0
+
+    def hold(self, read: EntryRead) -> None:
+        """Keep a delayed entry's messages aside and put them on the replay list when their time comes."""
+        due = deliver_at(read.message.properties) or 0
+        for index in read.indices:
+            self.delayed[Position(read.message.queue_offset, index)] = due
+        self.clock.call_later(max(due - self.clock.now_ms(), 0), self._release_due)
+
+    def _release_due(self) -> None:
+        now = self.clock.now_ms()
+        for position in [p for p, due in self.delayed.items() if due <= now]:
+            del self.delayed[position]
+            if not self.cursor.is_acked(position):
+                self.replay.add(position)
+        self.read_more()
 
     def add_consumer(self, consumer: PermitConsumer) -> None:
         self.consumers.append(consumer)
@@ -220,13 +286,25 @@ class MultipleConsumersDispatcher(PermitDispatcher):
     def acknowledged(self, position: Position) -> None:
         super().acknowledged(position)
         self.replay.discard(position)
+        self.delayed.pop(position, None)
+        if any(c.blocked for c in self.consumers):  # an ack may release a consumer held on unacked messages
+            self.read_more()
+
+    def _blocked(self, consumer: PermitConsumer) -> bool:
+        """maxUnackedMessagesPerConsumer: blocked at the limit, released at half of it."""
+        unacked = len(consumer.pending)
+        if consumer.blocked and self.limits.releases(unacked):
+            consumer.blocked = False
+        elif not consumer.blocked and self.limits.blocks(unacked):
+            consumer.blocked = True
+        return consumer.blocked
 
     def _next_consumer(self) -> PermitConsumer | None:
-        """Round robin over the consumers that have permits."""
+        """Round robin over the consumers that have permits and are not blocked on unacknowledged messages."""
         n = len(self.consumers)
         for step in range(n):
             consumer = self.consumers[(self._next + step) % n]
-            if consumer.permits > 0:
+            if consumer.permits > 0 and not self._blocked(consumer):
                 self._next = (self._next + step + 1) % n
                 return consumer
         return None
@@ -237,12 +315,20 @@ class MultipleConsumersDispatcher(PermitDispatcher):
             if consumer is None:
                 return
             budget = min(consumer.permits, READ_BATCH_SIZE)
+            room = self.limits.unacked_room(len(consumer.pending))
+            if room is not None:
+                budget = min(budget, room)
+            if self.replay or self.cursor.has_new():
+                budget = self.rate_budget(budget)
+            if budget <= 0:
+                return
             reads = self._read_replay(budget) if self.replay else []
             if not reads:  # the replay list is empty now (what was on it was acknowledged)
                 reads = self.cursor.read_new(budget)
             if not reads:
                 return
-            self.send(consumer, reads)
+            self.send(consumer, self.admit(reads))
+            self._blocked(consumer)
 
     def _read_replay(self, budget: int) -> list[EntryRead]:
         """Up to ``budget`` messages of the replay list, oldest first (acknowledged ones dropped)."""

@@ -23,6 +23,7 @@ from reference.broker.permits.dispatcher import (
     PermitDispatcher,
     SingleActiveConsumerDispatcher,
 )
+from reference.broker.permits.limits import PermitLimits
 from reference.broker.permits.protocol import (
     DispatchedMessage,
     InitialPosition,
@@ -30,6 +31,7 @@ from reference.broker.permits.protocol import (
     Position,
     SubType,
 )
+from reference.clock import Clock
 from reference.rules.errors import InvalidRequest, require
 from reference.store.names import check_name
 from reference.store.offsets import ConsumerOffsetManager
@@ -60,6 +62,8 @@ class Subscription:
         self.topic = topic
         self.queue_id = queue_id
         self.sub_type = sub_type
+        self.limits = service.limits
+        self.clock = service.clock
         self.cursor = ManagedCursor(service.store, group, topic, queue_id, mark_delete, self._commit)
         self.dispatcher: PermitDispatcher = dispatcher(self)
 
@@ -90,13 +94,18 @@ class PermitService:
         offsets: ConsumerOffsetManager,
         broker_name: str,
         rec: SourceRecorder,
+        clock: Clock,
         *,
+        limits: PermitLimits | None = None,
         single_active: type[SingleActiveConsumerDispatcher] = SingleActiveConsumerDispatcher,
         multiple: type[MultipleConsumersDispatcher] = MultipleConsumersDispatcher,
     ) -> None:
         """The dispatcher classes are the broker's components (``BrokerComponents.*_dispatcher``): a seeded
-        fault swaps one there, and the broker hands them on."""
+        fault swaps one there, and the broker hands them on. ``limits``: the dispatch rate and unacknowledged-message
+        limits (:mod:`.limits`), upstream's defaults unless given; :meth:`change_limits` changes them live."""
         self.store = store
+        self.clock = clock
+        self.limits = limits or PermitLimits()
         self.offsets = offsets
         self.broker_name = broker_name
         self.rec = rec
@@ -108,6 +117,14 @@ class PermitService:
     def _dispatcher(self, sub_type: SubType) -> type[PermitDispatcher]:
         """Shared subscriptions spread entries over their consumers; the others feed one active consumer."""
         return self.multiple if sub_type is SubType.SHARED else self.single_active
+
+    def change_limits(self, settings: dict[str, object]) -> dict[str, int]:
+        """Change dispatch limits by Pulsar's setting names; every subscription
+        uses the new values from its next read. Returns the values they replaced (InvalidRequest naming a bad one)."""
+        previous = self.limits.change(settings)
+        for sub in self.subscriptions.values():
+            sub.dispatcher.read_more()
+        return previous
 
     # -- commands ------------------------------------------------------------------------------
     def subscribe(

@@ -68,6 +68,12 @@ class PulsarConnection:
             with contextlib.suppress(InvalidRequest):  # already gone (a broker restart dropped it)
                 broker.close_permit_consumer(ref.group, ref.client_id, ref.topic)
 
+    def abort(self) -> None:
+        """Close from the broker's side: nothing more is written, and the read loop ends, closing the consumers."""
+        if not self.closed:
+            self.closed = True
+            self.writer.close()
+
     # -- serving -------------------------------------------------------------------------------
     async def serve(self, reader: asyncio.StreamReader) -> None:
         try:

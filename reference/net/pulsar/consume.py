@@ -19,6 +19,9 @@ from reference.rules.errors import InvalidRequest
 
 log = logging.getLogger("mqtck.pulsar")
 
+#: The first protocol version whose clients read batch entries (Pulsar's ProtocolVersion v4, "batch messages").
+BATCH_VERSION = 4
+
 SUB_TYPES = {pb.SubType_.Exclusive: SubType.EXCLUSIVE, pb.SubType_.Shared: SubType.SHARED,
              pb.SubType_.Failover: SubType.FAILOVER}
 
@@ -39,6 +42,13 @@ class ConsumerChannel:
             raw = self.conn.front.entry_bytes(group, topic, offset)
             if raw is None:  # removed by retention between the read and now: nothing to send
                 continue
+            if parts[0].batch_size > 1 and self.conn.protocol_version < BATCH_VERSION:
+                # Seed 003 line 62 (FLOW-15): a consumer that cannot read a batch is not sent one; its connection
+                # is closed, and what it was dispatched goes back to the subscription when its consumers close.
+                log.warning("%s: consumer %d does not support batch messages (protocol v%d): closing", self.conn.name,
+                            self.consumer_id, self.conn.protocol_version)
+                self.conn.abort()
+                return
             out = pb.BaseCommand(type=pb.Type_.MESSAGE)
             out.message.consumer_id = self.consumer_id
             out.message.message_id.ledgerId = LEDGER_ID

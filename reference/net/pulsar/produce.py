@@ -8,6 +8,7 @@ charges one permit per message. Receipts go out in the order of the SENDs, each 
 from __future__ import annotations
 
 from reference.broker.permits.batch import NUM_MESSAGES_IN_BATCH
+from reference.broker.permits.entry_filter import DELIVER_AT_TIME, MARKER_TYPE
 from reference.net.pulsar import frame
 from reference.net.pulsar.context import ConnectionContext
 from reference.net.pulsar.errors import send_error_command
@@ -45,6 +46,7 @@ def send(conn: ConnectionContext, cmd: object, after: bytes) -> None:
         conn.write(send_error_command(req.producer_id, req.sequence_id, exc))
         return
     properties = {NUM_MESSAGES_IN_BATCH: str(entry.size)} if entry.size > 1 else {}
+    properties.update(filter_properties(entry.metadata))
     result = conn.front.broker().send(Message(known[0], entry.raw, 0, properties=properties), known[1])
     out = pb.BaseCommand(type=pb.Type_.SEND_RECEIPT)
     out.send_receipt.producer_id = req.producer_id
@@ -53,6 +55,17 @@ def send(conn: ConnectionContext, cmd: object, after: bytes) -> None:
     out.send_receipt.message_id.entryId = result.queue_offset
     out.send_receipt.highest_sequence_id = req.highest_sequence_id
     conn.write(out)
+
+
+def filter_properties(metadata: object) -> dict[str, str]:
+    """What the dispatcher's entry filter reads of an entry's MessageMetadata (FLOW-12): its delivery time and
+    marker type, as the store properties of :mod:`reference.broker.permits.entry_filter`."""
+    out = {}
+    if metadata.HasField("deliver_at_time"):  # type: ignore[attr-defined]
+        out[DELIVER_AT_TIME] = str(max(metadata.deliver_at_time, 0))  # type: ignore[attr-defined]
+    if metadata.HasField("marker_type"):  # type: ignore[attr-defined]
+        out[MARKER_TYPE] = str(metadata.marker_type)  # type: ignore[attr-defined]
+    return out
 
 
 def close_producer(conn: ConnectionContext, cmd: object) -> None:
