@@ -129,7 +129,7 @@ def unacked_property(components: BrokerComponents | None = None):  # type: ignor
     return prop
 
 
-@pytest.mark.req("FLOW-12.corrupt", "FLOW-12.marker", "FLOW-12.delayed")
+@pytest.mark.req("FLOW-12.corrupt", "FLOW-12.marker", "FLOW-12.delayed-held", "FLOW-12.delayed-released")
 def test_filtered_entries_never_go_out_and_cost_nothing() -> None:
     settings(max_examples=60)(filter_property())()
 
