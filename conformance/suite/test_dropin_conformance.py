@@ -20,6 +20,7 @@ import pytest
 from conformance.suite.test_remoting_conformance import (
     Clients,
     absent_for,
+    client,  # noqa: F401  (the fixture: opens reference-codec clients and closes them)
     copies,
     route,
     send_fields,
