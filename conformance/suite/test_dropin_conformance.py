@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from conformance.suite import test_remoting_conformance as _wire
 from conformance.suite.test_remoting_conformance import (
     Clients,
     absent_for,
-    client,  # noqa: F401  (the fixture: opens reference-codec clients and closes them)
     copies,
     route,
     send_fields,
@@ -33,6 +33,9 @@ from reference.net.remoting.client import RemotingClient
 from reference.net.remoting.command import RequestCode, loads_body
 from reference.net.remoting.message_codec import decode_records
 from reference.rules.codes import ResponseCode
+
+#: The ``client`` fixture of the wire tests (opens reference-codec clients, closes them after the test).
+client = _wire.client
 
 #: Level 2 of "1s 5s 10s ...": long enough to see it absent, short enough for real time.
 DELAY_LEVEL = 2
