@@ -32,7 +32,8 @@ async def half(br: WireClient, body: bytes, group: str = "PG") -> tuple[int, int
 async def bodies(br: WireClient) -> list[bytes]:
     r = await br.request(RequestCode.PULL_MESSAGE, {
         "consumerGroup": "G", "topic": "T", "queueId": 0, "queueOffset": 0, "maxMsgNums": 32,
-        "sysFlag": int(PullSysFlag.SUBSCRIPTION), "commitOffset": 0, "suspendTimeoutMillis": 0, "subscription": "*", "subVersion": "1"})
+        "sysFlag": int(PullSysFlag.SUBSCRIPTION), "commitOffset": 0, "suspendTimeoutMillis": 0, "subscription": "*",
+        "subVersion": "1"})
     return [m.body for m in decode_records(r.body)] if r.code == ResponseCode.SUCCESS else []
 
 
