@@ -90,7 +90,7 @@ def test_an_end_that_names_another_group_or_offset_is_refused_with_upstreams_rem
         assert visible(broker) == []
 
 
-@pytest.mark.req("TXN-2")
+@pytest.mark.req("TXN-2.checked", "TXN-2.max")
 def test_an_unended_half_is_checked_after_its_timeout_at_each_interval_then_discarded() -> None:
     with sim_broker() as (broker, clock, _):
         asked: list[tuple[str, StoredMessage]] = []
@@ -105,7 +105,7 @@ def test_an_unended_half_is_checked_after_its_timeout_at_each_interval_then_disc
         assert visible(broker) == [] and broker.transactions.is_done(h.queue_offset)
 
 
-@pytest.mark.req("TXN-2")
+@pytest.mark.req("TXN-2.checked")
 def test_a_half_younger_than_the_timeout_waits_for_the_next_round() -> None:
     with sim_broker() as (broker, clock, _):
         asked: list[int] = []

@@ -28,7 +28,7 @@ LEVEL_3_MS = 10_000
 LATE_MS = 5_000
 
 
-@pytest.mark.req("DELAY-1", "TXN-1", "TXN-2")
+@pytest.mark.req("DELAY-1", "TXN-1", "TXN-2.checked")
 def test_the_java_clients_delay_and_transaction_examples(tmp_path: Path) -> None:
     broker = launch_broker("remoting", tmp_path / "data")
     try:

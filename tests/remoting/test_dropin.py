@@ -42,7 +42,7 @@ def end_fields(offsets: tuple[int, int], kind: int, group: str = "PG") -> dict[s
             "commitOrRollback": kind, "fromTransactionCheck": "false"}
 
 
-@pytest.mark.req("TXN-1", "TXN-2")
+@pytest.mark.req("TXN-1", "TXN-2.checked")
 def test_end_transaction_and_the_check_on_the_producers_connection(tmp_path: Path) -> None:
     clock = SimClock()
 
@@ -73,7 +73,7 @@ def test_end_transaction_and_the_check_on_the_producers_connection(tmp_path: Pat
     run(tmp_path, scenario, clock=clock)
 
 
-@pytest.mark.req("TXN-2")
+@pytest.mark.req("TXN-2.max")
 def test_a_half_whose_producer_left_is_not_checked_and_not_delivered(tmp_path: Path) -> None:
     clock = SimClock()
 
