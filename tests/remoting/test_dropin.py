@@ -115,3 +115,19 @@ def test_perm_in_the_route_refused_sends_and_the_refused_queue_pair(tmp_path: Pa
         assert (await br.send("T", 0, b"x")).code == ResponseCode.SUCCESS
 
     run(tmp_path, scenario)
+
+
+@pytest.mark.req("DELAY-1")
+def test_a_delayed_send_is_answered_with_the_queue_it_asked_for_and_arrives_there(tmp_path: Path) -> None:
+    clock = SimClock()
+
+    async def scenario(servers: RemotingServers, ns: WireClient, br: WireClient) -> None:
+        await ns.route("T")
+        sent = await br.send("T", 0, b"later", encode_properties({"DELAY": "3", "UNIQ_KEY": "U3"}))
+        assert (sent.code, sent.ext_fields["queueId"]) == (ResponseCode.SUCCESS, "0")
+        clock.advance(9_999)
+        assert await bodies(br) == []
+        clock.advance(1)
+        assert await bodies(br) == [b"later"]
+
+    run(tmp_path, scenario, clock=clock)

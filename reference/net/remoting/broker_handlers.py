@@ -213,8 +213,8 @@ class BrokerRequestHandlers:
             message = Message(topic, entry_body, queue_id, tags, keys, rest, born, reconsume_times)
             results.append(self.broker.send(message, producer))
         return cmd.make_response(ext_fields={
-            "msgId": ",".join(r.msg_id for r in results), "queueId": results[0].queue_id,
-            "queueOffset": results[0].queue_offset,
+            # The queue asked for, as upstream answers, also for a delayed or half message stored elsewhere.
+            "msgId": ",".join(r.msg_id for r in results), "queueId": queue_id, "queueOffset": results[0].queue_offset,
         })
 
     def consumer_send_msg_back(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
