@@ -20,6 +20,7 @@ from reference.allocation.message_queue import MessageQueue
 from reference.broker.config import BrokerConfig
 from reference.broker.consumer_manage_processor import ConsumerManageProcessor
 from reference.broker.consumer_manager import ClientChannelInfo, ConsumerManager
+from reference.broker.delay import delay_level
 from reference.broker.hold_service import PullRequestHoldService
 from reference.broker.permits.dispatcher import MultipleConsumersDispatcher, SingleActiveConsumerDispatcher
 from reference.broker.permits.protocol import InitialPosition, PermitChannel, Position, SubType
@@ -47,10 +48,13 @@ from reference.broker.protocol import (
 )
 from reference.broker.pull_processor import HeldPullRequest, PullMessageProcessor, PullOutcome
 from reference.broker.send_back import ConsumerSendMsgBackProcessor
+from reference.broker.topic_perm import TopicPermTable
+from reference.broker.transaction import TransactionalMessageService, is_half
 from reference.clock import Clock
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest, require
 from reference.rules.filter import SubscriptionData
+from reference.rules.topics import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC
 from reference.store.config import MessageStoreConfig
 from reference.store.message import Message, PutMessageResult, StoredMessage
 from reference.store.offsets import ConsumerOffsetManager
@@ -119,6 +123,9 @@ class Broker:
         self.send_back_processor = ConsumerSendMsgBackProcessor(
             self.store, self.data_dir / "config" / "delayOffset.json", clock
         )
+        # Topic permissions (mqadmin updateTopicPerm), delay levels on send and transactions (issue 41).
+        self.topic_perms = TopicPermTable(self.data_dir / "config" / "topicPerm.json")
+        self.transactions = TransactionalMessageService(self.store, clock, self._put_and_record)
         self._client_of_channel: dict[str, str] = {}
         self._started = False
 
@@ -133,6 +140,7 @@ class Broker:
         self.store.start_periodic()
         self.offsets.start_periodic()
         self.send_back_processor.start()
+        self.transactions.start()
         self.pop_service.start()
 
     def shutdown(self) -> None:
@@ -144,6 +152,7 @@ class Broker:
         self.hold_service.shutdown()
         self.consumer_manager.shutdown()
         self.send_back_processor.shutdown()
+        self.transactions.shutdown()
         self.offsets.persist()
         self.offsets.shutdown()
         self.store.close()
@@ -156,6 +165,7 @@ class Broker:
         """DELETE_TOPIC_IN_BROKER (``mqadmin deleteTopic``): the topic is gone; deleting a topic that does not
         exist is no error, as in RocketMQ."""
         self.store.delete_topic(topic)
+        self.topic_perms.forget(topic)
 
     def run_retention(self, manual: bool = False) -> None:
         """Run the store's clean service now; ``manual`` asks for deletion regardless of the hour."""
@@ -165,13 +175,38 @@ class Broker:
 
     # -- produce -------------------------------------------------------------------------------
     def send(self, message: Message, producer: str = "") -> PutMessageResult:
-        result = self.store.put_message(message)
+        """A producer's send: refused without WRITE perm; a half message (``TRAN_MSG``) waits for its
+        END_TRANSACTION (reference.broker.transaction) and is traced when committed; a delay level goes through
+        the schedule topic and is traced there (SEND on SCHEDULE_TOPIC_XXXX, the real topic in its detail)."""
+        self.topic_perms.check_writable(message.topic)
+        if is_half(message.properties):
+            return self.transactions.prepare(message)
+        return self._put_and_record(message, producer)
+
+    def _put_and_record(self, message: Message, producer: str = "") -> PutMessageResult:
+        result = self._put(message)
+        level = delay_level(message.properties)
+        detail: dict[str, object] = {"producer": producer} if producer else {}
+        if level:
+            detail.update(real_topic=message.topic, delay_level=level)
         self.rec.record(
-            "SEND", topic=message.topic, broker=self.config.broker_name, queue_id=result.queue_id,
-            offset=result.queue_offset, msg_id=result.unique_id, tags=message.tags or "",
-            detail={"producer": producer} if producer else None,
+            "SEND", topic=SCHEDULE_TOPIC if level else message.topic, broker=self.config.broker_name,
+            queue_id=result.queue_id, offset=result.queue_offset, msg_id=result.unique_id, tags=message.tags or "",
+            detail=detail or None,
         )
         return result
+
+    def _put(self, message: Message) -> PutMessageResult:
+        """Store ``message``, or, with a delay level, its copy in the schedule topic (reference.broker.delay)."""
+        level = delay_level(message.properties)
+        if level == 0:
+            return self.store.put_message(message)
+        props = dict(message.properties)
+        props[PROPERTY_REAL_TOPIC] = message.topic
+        props[PROPERTY_REAL_QUEUE_ID] = str(message.queue_id)
+        self.store.queue_nums(message.topic)  # TOPIC_NOT_EXIST before anything is scheduled
+        return self.send_back_processor.schedule_service.schedule_message(
+            dataclasses.replace(message, properties=props), level)
 
     def send_back(
         self, group: str, message: StoredMessage, delay_level: int = 0, max_reconsume_times: int = 16

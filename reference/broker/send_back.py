@@ -40,7 +40,7 @@ from reference.rules.topics import (
     retry_topic,
 )
 from reference.store.jsonfile import read_json, write_json_atomic
-from reference.store.message import UNIQ_KEY, Message, StoredMessage
+from reference.store.message import UNIQ_KEY, Message, PutMessageResult, StoredMessage
 from reference.store.store import MessageStore
 
 #: RocketMQ's messageDelayLevel "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h": level
@@ -98,6 +98,11 @@ class ScheduleMessageService:
     def schedule(self, message: Message, level: int) -> tuple[int, int]:
         """Store ``message`` (already carrying REAL_TOPIC / REAL_QID) in level ``level``'s queue;
         returns (schedule queue id, offset)."""
+        result = self.schedule_message(message, level)
+        return result.queue_id, result.queue_offset
+
+    def schedule_message(self, message: Message, level: int) -> PutMessageResult:
+        """:meth:`schedule`, answering the store's result (a producer's delayed send answers with it)."""
         self.store.create_topic(SCHEDULE_TOPIC, len(DELAY_LEVELS_MS))
         props = dict(message.properties)
         props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
@@ -106,7 +111,7 @@ class ScheduleMessageService:
                     message.born_timestamp, message.reconsume_times)
         )
         self.kick(level)
-        return result.queue_id, result.queue_offset
+        return result
 
     def kick(self, level: int) -> None:
         """Deliver what is due on ``level`` now, unless a timer for its head is already pending."""

@@ -18,22 +18,29 @@ from __future__ import annotations
 from typing import Any
 
 from reference.broker.broker import Broker
+from reference.broker.topic_perm import check_perm
 from reference.net.remoting.command import RemotingCommand, encode_body
-from reference.net.remoting.fields import field_str
+from reference.net.remoting.fields import as_int, field_str
+from reference.net.remoting.topic_admin import check_queue_pair
 from reference.rules.codes import ResponseCode
-from reference.rules.errors import InvalidRequest
 from reference.rules.filter import SubscriptionData
 
 
 def update_and_create_topic(broker: Broker, cmd: RemotingCommand) -> RemotingCommand:
-    """Create ``topic`` with ``readQueueNums`` queues (RocketMQ's header; ``writeQueueNums`` if absent)."""
-    topic = cmd.ext_fields.get("topic", "")
-    text = cmd.ext_fields.get("readQueueNums") or cmd.ext_fields.get("writeQueueNums") or ""
-    try:
-        queue_nums = int(text)
-    except ValueError:
-        raise InvalidRequest("readQueueNums", f"must be an integer, got {text!r}") from None
-    broker.create_topic(topic, queue_nums)
+    """Create or update ``topic`` with its queue count and ``perm`` (RocketMQ's CreateTopicRequestHeader).
+
+    The reference keeps one queue count per topic, so a ``readQueueNums`` different from ``writeQueueNums``
+    (``mqadmin updateTopic -r 2 -w 4``) is refused naming both, instead of answering success with one of them
+    (topic_admin.py says why)."""
+    read_nums = _queue_nums(cmd, "readQueueNums")
+    write_nums = _queue_nums(cmd, "writeQueueNums")
+    queue_nums = check_queue_pair(read_nums, write_nums)
+    perm = _perm(cmd)
+    if perm is not None:
+        check_perm(perm)
+    broker.create_topic(field_str(cmd, "topic"), queue_nums)
+    if perm is not None:
+        broker.topic_perms.set(field_str(cmd, "topic"), perm)
     return cmd.make_response()
 
 
@@ -66,3 +73,13 @@ def subscription_json(sub: SubscriptionData) -> dict[str, Any]:
     """A stored subscription as Apache's SubscriptionData JSON (a TAG expression, its tags and their hash codes)."""
     return {"topic": sub.topic, "subString": sub.expression, "subVersion": sub.sub_version, "expressionType": "TAG",
             "tagsSet": sorted(sub.tags), "codeSet": sorted(sub.codes), "classFilterMode": False}
+
+
+def _queue_nums(cmd: RemotingCommand, name: str) -> int | None:
+    text = cmd.ext_fields.get(name)
+    return None if text in (None, "") else as_int(text, name)
+
+
+def _perm(cmd: RemotingCommand) -> int | None:
+    text = cmd.ext_fields.get("perm")
+    return None if text in (None, "") else as_int(text, "perm")

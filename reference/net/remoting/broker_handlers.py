@@ -37,6 +37,7 @@ from reference.net.remoting.message_codec import (
 )
 from reference.net.remoting.pop_handlers import PopRequestHandlers
 from reference.net.remoting.send_header import send_header
+from reference.net.remoting.transaction_handlers import TransactionFront
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest, require
 from reference.rules.filter import SubscriptionData
@@ -97,6 +98,7 @@ class BrokerRequestHandlers:
         #: Messages to store between the lookup and the hold of the next pull of a queue (a runner's race
         #: control, capability ``race_control``): (topic, queue id) -> [(body, tags)].
         self.races: dict[tuple[str, int], list[tuple[bytes, str | None]]] = {}
+        self.transactions = TransactionFront(broker, self.store_host)
         self.table: dict[int, Handler] = {
             RequestCode.HEART_BEAT: self.heart_beat,
             RequestCode.SEND_MESSAGE: self.send_message,
@@ -120,6 +122,7 @@ class BrokerRequestHandlers:
             RequestCode.GET_CONSUMER_CONNECTION_LIST:
                 lambda conn, cmd: admin.get_consumer_connection_list(self.broker, cmd),
             **PopRequestHandlers(broker, self.store_host).table(),
+            **self.transactions.table(),
         }
 
     # -- dispatch ------------------------------------------------------------------------------
@@ -148,6 +151,7 @@ class BrokerRequestHandlers:
 
     def channel_closed(self, conn: RemotingConnection) -> None:
         self.broker.channel_closed(conn)
+        self.transactions.channel_closed(conn)
 
     # -- registry ------------------------------------------------------------------------------
     def heart_beat(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
@@ -169,6 +173,7 @@ class BrokerRequestHandlers:
                 _enum(data.get("consumeFromWhere", 0), CONSUME_FROM_WHERE, "consumeFromWhere"),
             ))
         self.broker.heartbeat(conn, client_id, consumers)
+        self.transactions.heartbeat(conn, doc)
         conn.client_id = client_id
         return cmd.make_response()
 
@@ -208,8 +213,8 @@ class BrokerRequestHandlers:
             message = Message(topic, entry_body, queue_id, tags, keys, rest, born, reconsume_times)
             results.append(self.broker.send(message, producer))
         return cmd.make_response(ext_fields={
-            "msgId": ",".join(r.msg_id for r in results), "queueId": results[0].queue_id,
-            "queueOffset": results[0].queue_offset,
+            # The queue asked for, as upstream answers, also for a delayed or half message stored elsewhere.
+            "msgId": ",".join(r.msg_id for r in results), "queueId": queue_id, "queueOffset": results[0].queue_offset,
         })
 
     def consumer_send_msg_back(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:

@@ -29,12 +29,12 @@ CLUSTER_NAME = "DefaultCluster"
 MASTER_ID = "0"
 
 
-def route_data(broker_name: str, broker_addr: str, queue_nums: int) -> dict[str, Any]:
+def route_data(broker_name: str, broker_addr: str, queue_nums: int, perm: int = PERM_READ_WRITE) -> dict[str, Any]:
     """TopicRouteData for a topic served by one master broker (orderTopicConf left null: §4)."""
     return {
         "orderTopicConf": None,
         "queueDatas": [{"brokerName": broker_name, "readQueueNums": queue_nums, "writeQueueNums": queue_nums,
-                        "perm": PERM_READ_WRITE, "topicSysFlag": 0}],
+                        "perm": perm, "topicSysFlag": 0}],
         "brokerDatas": [{"cluster": CLUSTER_NAME, "brokerName": broker_name,
                          "brokerAddrs": {MASTER_ID: broker_addr}}],
         "filterServerTable": {},
@@ -65,4 +65,4 @@ class NameServer:
             self.broker.create_topic(topic, RETRY_QUEUE_NUMS if is_retry_topic(topic) else self.queue_nums)
             topics = self.broker.store.topics()
         return cmd.make_response(body=encode_body(route_data(self.broker.config.broker_name, self.broker_addr,
-                                                             topics[topic])))
+                                                             topics[topic], self.broker.topic_perms.get(topic))))
