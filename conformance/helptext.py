@@ -24,7 +24,9 @@ DESCRIPTIONS: dict[str, str] = {
               "dispatcher (--pulsar, for pulsar-client and the pulsar:// target). --grpc serves the RocketMQ 5 gRPC "
               "front (MessagingService, docs/grpc.md), alone or beside --remoting or --http on the same broker and "
               "store; --grpc-min-invisible-ms, --grpc-min-hold-ms and --grpc-max-hold-ms set its receive limits "
-              "(the proxy's minInvisibleTimeMillsForRecv and grpcClientConsumerMin/MaxLongPollingTimeoutMillis).",
+              "(the proxy's minInvisibleTimeMillsForRecv and grpcClientConsumerMin/MaxLongPollingTimeoutMillis). "
+              "--log-level info logs each connection and each unsupported or refused request (code and reason); "
+              "--segment-bytes sets the commit-log segment size (smaller for small machines, docs/drop-in.md).",
     "bench": "Measure one timing goal and print the result as JSON; timing goals live here, never in the tests.",
     "bench audit": "Synthesize --events trace rows with faults and audit them on Spark: events per second, phase "
                    "times and the driver's peak memory.",
@@ -102,7 +104,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                "mqtck broker --remoting 0 --grpc 0 --data-dir /tmp/b",
                "mqtck broker --remoting 0 --grpc 0 --grpc-min-invisible-ms 1000 --grpc-min-hold-ms 0 --data-dir /tmp/b",
                "mqtck broker --http 0 --sim-clock --segment-bytes 65536 --data-dir /tmp/b",
-               "mqtck broker --pulsar 0 --data-dir /tmp/b"),
+               "mqtck broker --pulsar 0 --data-dir /tmp/b",
+               "mqtck broker --remoting 9876 --log-level info --segment-bytes 16777216 --data-dir /tmp/b"),
     "bench": ("mqtck bench store", "mqtck bench strategy", "mqtck bench audit --events 1000000"),
     "bench audit": ("mqtck bench audit --events 1000000", "mqtck bench audit --events 200000 --baseline duckdb"),
     "bench store": ("mqtck bench store", "mqtck bench store --messages 50000 --body-bytes 4096 --out store.json"),
