@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+from reference.broker.broker import Broker
 from reference.net.remoting.admin_groups import AdminGroupHandlers, ProducerTable
 from reference.net.remoting.admin_stats import AdminStatsHandlers, BrokerStats
 from reference.net.remoting.command import RemotingCommand, RequestCode
@@ -19,22 +19,20 @@ from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.query_message import QueryMessageHandler
 from reference.rules.codes import ResponseCode
 
-if TYPE_CHECKING:
-    from reference.net.remoting.broker_handlers import BrokerRequestHandlers
-
 log = logging.getLogger("mqtck.remoting")
 Handler = Callable[[RemotingConnection, RemotingCommand], RemotingCommand | None]
 _SENDS = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
 
 
-def daily_admin_table(handlers: BrokerRequestHandlers, base: dict[int, Handler]) -> dict[int, Handler]:
-    """The admin entries, plus the heartbeat and sends of ``base`` wrapped to feed them."""
-    broker = lambda: handlers.broker  # noqa: E731 - read per request
-    stats = BrokerStats(handlers.broker.clock.now_ms())
+def daily_admin_table(broker: Callable[[], Broker], store_host: bytes,
+                      base: dict[int, Handler]) -> dict[int, Handler]:
+    """The admin entries over ``broker()`` (read per request), plus the heartbeat and sends of ``base`` wrapped to
+    feed them."""
+    stats = BrokerStats(broker().clock.now_ms())
     producers = ProducerTable()
     table: dict[int, Handler] = {**AdminStatsHandlers(broker, stats).table(),
                                  **AdminGroupHandlers(broker, producers).table(),
-                                 RequestCode.QUERY_MESSAGE: QueryMessageHandler(broker, handlers.store_host)}
+                                 RequestCode.QUERY_MESSAGE: QueryMessageHandler(broker, store_host)}
     heart_beat = base[RequestCode.HEART_BEAT]
 
     def heart_beat_with_producers(conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand | None:

@@ -17,6 +17,7 @@ relay it to the client), VIEW_BROKER_STATS_DATA (315: no per-minute statistics a
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -29,9 +30,10 @@ from reference.net.remoting.fields import field_str
 from reference.net.remoting.namesrv_admin import CLUSTER_NAME, properties_text
 from reference.rules.codes import ResponseCode
 
+log = logging.getLogger("mqtck.remoting")
 Handler = Callable[[RemotingConnection, RemotingCommand], RemotingCommand]
 #: What a refused admin request says it lacks (the command, then what to use instead).
-NOT_KEPT = {
+NOT_KEPT: dict[int, str] = {
     RequestCode.UPDATE_BROKER_CONFIG: "the reference broker's settings are fixed when it starts (mqtck broker "
                                       "flags such as --segment-bytes); nothing was changed",
     RequestCode.GET_CONSUMER_RUNNING_INFO: "the reference broker does not relay GET_CONSUMER_RUNNING_INFO to "
@@ -39,6 +41,13 @@ NOT_KEPT = {
     RequestCode.VIEW_BROKER_STATS_DATA: "the reference broker keeps no per-minute statistics (statsAll's TPS); "
                                         "use topicStatus and consumerProgress",
 }
+
+
+def refuse_not_kept(conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
+    """SYSTEM_ERROR with what the reference does not keep (:data:`NOT_KEPT`), and a line in the server log."""
+    log.info("remoting %s: request code %s refused (%s): %s", conn.key, cmd.code, int(ResponseCode.SYSTEM_ERROR),
+             NOT_KEPT[cmd.code])
+    return cmd.make_response(ResponseCode.SYSTEM_ERROR, NOT_KEPT[cmd.code])
 
 
 def _camel(name: str) -> str:
@@ -79,8 +88,8 @@ class AdminStatsHandlers:
             RequestCode.GET_BROKER_CONSUME_STATS: self.broker_consume_stats,
             RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.consumed_by_whom,
         }
-        for code, why in NOT_KEPT.items():
-            table[code] = lambda conn, cmd, why=why: cmd.make_response(ResponseCode.SYSTEM_ERROR, why)
+        for code in NOT_KEPT:
+            table[code] = refuse_not_kept
         return table
 
     def broker_config(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:

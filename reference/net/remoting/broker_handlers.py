@@ -122,7 +122,7 @@ class BrokerRequestHandlers:
                 lambda conn, cmd: admin.get_consumer_connection_list(self.broker, cmd),
             **PopRequestHandlers(broker, self.store_host).table(),
         }
-        self.table.update(daily_admin_table(self, self.table))
+        self.table.update(daily_admin_table(lambda: self.broker, self.store_host, self.table))
 
     # -- dispatch ------------------------------------------------------------------------------
     def dispatch(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand | None:
