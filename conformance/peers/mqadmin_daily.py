@@ -26,6 +26,12 @@ from conformance.peers.mqadmin import AdminRun, MqAdmin
 
 OK, REFUSED, WRONG = "OK", "REFUSED", "WRONG"
 _REFUSAL = re.compile(r"CODE: (?P<code>-?\d+)\s+DESC: (?P<desc>[^\n]*)")
+#: A Java exception's class and message, the first one printed (what a WRONG without a response code shows).
+_EXCEPTION = re.compile(r"(?m)^(?:Caused by: )?([\w.]+(?:Exception|Error)\b[^\n]*)")
+#: The client gave up waiting, which says nothing of the answer: on a loaded machine a JVM's 3 s request timeout
+#: passes while the server is starved of CPU, so such a run is repeated (up to TIMEOUT_TRIES runs in all).
+_TIMED_OUT = re.compile(r"RemotingTimeoutException|RemotingTooMuchRequestException")
+TIMEOUT_TRIES = 3
 #: A refusal that only says the request is not served: the command does not work and says nothing useful.
 _UNSUPPORTED = re.compile(r"request code \d+ not supported")
 
@@ -144,11 +150,22 @@ def judge(daily: Daily, run: AdminRun, scene: Scene, after: str | None) -> Verdi
             return Verdict(daily.name, WRONG, f"not served: CODE {refused['code']} {desc}")
         return Verdict(daily.name, REFUSED, f"CODE {refused['code']}: {desc}")
     if not re.search(daily.expect.format(**fields), run.stdout):
-        tail = " | ".join(line.strip() for line in run.output.strip().splitlines()[-3:])
-        return Verdict(daily.name, WRONG, f"no {daily.expect!r} in its output: {tail[:300]}")
+        exceptions = _EXCEPTION.findall(run.output)
+        shown = exceptions[-1] if exceptions else " | ".join(run.output.strip().splitlines()[-3:])
+        return Verdict(daily.name, WRONG, f"no {daily.expect!r} in its output: {shown[:300]}")
     if after is not None:
         return Verdict(daily.name, WRONG, f"printed success, but {after}")
     return Verdict(daily.name, OK, "")
+
+
+def run_patiently(admin: MqAdmin, command: str, *args: str) -> AdminRun:
+    """``admin.run``, repeated while the client only timed out (at most TIMEOUT_TRIES runs)."""
+    run = admin.run(command, *args)
+    for _retry in range(TIMEOUT_TRIES - 1):
+        if not _TIMED_OUT.search(run.output):
+            break
+        run = admin.run(command, *args)
+    return run
 
 
 def run_daily(admin: MqAdmin, scene: Scene, prepare: Callable[[MqAdmin, Scene], Any] | None = None,
@@ -161,7 +178,7 @@ def run_daily(admin: MqAdmin, scene: Scene, prepare: Callable[[MqAdmin, Scene], 
         if only and daily.name not in only:
             continue
         args = tuple(a.format(**vars(scene)) for a in daily.args)
-        run = admin.run(daily.name, *args)
+        run = run_patiently(admin, daily.name, *args)
         checked = daily.verify is not None and not _REFUSAL.search(run.output)
         after = daily.verify(admin, scene) if checked and daily.verify is not None else None
         verdicts.append(judge(daily, run, scene, after))
@@ -173,8 +190,8 @@ def prepare_topic(admin: MqAdmin, scene: Scene) -> None:
     for suffix in ("", "_perm", "_del"):
         topic = scene.topic + suffix
         admin.run("updateTopic", "-b", scene.broker_addr, "-t", topic, "-r", "4", "-w", "4")
-    sent = admin.run("sendMessage", "-t", scene.topic, "-p", "daily", "-k", scene.key, "-b", scene.broker_name,
-                     "-i", "0")
+    sent = run_patiently(admin, "sendMessage", "-t", scene.topic, "-p", "daily", "-k", scene.key,
+                         "-b", scene.broker_name, "-i", "0")
     # SendMessageCommand prints: Broker Name  #QID  #Send Result  #MsgId
     found = re.search(r"SEND_OK\s+(\S+)", sent.stdout)
     if found is None:

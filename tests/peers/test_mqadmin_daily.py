@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 
 from conformance.peers.mqadmin import MqAdmin
-from conformance.peers.mqadmin_daily import OK, REFUSED, WRONG, Scene, Verdict, prepare_topic, run_daily
+from conformance.peers.mqadmin_daily import (
+    OK,
+    REFUSED,
+    WRONG,
+    Scene,
+    Verdict,
+    prepare_topic,
+    run_daily,
+    run_patiently,
+)
 from conformance.peers.mqadmin_members import GroupMembers
 from conformance.targets.launch import LaunchedBroker, launch_broker
 from conformance.targets.remoting import discover_broker
@@ -49,8 +58,9 @@ def verdicts(served: tuple[LaunchedBroker, Path], tmp_path_factory: pytest.TempP
     try:
         members.start()
         members.commit(0, 0)
-        found = re.search(r"OffsetID:\s+(\S+)", admin.run("queryMsgByOffset", "-t", scene.topic, "-b",
-                                                          scene.broker_name, "-i", "0", "-o", "0").output)
+        first = run_patiently(admin, "queryMsgByOffset", "-t", scene.topic, "-b", scene.broker_name, "-i", "0",
+                              "-o", "0")
+        found = re.search(r"OffsetID:\s+(\S+)", first.output)
         assert found is not None, "queryMsgByOffset printed no OffsetID for the prepared message"
         scene.offset_msg_id = found[1]
         return run_daily(admin, scene)

@@ -33,7 +33,7 @@ class RequestCode(enum.IntEnum):
 
     SEND_MESSAGE = 10
     PULL_MESSAGE = 11
-    #: Messages by key; the reference does not serve it, but its ACL checks it as RocketMQ does.
+    #: Messages by key or unique key (mqadmin queryMsgByKey, queryMsgByUniqueKey: reference.store.index).
     QUERY_MESSAGE = 12
     QUERY_CONSUMER_OFFSET = 14
     UPDATE_CONSUMER_OFFSET = 15
@@ -66,7 +66,7 @@ class RequestCode(enum.IntEnum):
     UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
     #: admin (``mqadmin consumerConnection``): a group's connections and stored subscriptions
     GET_CONSUMER_CONNECTION_LIST = 203
-    #: admin: delete a subscription group, delete a topic (the reference serves neither; its ACL knows them)
+    #: admin: delete a subscription group (mqadmin deleteSubGroup), delete a topic (mqadmin deleteTopic)
     DELETE_SUBSCRIPTIONGROUP = 207
     DELETE_TOPIC_IN_BROKER = 215
     SEND_MESSAGE_V2 = 310
