@@ -122,7 +122,7 @@ def _deployment(kind: str, tmp_path: Path) -> tuple[subprocess.Popen[str], str, 
 def _create_topic_and_group(namesrv: str) -> tuple[str, str]:
     """The topic (4 queues) and the consumer group, created over remoting as an operator does before v5 clients
     start: the proxy refuses the Telemetry settings of a consumer whose group the broker does not know (the
-    reference keeps the group's config, but serves every group whether created or not)."""
+    reference answers the group's creation REQUEST_CODE_NOT_SUPPORTED: it serves every group)."""
     admin = RemotingTarget(namesrv)
     try:
         topic, group = admin.namespaced("v5rec"), admin.namespaced("v5rec_group")
@@ -130,7 +130,7 @@ def _create_topic_and_group(namesrv: str) -> tuple[str, str]:
         client = RemotingClient(admin.broker_addr)
         try:
             body = json.dumps({"groupName": group, "consumeEnable": True}).encode()
-            # The reference serves every group anyway: what matters is that the proxy's broker knows it.
+            # The reference has no such request (it knows every group): what matters is that the proxy's broker does.
             client.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body, timeout_s=10)
         finally:
             client.close()
