@@ -64,12 +64,15 @@ Check = Callable[[MqAdmin, Scene], str | None]
 @dataclass(frozen=True)
 class Daily:
     """One daily command: its arguments (``str.format``-ed with the scene), the regex its output must match to be
-    OK, and an optional check after it (None: the change is there; a string: what is missing)."""
+    OK, an optional check after it (None: the change is there; a string: what is missing), and whether a
+    refusal can be right (not when the scene holds what the command looks up)."""
 
     name: str
     args: tuple[str, ...]
     expect: str
     verify: Check | None = None
+    #: False when what the command asks for exists (the message it looks up was sent): a refusal is then wrong.
+    refusable: bool = True
 
 
 def _route_perm(admin: MqAdmin, scene: Scene, topic: str) -> int | None:
@@ -126,9 +129,9 @@ DAILY: tuple[Daily, ...] = (
           r"{broker_name}\s+\d+\s+\d+", _offsets_reset),
     Daily("brokerConsumeStats", ("-b", "{broker_addr}",), r"{topic}\s+{group}\s+{broker_name}"),
     Daily("statsAll", ("-t", "{topic}",), r"{topic}\s+\S+"),
-    Daily("queryMsgById", ("-i", "{offset_msg_id}",), r"Topic:\s+{topic}"),
-    Daily("queryMsgByKey", ("-t", "{topic}", "-k", "{key}"), r"(?m)^\S+\s+\d+\s+\d+$"),
-    Daily("queryMsgByUniqueKey", ("-t", "{topic}", "-i", "{unique_key}"), r"Topic:\s+{topic}"),
+    Daily("queryMsgById", ("-i", "{offset_msg_id}",), r"Topic:\s+{topic}", refusable=False),
+    Daily("queryMsgByKey", ("-t", "{topic}", "-k", "{key}"), r"(?m)^\S+\s+\d+\s+\d+$", refusable=False),
+    Daily("queryMsgByUniqueKey", ("-t", "{topic}", "-i", "{unique_key}"), r"Topic:\s+{topic}", refusable=False),
     Daily("queryMsgByOffset", ("-t", "{topic}", "-b", "{broker_name}", "-i", "0", "-o", "0"), r"Topic:\s+{topic}"),
     Daily("printMsg", ("-t", "{topic}",), r"MessageExt \[brokerName="),
     Daily("printMsgByQueue", ("-t", "{topic}", "-a", "{broker_name}", "-i", "0", "-p", "true"),
@@ -148,6 +151,8 @@ def judge(daily: Daily, run: AdminRun, scene: Scene, after: str | None) -> Verdi
         desc = refused["desc"].strip()
         if _UNSUPPORTED.search(desc):
             return Verdict(daily.name, WRONG, f"not served: CODE {refused['code']} {desc}")
+        if not daily.refusable:
+            return Verdict(daily.name, WRONG, f"refused what exists: CODE {refused['code']} {desc}")
         return Verdict(daily.name, REFUSED, f"CODE {refused['code']}: {desc}")
     if not re.search(daily.expect.format(**fields), run.stdout):
         exceptions = _EXCEPTION.findall(run.output)
