@@ -24,10 +24,14 @@ DESCRIPTIONS: dict[str, str] = {
               "dispatcher (--pulsar, for pulsar-client and the pulsar:// target). --grpc serves the RocketMQ 5 gRPC "
               "front (MessagingService, docs/grpc.md), alone or beside --remoting or --http on the same broker and "
               "store; --grpc-min-invisible-ms, --grpc-min-hold-ms and --grpc-max-hold-ms set its receive limits "
-              "(the proxy's minInvisibleTimeMillsForRecv and grpcClientConsumerMin/MaxLongPollingTimeoutMillis).",
+              "(the proxy's minInvisibleTimeMillsForRecv and grpcClientConsumerMin/MaxLongPollingTimeoutMillis). "
+              "--log-level info logs each connection and each unsupported or refused request (code and reason); "
+              "--segment-bytes sets the commit-log segment size (smaller for small machines, docs/drop-in.md).",
     "bench": "Measure one timing goal and print the result as JSON; timing goals live here, never in the tests.",
     "bench audit": "Synthesize --events trace rows with faults and audit them on Spark: events per second, phase "
                    "times and the driver's peak memory.",
+    "bench disk": "Write small messages over many topics into a reference store and report the data directory's "
+                  "size: allocated bytes (what du counts) and file lengths, per part (issue 41's 334 MB case).",
     "bench store": "Append to and pull from the reference store: messages and MiB per second, with a cProfile "
                    "summary.",
     "bench strategy": "Time an allocation strategy check: examples per second in-process, requests per second over "
@@ -102,9 +106,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                "mqtck broker --remoting 0 --grpc 0 --data-dir /tmp/b",
                "mqtck broker --remoting 0 --grpc 0 --grpc-min-invisible-ms 1000 --grpc-min-hold-ms 0 --data-dir /tmp/b",
                "mqtck broker --http 0 --sim-clock --segment-bytes 65536 --data-dir /tmp/b",
-               "mqtck broker --pulsar 0 --data-dir /tmp/b"),
+               "mqtck broker --pulsar 0 --data-dir /tmp/b",
+               "mqtck broker --remoting 9876 --log-level info --segment-bytes 16777216 --data-dir /tmp/b"),
     "bench": ("mqtck bench store", "mqtck bench strategy", "mqtck bench audit --events 1000000"),
     "bench audit": ("mqtck bench audit --events 1000000", "mqtck bench audit --events 200000 --baseline duckdb"),
+    "bench disk": ("mqtck bench disk", "mqtck bench disk --segment-bytes 16777216"),
     "bench store": ("mqtck bench store", "mqtck bench store --messages 50000 --body-bytes 4096 --out store.json"),
     "bench strategy": ("mqtck bench strategy", "mqtck bench strategy --exec 'java -jar alloc.jar'"),
     "bench conform": ("mqtck bench conform", "mqtck bench conform --skip-http"),

@@ -21,4 +21,5 @@ BENCHES: dict[str, str] = {
     "record": "conformance.bench.record",
     "e2e": "conformance.bench.e2e",
     "pop-wake": "conformance.bench.pop_wake",
+    "disk": "conformance.bench.disk",
 }

@@ -106,7 +106,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mutant", metavar="NAME", default=None,
                    help="--remoting, --http, --pulsar or --grpc: serve the broker with this seeded broker fault of the "
                         "catalogue")
+    p.add_argument("--log-level", choices=LOG_LEVELS, default="warning",
+                   help="the server log on stderr: info adds one line per connection and per unsupported or refused "
+                        "request (its code and reason); warning (the default) only errors and ACL refusals")
     p.set_defaults(func=run)
+
+
+#: ``--log-level`` choices, quietest last; the default keeps the hot path silent.
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def configure_log(level: str) -> None:
+    """One line per event on stderr, under the ``mqtck`` loggers the servers write to."""
+    import logging
+    import sys
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("mqtck broker: %(levelname)s %(message)s"))
+    root = logging.getLogger("mqtck")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
 
 
 def broker_mutant(name: str) -> Mutant:
@@ -255,6 +275,7 @@ def run(args: argparse.Namespace) -> int:
     if args.acl is not None and args.remoting is None:
         raise UsageError("--acl needs --remoting [HOST:]PORT (the HTTP front takes --api-key-file FILE)")
     mutant = broker_mutant(args.mutant) if args.mutant is not None else None
+    configure_log(args.log_level)
     address = parse_http_address(args.http) if args.http is not None else None
     pulsar = parse_http_address(args.pulsar, "--pulsar") if args.pulsar is not None else None
     if pulsar is not None:

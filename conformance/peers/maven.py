@@ -30,6 +30,8 @@ PULSAR_POM_DIR = Path(__file__).resolve().parent / "pulsar"
 PULSAR_CLIENT_POM_DIR = Path(__file__).resolve().parent / "pulsar_client"
 #: rocketmq-proxy and rocketmq-namesrv: the RocketMQ 5 proxy peer (LOCAL mode: the broker inside the proxy).
 PROXY_POM_DIR = Path(__file__).resolve().parent / "rocketmq_proxy"
+#: rocketmq-tools: Apache RocketMQ's admin tool (mqadmin), run against the reference to check its admin answers.
+MQADMIN_POM_DIR = Path(__file__).resolve().parent / "mqadmin"
 #: How long one resolution may take (a cold ~/.m2 downloads ~40 MB for 4.9.7, ~90 MB for 5.x).
 RESOLVE_TIMEOUT_S = 600
 
@@ -103,6 +105,11 @@ def server_classpath(kind: str, version: str, *, progress: Progress | None = Non
 def client_classpath(version: str, *, progress: Progress | None = None) -> list[str]:
     """The runtime classpath of Apache RocketMQ's Java client ``rocketmq-client`` ``version`` (jar paths)."""
     return _classpath(CLIENT_POM_DIR, f"rocketmq-client-{version}", version, False, progress)
+
+
+def mqadmin_classpath(version: str) -> list[str]:
+    """The runtime classpath of Apache RocketMQ's admin tool ``rocketmq-tools`` ``version`` (mqadmin's jars)."""
+    return _classpath(MQADMIN_POM_DIR, f"rocketmq-tools-{version}", version, False)
 
 
 def app_client_classpath(version: str) -> list[str]:

@@ -29,6 +29,9 @@ from reference.store.mapped_file import MappedFile, MappedFileQueue
 CQ_STORE_UNIT_SIZE = 20
 UNIT = struct.Struct(">qiq")
 _NEVER_WRITTEN = bytes(CQ_STORE_UNIT_SIZE)
+#: Consume-queue files grow: disk is allocated this many bytes (204 units) at a time ahead of the writes, not
+#: the whole 6,000,000-byte segment when a queue gets its first message (MappedFile.ensure_allocated).
+CQ_ALLOCATE_STEP = 4096
 #: Placeholder for offsets before the first unit of a queue rebuilt from a trimmed commit log: it
 #: points nowhere (commit-log offset -1, below any real one), so it reads as removed and the min
 #: offset correction skips it; it is not all zeros, so recovery counts it as written.
@@ -44,7 +47,7 @@ class ConsumeQueue:
         self.topic = topic
         self.queue_id = queue_id
         self.units_per_segment = units_per_segment
-        self.files = MappedFileQueue(directory, units_per_segment * CQ_STORE_UNIT_SIZE)
+        self.files = MappedFileQueue(directory, units_per_segment * CQ_STORE_UNIT_SIZE, allocate_step=CQ_ALLOCATE_STEP)
         self.min_offset = 0
 
     def load(self) -> None:
@@ -83,15 +86,23 @@ class ConsumeQueue:
         if segments:
             seg = segments[-1]
             if seg.wrote < seg.size and seg.start + seg.wrote == offset * CQ_STORE_UNIT_SIZE:
+                seg.ensure_allocated(seg.wrote + CQ_STORE_UNIT_SIZE)
                 return seg
             if offset != self.max_offset:
                 raise ConsumeQueueGap(
                     f"consume queue {self.topic}/{self.queue_id}: unit for offset {offset} offered "
                     f"but the next offset is {self.max_offset}"
                 )
-            return self.files.writable()
+            seg = self.files.writable()
+            seg.ensure_allocated(seg.wrote + CQ_STORE_UNIT_SIZE)
+            return seg
         byte = offset * CQ_STORE_UNIT_SIZE
         seg = self.files.create(byte - byte % self.files.segment_bytes)
+        try:
+            seg.ensure_allocated(byte - seg.start + CQ_STORE_UNIT_SIZE)
+        except OSError:
+            self.files.delete_last()  # no room: the queue stays as it was, without an empty segment
+            raise
         for pos in range(0, byte - seg.start, CQ_STORE_UNIT_SIZE):
             seg.mm[pos:pos + CQ_STORE_UNIT_SIZE] = FILLER_UNIT
         seg.wrote = byte - seg.start

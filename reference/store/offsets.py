@@ -59,6 +59,10 @@ class ConsumerOffsetManager:
         """queue id -> committed offset for one group and topic (a copy)."""
         return dict(self._table.get(_key(topic, group), {}))
 
+    def topic_groups(self) -> list[tuple[str, str]]:
+        """Every (topic, group) with a committed offset: who consumes what, for the admin answers."""
+        return [tuple(key.split(TOPIC_GROUP_SEPARATOR, 1)) for key in self._table]  # type: ignore[misc]
+
     def persist(self) -> None:
         """Write the table to disk if it changed since the last write."""
         if not self._dirty:

@@ -451,6 +451,16 @@ class MessageStore:
             yield offset, code
 
     @_while_open
+    def commit_log_offsets(self, topic: str, queue_id: int, start: int, end: int) -> Iterator[tuple[int, int]]:
+        """(queue offset, commit-log offset) of the units in ``[start, end)`` still present: what an index by
+        key reads to find the records it has not indexed yet (``reference.store.index``)."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            return
+        for offset, (phy, _size, _code) in cq.units(start, end):
+            yield offset, phy
+
+    @_while_open
     def get_offset_by_timestamp(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """First offset whose message was stored at or after ``timestamp_ms``; the max offset if none.
         Binary search over the readable units (store times never decrease along a queue)."""

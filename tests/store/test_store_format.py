@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reference.rules.filter import SubscriptionData, tags_hash_code
-from reference.store.consumequeue import CQ_STORE_UNIT_SIZE
+from reference.store.consumequeue import CQ_ALLOCATE_STEP, CQ_STORE_UNIT_SIZE
 from reference.store.message import Message, offset_msg_id, store_host_bytes
 from reference.store.record import END_MARKER_BYTES, HEADER_BYTES
 
@@ -153,3 +153,19 @@ def test_look_message_by_offset_finds_only_intact_records_starting_there(make_st
     assert store.look_message_by_offset(-1) is None
     assert store.look_message_by_offset(store.get_commit_log_max_offset()) is None
     assert store.look_message_by_offset(10**15) is None
+
+
+def test_a_consume_queue_takes_disk_in_proportion_to_its_units(make_store, tmp_path: Path) -> None:
+    """Issue 41: a queue with one message took its whole 6,000,000-byte segment of disk. It now grows by
+    CQ_ALLOCATE_STEP bytes ahead of its units; its file keeps the segment's length, and a store reopened reads it."""
+    units = 300_000
+    store = make_store(consume_queue_units_per_segment=units)
+    store.create_topic("Small", 1)
+    for i in range(3):
+        store.put_message(Message("Small", b"x", 0, keys=f"k{i}"))
+    store.close()
+    [segment] = (tmp_path / "s" / "consumequeue" / "Small" / "0").iterdir()
+    assert segment.stat().st_size == units * CQ_STORE_UNIT_SIZE
+    assert segment.stat().st_blocks * 512 <= 2 * CQ_ALLOCATE_STEP
+    reopened = make_store(consume_queue_units_per_segment=units)
+    assert reopened.get_max_offset_in_queue("Small", 0) == 3

@@ -21,6 +21,7 @@ from reference.broker.protocol import ConsumerData, PullMessageRequest, PullResp
 from reference.broker.send_back import DEFAULT_MAX_RECONSUME_TIMES
 from reference.net.remoting import admin
 from reference.net.remoting.acl.validator import ACL_REFUSAL, AccessDenied, AccessValidator
+from reference.net.remoting.admin_daily import daily_admin_table
 from reference.net.remoting.command import RemotingCommand, RequestCode, encode_body
 from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.fields import as_int, body_str, field_int, field_str, json_body
@@ -124,6 +125,7 @@ class BrokerRequestHandlers:
             **PopRequestHandlers(broker, self.store_host).table(),
             **self.transactions.table(),
         }
+        self.table.update(daily_admin_table(lambda: self.broker, self.store_host, self.table))
 
     # -- dispatch ------------------------------------------------------------------------------
     def dispatch(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand | None:
@@ -136,14 +138,17 @@ class BrokerRequestHandlers:
                 return cmd.make_response(ACL_REFUSAL, f"AclException: {exc}")
         handler = self.table.get(cmd.code)
         if handler is None:
+            log.info("remoting %s: request code %s not supported", conn.key, cmd.code)
             return cmd.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {cmd.code} not supported")
         try:
             return handler(conn, cmd)
         except InvalidRequest as exc:
             code = (ResponseCode.__members__.get(exc.code) or _CODE_OF.get(exc.code)
                     or _REFUSAL.get(cmd.code, ResponseCode.SYSTEM_ERROR))
+            log.info("remoting %s: request code %s refused (%s): %s", conn.key, cmd.code, int(code), exc)
             return cmd.make_response(code, str(exc))
         except CodecError as exc:
+            log.info("remoting %s: request code %s refused: %s", conn.key, cmd.code, exc)
             return cmd.make_response(_REFUSAL.get(cmd.code, ResponseCode.SYSTEM_ERROR), str(exc))
         except Exception as exc:  # a bug must cost one request, never the server
             log.exception("remoting %s: request code %s failed", conn.key, cmd.code)

@@ -33,7 +33,7 @@ class RequestCode(enum.IntEnum):
 
     SEND_MESSAGE = 10
     PULL_MESSAGE = 11
-    #: Messages by key; the reference does not serve it, but its ACL checks it as RocketMQ does.
+    #: Messages by key or unique key (mqadmin queryMsgByKey, queryMsgByUniqueKey: reference.store.index).
     QUERY_MESSAGE = 12
     QUERY_CONSUMER_OFFSET = 14
     UPDATE_CONSUMER_OFFSET = 15
@@ -66,7 +66,7 @@ class RequestCode(enum.IntEnum):
     UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
     #: admin (``mqadmin consumerConnection``): a group's connections and stored subscriptions
     GET_CONSUMER_CONNECTION_LIST = 203
-    #: admin: delete a subscription group, delete a topic (the reference serves neither; its ACL knows them)
+    #: admin: delete a subscription group (mqadmin deleteSubGroup), delete a topic (mqadmin deleteTopic)
     DELETE_SUBSCRIPTIONGROUP = 207
     DELETE_TOPIC_IN_BROKER = 215
     SEND_MESSAGE_V2 = 310
@@ -78,6 +78,23 @@ class RequestCode(enum.IntEnum):
     QUERY_ASSIGNMENT = 400
     #: Sets a group's request mode for a topic (PULL or POP) and its popShareQueueNum.
     SET_MESSAGE_REQUEST_MODE = 401
+    #: mqadmin's daily commands (issue 41 part B): name server
+    GET_BROKER_CLUSTER_INFO = 106
+    GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
+    DELETE_TOPIC_IN_NAMESRV = 216
+    GET_NAMESRV_CONFIG = 319
+    #: mqadmin's daily commands: broker
+    GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
+    GET_TOPIC_STATS_INFO = 202
+    GET_PRODUCER_CONNECTION_LIST = 204
+    GET_CONSUME_STATS = 208
+    #: broker to client, oneway: reset your offsets to the body's table
+    RESET_CONSUMER_CLIENT_OFFSET = 220
+    INVOKE_BROKER_TO_RESET_OFFSET = 222
+    QUERY_TOPIC_CONSUME_BY_WHO = 300
+    GET_CONSUMER_RUNNING_INFO = 307
+    VIEW_BROKER_STATS_DATA = 315
+    GET_BROKER_CONSUME_STATS = 317
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051
     CHANGE_MESSAGE_INVISIBLETIME = 200053

@@ -9,17 +9,20 @@ test must be able to produce to a topic nobody set up: a group's ``%RETRY%`` top
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from reference.broker.broker import Broker
 from reference.broker.send_back import RETRY_QUEUE_NUMS
 from reference.net.remoting.command import RemotingCommand, RequestCode, encode_body
 from reference.net.remoting.connection import RemotingConnection
+from reference.net.remoting.namesrv_admin import NameServerAdmin
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import InvalidRequest
 from reference.rules.topics import is_retry_topic
 from reference.store.names import check_name
 
+log = logging.getLogger("mqtck.remoting")
 #: Queues of an auto-created topic: the client's DefaultMQProducer.defaultTopicQueueNums (4).
 AUTO_CREATE_QUEUE_NUMS = 4
 #: QueueData.perm: READ (4) | WRITE (2).
@@ -49,9 +52,13 @@ class NameServer:
         self.broker = broker
         self.broker_addr = broker_addr
         self.queue_nums = queue_nums
+        self.admin = NameServerAdmin(lambda: self.broker, broker_addr, queue_nums).table()
 
     def dispatch(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand | None:
+        if cmd.code in self.admin:
+            return self.admin[cmd.code](conn, cmd)
         if cmd.code != RequestCode.GET_ROUTEINFO_BY_TOPIC:
+            log.info("name server %s: request code %s not supported", conn.key, cmd.code)
             return cmd.make_response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {cmd.code} not supported by the name server"
             )

@@ -90,12 +90,14 @@ class TcpService:
         conn = RemotingConnection(reader, writer, self._dispatch, self._closed, self._max_frame_bytes,
                                   self._late_answer)
         self.connections.add(conn)
+        log.info("remoting %s: connected", conn.key)
         await conn.serve()
 
     def _late_answer(self) -> None:
         self.late_answers += 1
 
     def _closed(self, conn: RemotingConnection) -> None:
+        log.info("remoting %s: closed", conn.key)
         self.connections.discard(conn)
         if self._on_close is not None:
             self._on_close(conn)

@@ -1,0 +1,134 @@
+"""Groups as mqadmin changes and reads them: producers online, subscription groups, offsets reset by time.
+
+GET_PRODUCER_CONNECTION_LIST (204, ``producerConnection``) lists the connections whose last heartbeat named the
+producer group (kept here from the heartbeats, forgotten when the connection closes): the core keeps consumers
+only. UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200, ``updateSubGroup``) and DELETE_SUBSCRIPTIONGROUP (207,
+``deleteSubGroup``) keep the group's SubscriptionGroupConfig as sent, in ``config/subscriptionGroup.json`` of
+the data directory, and GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) shows them; the reference's consumption does not
+read them (a group's retries stay the send-back's), which the docs say. INVOKE_BROKER_TO_RESET_OFFSET (222,
+``resetOffsetByTime``) moves the group's committed offset of each queue of the topic to the first message stored
+at or after the time (forward always, backward only with ``isForce``), and answers the new offsets; Apache asks
+the group's clients to commit them (RESET_CONSUMER_CLIENT_OFFSET), the reference commits them itself, so the
+change is visible even with no client online.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from reference.broker.broker import Broker
+from reference.net.remoting.command import RemotingCommand, RequestCode, encode_body
+from reference.net.remoting.connection import RemotingConnection
+from reference.net.remoting.fastjson import ObjectKeyed, encode, message_queue
+from reference.net.remoting.fields import field_int, field_str, json_body
+from reference.rules.codes import ResponseCode
+from reference.rules.errors import require
+from reference.store.jsonfile import read_json, write_json_atomic
+from reference.store.names import check_name
+
+Handler = Callable[[RemotingConnection, RemotingCommand], RemotingCommand]
+
+
+class ProducerTable:
+    """producer group -> {connection: (client id, language, version)} from heartbeats' producerDataSet."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, dict[RemotingConnection, tuple[str, str, int]]] = {}
+
+    def register(self, conn: RemotingConnection, cmd: RemotingCommand) -> None:
+        try:
+            doc = json.loads(cmd.body or b"{}")
+        except ValueError:
+            return  # the heartbeat's own handler refuses it
+        if not isinstance(doc, dict):
+            return
+        for data in doc.get("producerDataSet") or []:
+            if isinstance(data, dict) and data.get("groupName"):
+                self._groups.setdefault(str(data["groupName"]), {})[conn] = (
+                    str(doc.get("clientID", "")), cmd.language, cmd.version)
+
+    def online(self, group: str) -> list[dict[str, Any]]:
+        members = self._groups.get(group, {})
+        for conn in [c for c in members if c.closed]:
+            del members[conn]
+        return [{"clientId": cid, "clientAddr": f"{c.peer[0]}:{c.peer[1]}", "language": lang, "version": ver}
+                for c, (cid, lang, ver) in members.items()]
+
+
+class AdminGroupHandlers:
+    """The group admin table over ``broker()`` (looked up per request: restarts replace the broker)."""
+
+    def __init__(self, broker: Callable[[], Broker], producers: ProducerTable) -> None:
+        self._broker = broker
+        self.producers = producers
+
+    def table(self) -> dict[int, Handler]:
+        return {RequestCode.GET_PRODUCER_CONNECTION_LIST: self.producer_connections,
+                RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_subscription_group,
+                RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.all_subscription_groups,
+                RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
+                RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset}
+
+    def producer_connections(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
+        group = field_str(cmd, "producerGroup")
+        online = self.producers.online(group)
+        if not online:
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
+        return cmd.make_response(body=encode_body({"connectionSet": online}))
+
+    # -- subscription groups -------------------------------------------------------------------
+    def _path(self) -> Any:
+        return self._broker().data_dir / "config" / "subscriptionGroup.json"
+
+    def _groups(self) -> dict[str, Any]:
+        doc = read_json(self._path())
+        table = doc.get("subscriptionGroupTable") if isinstance(doc, dict) else None
+        return dict(table) if isinstance(table, dict) else {}
+
+    def _save(self, groups: dict[str, Any]) -> None:
+        self._path().parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self._path(), {"subscriptionGroupTable": groups})
+
+    def update_subscription_group(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
+        config = json_body(cmd)
+        name = str(config.get("groupName", ""))
+        check_name(name, "groupName")
+        groups = self._groups()
+        groups[name] = config
+        self._save(groups)
+        return cmd.make_response()
+
+    def all_subscription_groups(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
+        return cmd.make_response(body=encode_body({"subscriptionGroupTable": self._groups()}))
+
+    def delete_subscription_group(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
+        name = field_str(cmd, "groupName")
+        groups = self._groups()
+        if groups.pop(name, None) is None:
+            return cmd.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                     f"subscription group [{name}] does not exist on this broker")
+        self._save(groups)
+        return cmd.make_response()
+
+    # -- offsets ---------------------------------------------------------------------------------
+    def reset_offset(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
+        broker = self._broker()
+        topic, group = field_str(cmd, "topic"), field_str(cmd, "group")
+        timestamp = field_int(cmd, "timestamp")
+        force = cmd.ext_fields.get("isForce", "true").lower() == "true"
+        require(timestamp >= 0, "timestamp", "must be >= 0")
+        if topic not in broker.store.topics():
+            return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        pairs = []
+        for q in range(broker.store.queue_nums(topic)):
+            target = broker.store.get_offset_by_timestamp(topic, q, timestamp)
+            committed = broker.offsets.query_offset(group, topic, q)
+            if force or committed < 0 or target > committed:
+                broker.offsets.commit_offset(group, topic, q, target)
+            else:
+                target = committed
+            pairs.append((message_queue(topic, broker.config.broker_name, q), target))
+        broker.offsets.persist()
+        return cmd.make_response(body=encode({"offsetTable": ObjectKeyed(tuple(pairs))}))
