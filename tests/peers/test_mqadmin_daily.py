@@ -27,9 +27,6 @@ from conformance.peers.mqadmin_members import GroupMembers
 from conformance.targets.launch import LaunchedBroker, launch_broker
 from conformance.targets.remoting import discover_broker
 
-#: Commands another part of issue 41 makes true (permissions: part A). Listed so that the day they pass, this test
-#: says so and the entry is removed.
-NOT_YET: dict[str, str] = {"updateTopicPerm": "issue 41 part A: topic permissions are not kept yet"}
 #: What the reference refuses by design, each with the words its remark must contain.
 REFUSED_BY_DESIGN = {"updateBrokerConfig": "fixed when it starts", "consumerStatus": "GET_CONSUMER_RUNNING_INFO"}
 
@@ -70,18 +67,12 @@ def verdicts(served: tuple[LaunchedBroker, Path], tmp_path_factory: pytest.TempP
 
 def test_every_daily_command_is_ok_or_clearly_refused(verdicts: list[Verdict]) -> None:
     table = "\n".join(f"{v.command:22} {v.verdict:8} {v.why}" for v in verdicts)
-    wrong = [v for v in verdicts if v.verdict == WRONG and v.command not in NOT_YET]
+    wrong = [v for v in verdicts if v.verdict == WRONG]
     assert not wrong, f"commands answered wrongly:\n{table}"
     for verdict in verdicts:
         if verdict.command in REFUSED_BY_DESIGN:
             assert verdict.verdict == REFUSED and REFUSED_BY_DESIGN[verdict.command] in verdict.why, table
-    assert sum(v.verdict == OK for v in verdicts) >= len(verdicts) - len(REFUSED_BY_DESIGN) - len(NOT_YET), table
-
-
-def test_the_commands_another_part_fixes_are_still_listed_truly(verdicts: list[Verdict]) -> None:
-    for verdict in verdicts:
-        if verdict.command in NOT_YET:
-            assert verdict.verdict == WRONG, f"{verdict.command} now works: remove it from NOT_YET"
+    assert sum(v.verdict == OK for v in verdicts) >= len(verdicts) - len(REFUSED_BY_DESIGN), table
 
 
 def test_the_server_log_has_connections_and_refusals(

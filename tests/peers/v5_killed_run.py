@@ -150,7 +150,7 @@ def _deployment(kind: str, tmp_path: Path) -> tuple[subprocess.Popen[str], str, 
 def _create_topic_and_group(namesrv: str) -> tuple[str, str]:
     """The topic (4 queues) and the consumer group, created over remoting as an operator does before v5 clients
     start: the proxy refuses the Telemetry settings of a consumer whose group the broker does not know (the
-    reference answers the group's creation REQUEST_CODE_NOT_SUPPORTED: it serves every group)."""
+    reference stores the group, though it serves every group whether created or not)."""
     admin = RemotingTarget(namesrv)
     try:
         topic, group = admin.namespaced("v5rec"), admin.namespaced("v5rec_group")
@@ -158,7 +158,7 @@ def _create_topic_and_group(namesrv: str) -> tuple[str, str]:
         client = RemotingClient(admin.broker_addr)
         try:
             body = json.dumps({"groupName": group, "consumeEnable": True}).encode()
-            # The reference has no such request (it knows every group): what matters is that the proxy's broker does.
+            # What matters is that the proxy's broker knows the group; the reference serves any group.
             client.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body, timeout_s=10)
         finally:
             client.close()
