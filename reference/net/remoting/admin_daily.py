@@ -2,8 +2,8 @@
 
 The handlers live by domain (:mod:`admin_stats` reads, :mod:`admin_groups` changes groups and offsets,
 :mod:`query_message` finds messages by key); this module builds them over the running broker and adds what
-they need from two requests the broker already serves: a heartbeat's producer groups feed the producer table,
-and a stored send counts toward ``brokerStatus``'s ``msgPutTotalTodayNow``.
+they need from the broker's own table: the producers its heartbeats registered, and a stored send counted toward
+``brokerStatus``'s ``msgPutTotalTodayNow``.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import logging
 from collections.abc import Callable
 
 from reference.broker.broker import Broker
-from reference.net.remoting.admin_groups import AdminGroupHandlers, ProducerTable
+from reference.net.remoting.admin_groups import AdminGroupHandlers
 from reference.net.remoting.admin_stats import AdminStatsHandlers, BrokerStats
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.connection import RemotingConnection
+from reference.net.remoting.producers import ProducerTable
 from reference.net.remoting.query_message import QueryMessageHandler
 from reference.rules.codes import ResponseCode
 
@@ -24,23 +25,13 @@ Handler = Callable[[RemotingConnection, RemotingCommand], RemotingCommand | None
 _SENDS = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
 
 
-def daily_admin_table(broker: Callable[[], Broker], store_host: bytes,
+def daily_admin_table(broker: Callable[[], Broker], store_host: bytes, producers: ProducerTable,
                       base: dict[int, Handler]) -> dict[int, Handler]:
-    """The admin entries over ``broker()`` (read per request), plus the heartbeat and sends of ``base`` wrapped to
-    feed them."""
+    """The admin entries over ``broker()`` (read per request), plus the sends of ``base`` wrapped to count."""
     stats = BrokerStats(broker().clock.now_ms())
-    producers = ProducerTable()
     table: dict[int, Handler] = {**AdminStatsHandlers(broker, stats).table(),
                                  **AdminGroupHandlers(broker, producers).table(),
                                  RequestCode.QUERY_MESSAGE: QueryMessageHandler(broker, store_host)}
-    heart_beat = base[RequestCode.HEART_BEAT]
-
-    def heart_beat_with_producers(conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand | None:
-        answer = heart_beat(conn, cmd)
-        producers.register(conn, cmd)
-        return answer
-
-    table[RequestCode.HEART_BEAT] = heart_beat_with_producers
     for code in _SENDS:
         table[code] = _counted(base[code], stats)
     return table

@@ -1,20 +1,18 @@
 """Groups as mqadmin changes and reads them: producers online, subscription groups, offsets reset by time.
 
 GET_PRODUCER_CONNECTION_LIST (204, ``producerConnection``) lists the connections whose last heartbeat named the
-producer group (kept here from the heartbeats, forgotten when the connection closes): the core keeps consumers
-only. UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200, ``updateSubGroup``) and DELETE_SUBSCRIPTIONGROUP (207,
-``deleteSubGroup``) keep the group's SubscriptionGroupConfig as sent, in ``config/subscriptionGroup.json`` of
-the data directory, and GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) shows them; the reference's consumption does not
-read them (a group's retries stay the send-back's), which the docs say. INVOKE_BROKER_TO_RESET_OFFSET (222,
-``resetOffsetByTime``) moves the group's committed offset of each queue of the topic to the first message stored
-at or after the time (forward always, backward only with ``isForce``), and answers the new offsets; Apache asks
-the group's clients to commit them (RESET_CONSUMER_CLIENT_OFFSET), the reference commits them itself, so the
-change is visible even with no client online.
+producer group (:class:`~reference.net.remoting.producers.ProducerTable`). UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200,
+``updateSubGroup``) and DELETE_SUBSCRIPTIONGROUP (207, ``deleteSubGroup``) keep the group's SubscriptionGroupConfig
+as sent, in ``config/subscriptionGroup.json`` of the data directory, and GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201)
+shows them; the reference's consumption does not read them (a group's retries stay the send-back's), which the docs
+say. INVOKE_BROKER_TO_RESET_OFFSET (222, ``resetOffsetByTime``) moves the group's committed offset of each queue of
+the topic to the first message stored at or after the time (forward always, backward only with ``isForce``), and
+answers the new offsets; Apache asks the group's clients to commit them (RESET_CONSUMER_CLIENT_OFFSET), the
+reference commits them itself, so the change is visible even with no client online.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -23,38 +21,13 @@ from reference.net.remoting.command import RemotingCommand, RequestCode, encode_
 from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.fastjson import ObjectKeyed, encode, message_queue
 from reference.net.remoting.fields import field_int, field_str, json_body
+from reference.net.remoting.producers import ProducerTable
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import require
 from reference.store.jsonfile import read_json, write_json_atomic
 from reference.store.names import check_name
 
 Handler = Callable[[RemotingConnection, RemotingCommand], RemotingCommand]
-
-
-class ProducerTable:
-    """producer group -> {connection: (client id, language, version)} from heartbeats' producerDataSet."""
-
-    def __init__(self) -> None:
-        self._groups: dict[str, dict[RemotingConnection, tuple[str, str, int]]] = {}
-
-    def register(self, conn: RemotingConnection, cmd: RemotingCommand) -> None:
-        try:
-            doc = json.loads(cmd.body or b"{}")
-        except ValueError:
-            return  # the heartbeat's own handler refuses it
-        if not isinstance(doc, dict):
-            return
-        for data in doc.get("producerDataSet") or []:
-            if isinstance(data, dict) and data.get("groupName"):
-                self._groups.setdefault(str(data["groupName"]), {})[conn] = (
-                    str(doc.get("clientID", "")), cmd.language, cmd.version)
-
-    def online(self, group: str) -> list[dict[str, Any]]:
-        members = self._groups.get(group, {})
-        for conn in [c for c in members if c.closed]:
-            del members[conn]
-        return [{"clientId": cid, "clientAddr": f"{c.peer[0]}:{c.peer[1]}", "language": lang, "version": ver}
-                for c, (cid, lang, ver) in members.items()]
 
 
 class AdminGroupHandlers:

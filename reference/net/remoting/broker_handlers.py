@@ -37,6 +37,7 @@ from reference.net.remoting.message_codec import (
     inflate_body,
 )
 from reference.net.remoting.pop_handlers import PopRequestHandlers
+from reference.net.remoting.producers import ProducerTable
 from reference.net.remoting.send_header import send_header
 from reference.net.remoting.transaction_handlers import TransactionFront
 from reference.rules.codes import ResponseCode
@@ -99,7 +100,9 @@ class BrokerRequestHandlers:
         #: Messages to store between the lookup and the hold of the next pull of a queue (a runner's race
         #: control, capability ``race_control``): (topic, queue id) -> [(body, tags)].
         self.races: dict[tuple[str, int], list[tuple[bytes, str | None]]] = {}
-        self.transactions = TransactionFront(broker, self.store_host)
+        #: The producers of every heartbeat: a transaction's check-back and mqadmin's producerConnection.
+        self.producers = ProducerTable()
+        self.transactions = TransactionFront(broker, self.store_host, self.producers)
         self.table: dict[int, Handler] = {
             RequestCode.HEART_BEAT: self.heart_beat,
             RequestCode.SEND_MESSAGE: self.send_message,
@@ -125,7 +128,7 @@ class BrokerRequestHandlers:
             **PopRequestHandlers(broker, self.store_host).table(),
             **self.transactions.table(),
         }
-        self.table.update(daily_admin_table(lambda: self.broker, self.store_host, self.table))
+        self.table.update(daily_admin_table(lambda: self.broker, self.store_host, self.producers, self.table))
 
     # -- dispatch ------------------------------------------------------------------------------
     def dispatch(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand | None:
@@ -156,7 +159,7 @@ class BrokerRequestHandlers:
 
     def channel_closed(self, conn: RemotingConnection) -> None:
         self.broker.channel_closed(conn)
-        self.transactions.channel_closed(conn)
+        self.producers.channel_closed(conn)
 
     # -- registry ------------------------------------------------------------------------------
     def heart_beat(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
@@ -178,7 +181,7 @@ class BrokerRequestHandlers:
                 _enum(data.get("consumeFromWhere", 0), CONSUME_FROM_WHERE, "consumeFromWhere"),
             ))
         self.broker.heartbeat(conn, client_id, consumers)
-        self.transactions.heartbeat(conn, doc)
+        self.producers.heartbeat(conn, doc, cmd.language, cmd.version)
         conn.client_id = client_id
         return cmd.make_response()
 

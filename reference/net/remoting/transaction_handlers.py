@@ -26,6 +26,7 @@ from reference.net.remoting.command import ONEWAY_FLAG, RemotingCommand, Request
 from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.fields import field_int, field_str
 from reference.net.remoting.message_codec import encode_stored_record
+from reference.net.remoting.producers import ProducerTable
 from reference.rules.codes import ResponseCode
 from reference.store.message import UNIQ_KEY, StoredMessage, offset_msg_id
 
@@ -35,33 +36,15 @@ log = logging.getLogger("mqtck.remoting")
 class TransactionFront:
     """The producers a check can reach, and the two transaction request codes."""
 
-    def __init__(self, broker: Broker, store_host: bytes) -> None:
+    def __init__(self, broker: Broker, store_host: bytes, producers: ProducerTable) -> None:
         self.broker = broker
         self.store_host = store_host
-        #: producer group -> its producers' connections, in heartbeat order.
-        self.producers: dict[str, list[RemotingConnection]] = {}
+        self.producers = producers
         self._opaque = itertools.count(1_000_000)
         broker.transactions.checker = self.check_transaction_state
 
     def table(self) -> dict[int, Any]:
         return {RequestCode.END_TRANSACTION: self.end_transaction}
-
-    # -- producers -----------------------------------------------------------------------------
-    def heartbeat(self, conn: RemotingConnection, doc: dict[str, Any]) -> None:
-        """Remember ``conn`` under every producer group its heartbeat names (CLIENT_INNER_PRODUCER too: harmless)."""
-        for data in doc.get("producerDataSet") or []:
-            group = str(data.get("groupName", "")) if isinstance(data, dict) else ""
-            members = self.producers.setdefault(group, []) if group else []
-            if group and conn not in members:
-                members.append(conn)
-
-    def channel_closed(self, conn: RemotingConnection) -> None:
-        for group in list(self.producers):
-            members = [c for c in self.producers[group] if c is not conn]
-            if members:
-                self.producers[group] = members
-            else:
-                del self.producers[group]
 
     # -- END_TRANSACTION -----------------------------------------------------------------------
     def end_transaction(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand | None:
@@ -80,7 +63,7 @@ class TransactionFront:
     # -- CHECK_TRANSACTION_STATE ---------------------------------------------------------------
     def check_transaction_state(self, group: str, half: StoredMessage) -> bool:
         """Ask the first live producer of ``group`` about ``half``; whether there was one to ask."""
-        live = [c for c in self.producers.get(group, []) if not c.closed]
+        live = self.producers.connections(group)
         if not live:
             return False
         unique = half.properties.get(UNIQ_KEY, half.unique_id)
