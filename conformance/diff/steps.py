@@ -61,6 +61,8 @@ class Side:
     registered: dict[int, set[int]] = field(default_factory=dict)
     #: Messages dispatched to each permit consumer that were already observed.
     dispatched_seen: Counter[int] = field(default_factory=Counter)
+    #: The permit consumers (consumer, topic index) this program subscribed.
+    permit_consumers: set[tuple[int, int]] = field(default_factory=set)
     #: The simulated instant of this program's last restart (None: none, or real time): where the broker's
     #: periodic work starts its phase again.
     restarted_at: int | None = None
@@ -610,11 +612,16 @@ class PermitSubscribe(Step):
     sub_type: str = "Exclusive"
 
     def run(self, side: Side, index: int) -> dict[str, Any]:
+        # A consumer this program already subscribed to the topic subscribes again: said in the observation, since
+        # implementations may answer it differently (one consumer per client id; Pulsar's same consumer id on its
+        # connection) and an expectations file excuses that case only (`when = "again=True"`).
+        again = {"again": True} if (self.consumer, side.topic_index(self.topic)) in side.permit_consumers else {}
         try:
             side.target.subscribe_permits(side.group(0), side.topic(self.topic), f"p{self.consumer}", self.sub_type)
         except TargetError as error:
-            return _refused(error)
-        return {"subscribed": True}
+            return {**again, **_refused(error)}
+        side.permit_consumers.add((self.consumer, side.topic_index(self.topic)))
+        return {**again, "subscribed": True}
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,24 @@ MAX_PERMITS = 0xFFFFFFFF
 QUIET_S = 0.25
 
 
+#: The field a real broker's refusal concerns, by its ServerError, where its message is prose rather than the
+#: reference's ``field: rule``: Pulsar answers ConsumerBusy both for a second consumer of an Exclusive
+#: subscription and for a consumer of another subscription type (its SubscriptionBusyException maps to
+#: ConsumerBusy), the two refusals the reference names ``subType`` (FLOW-4).
+PROSE_FIELDS = {pb.ServerError_.ConsumerBusy: "subType", pb.ServerError_.ConsumerNotFound: "consumerName"}
+
+
+def _refusal(error: int, message: str) -> TargetError:
+    """A refusal naming its field: the reference's ``field: rule``, or for a real broker's prose ("Exclusive consumer
+    is already connected") the field :data:`PROSE_FIELDS` gives its ServerError, the prose kept as the rule (found by
+    ``mqtck diff --target peer:pulsar-4.0.7``, which compares the field a refusal names)."""
+    code = CODES.get(error, "INVALID_ARGUMENT")
+    where, _, rule = message.partition(": ")
+    if not where.isidentifier():
+        return TargetError(code, PROSE_FIELDS.get(error, ""), message)
+    return TargetError(code, where, rule)
+
+
 class _Wire:
     """One connection: requests answered by request id, MESSAGE frames handed to ``on_message``."""
 
@@ -120,8 +138,7 @@ class _Wire:
 
         reply = self.read_until(answers)
         if reply.type == pb.Type_.ERROR:
-            where, _, rule = reply.error.message.partition(": ")
-            raise TargetError(CODES.get(reply.error.error, "INVALID_ARGUMENT"), where, rule)
+            raise _refusal(reply.error.error, reply.error.message)
         return reply
 
     def lookup(self, topic: str) -> None:
