@@ -63,6 +63,16 @@ class Side:
     dispatched_seen: Counter[int] = field(default_factory=Counter)
     #: The permit consumers (consumer, topic index) this program subscribed.
     permit_consumers: set[tuple[int, int]] = field(default_factory=set)
+    #: The type of each topic's permit subscription (topic index -> "exclusive", "failover", "shared"): its first
+    #: accepted subscribe's.
+    permit_types: dict[int, str] = field(default_factory=dict)
+
+    def failover_choice(self, topic: int) -> bool:
+        """Whether the permit subscription of topic ``topic`` is Failover with more than one consumer: which one is
+        active is where implementations differ (FLOW-4's smallest client id; Pulsar's hash ring)."""
+        index = self.topic_index(topic)
+        consumers = sum(1 for _, t in self.permit_consumers if t == index)
+        return self.permit_types.get(index) == "failover" and consumers > 1
     #: The simulated instant of this program's last restart (None: none, or real time): where the broker's
     #: periodic work starts its phase again.
     restarted_at: int | None = None
@@ -621,6 +631,7 @@ class PermitSubscribe(Step):
         except TargetError as error:
             return {**again, **_refused(error)}
         side.permit_consumers.add((self.consumer, side.topic_index(self.topic)))
+        side.permit_types.setdefault(side.topic_index(self.topic), self.sub_type.lower())
         return {**again, "subscribed": True}
 
 
@@ -639,7 +650,9 @@ class PermitFlow(Step):
 
     def run(self, side: Side, index: int) -> dict[str, Any]:
         group, client, topic = side.group(0), f"p{self.consumer}", side.topic(self.topic)
-        out: dict[str, Any] = {}
+        # Said in the observation so that an expectations file can excuse which consumer is active (`when =
+        # "failover=True"`) and nothing else.
+        out: dict[str, Any] = {"failover": True} if side.failover_choice(self.topic) else {}
         try:
             if self.batch:
                 side.target.send_batch(topic, 0, [_body(index, k) for k in range(self.batch)])
