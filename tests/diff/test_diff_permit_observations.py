@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conformance.diff.compare import compare, rules_for
 from conformance.diff.runner import open_pair
+from conformance.diff.settings import settings_for
 from conformance.diff.steps import PermitFlow, PermitSubscribe, Side
 
 
@@ -62,3 +65,28 @@ def test_pulsars_failover_rules_excuse_the_active_consumer_only_on_a_failover_ch
     assert compare("permit_flow", pulsar, reference, rules).fields == ()
     pulsar.pop("failover"), reference.pop("failover")
     assert compare("permit_flow", pulsar, reference, rules).fields == ("dispatched", "permits")
+
+
+@pytest.mark.req("FLOW-11")
+@pytest.mark.parametrize(("per_entry", "sent"), [(False, 3), (True, 4)])
+def test_the_reference_reads_entries_per_permit_as_pulsar_when_told(tmp_path: Path, per_entry: bool, sent: int) -> None:
+    """pulsar-4.0.7.toml's [[reference]] entry: with 3 permits and entries of 2, 1 and 1 messages queued, the strict
+    reference sends 3 messages (no entry started at 0 permits, FLOW-11), and reading entries per permit, as Pulsar's
+    calculateToRead does, 4 (the third entry started at 0: permits -1)."""
+    settings = {"permit_read_entries_per_permit": True} if per_entry else {}
+    assert settings_for("pulsar-4.0.7") == {"permit_read_entries_per_permit": True}
+    a, b = open_pair("reference", "reference", tmp_path, settings)
+    try:
+        a.create_topic("T", 1)
+        a.send_batch("T", 0, [b"e0m0", b"e0m1"])
+        a.send("T", 0, b"e1")
+        a.send("T", 0, b"e2")
+        a.send("T", 0, b"e3")
+        a.subscribe_permits("G", "T", "p0", "Exclusive")
+        a.flow("G", "p0", "T", 3)
+        dispatched = [r.body for r in a.dispatched("G", "p0", "T")]
+        permits = a.permits("G", "p0", "T")
+    finally:
+        a.close()
+        b.close()
+    assert dispatched == [b"e0m0", b"e0m1", b"e1", b"e2"][:sent] and permits == 3 - sent

@@ -38,14 +38,14 @@ def _mqtck(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.req("FLOW-4")
 @pytest.mark.parametrize("replay_file", REPLAYS, ids=lambda p: p.stem)
 def test_each_divergence_found_replays_in_agreement_with_its_rule(peer: PulsarPeer, replay_file: Path) -> None:
-    """The shrunk program of each divergence, run on the real Pulsar and the reference with the peer's rules,
-    agrees; without the rules it diverges as recorded (the rule excuses a real difference, not nothing), or, for the
-    failover pick (the hash ring's choice depends on the run's topic name, so it is intermittent), not at all."""
+    """The shrunk program of each divergence, run on the real Pulsar and the reference with the peer's rules and
+    reference settings, agrees; without them it diverges as recorded (what they excuse is a real difference), or, for
+    the failover pick (the hash ring's choice depends on the run's topic name, so it is intermittent), not at all."""
     program, document = read_replay(replay_file)
     recorded = document["divergence"]
     rules, settings = rules_for(PEER), settings_for(PEER)
     assert replay(program, peer.target, "reference", rules, settings) is None
-    bare = replay(program, peer.target, "reference", (), settings)
+    bare = replay(program, peer.target, "reference", (), {})
     if bare is None and "failover" in recorded["target"]:
         return
     assert bare is not None and bare.index + 1 == recorded["step"]
