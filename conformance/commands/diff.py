@@ -6,6 +6,7 @@ Examples::
     mqtck diff --target remoting://127.0.0.1:9876 --against reference --examples 1000 --report-dir reports/diff
     mqtck diff --target peer:rocketmq-4.9.7 --examples 500 --without restart
     mqtck diff --target peer:rocketmq-proxy-5.5.0 --against grpc --examples 300
+    mqtck diff --target peer:pulsar-4.0.7 --examples 300
     mqtck diff --replay reports/diff/divergence.json --target mutant:pull-no-match-not-found
 
 Steps are drawn only from the capabilities both targets have. A divergence is printed as a numbered list of
@@ -176,12 +177,27 @@ def _serve(text: str, stack: contextlib.ExitStack) -> tuple[str, str | None]:
     try:
         info = peer_info(name)
         _say(f"resolving and starting {info.name}")
-        server_classpath(info.kind, info.version)
-        address = stack.enter_context(served(info))
+        if info.wire == "pulsar":
+            address = _serve_pulsar(info, stack)
+        else:
+            server_classpath(info.kind, info.version)
+            address = stack.enter_context(served(info))
     except PeerError as exc:
         raise UsageError(str(exc)) from None
     _say(f"{info.name} serves {address}")
     return address, info.name if info.name in expectations.known() else None
+
+
+def _serve_pulsar(info: Any, stack: contextlib.ExitStack) -> str:
+    """A Pulsar broker peer (``peer:pulsar-4.0.7``): the standalone of ``mqtck peer run`` and ``mqtck gate``
+    (:mod:`conformance.peers.pulsar`), its ``pulsar://`` address; the RocketMQ launchers cannot serve it."""
+    from conformance.peers.maven import pulsar_classpath
+    from conformance.peers.pulsar import served as served_pulsar
+
+    pulsar_classpath(info.version)
+    peer = stack.enter_context(served_pulsar(info))
+    _say(f"{info.name} ready after {peer.ready_after_s:.1f} s (RSS {peer.rss_bytes >> 20} MiB)")
+    return peer.target
 
 
 def _serve_grpc_reference(stack: contextlib.ExitStack) -> str:

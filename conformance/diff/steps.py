@@ -61,6 +61,18 @@ class Side:
     registered: dict[int, set[int]] = field(default_factory=dict)
     #: Messages dispatched to each permit consumer that were already observed.
     dispatched_seen: Counter[int] = field(default_factory=Counter)
+    #: The permit consumers (consumer, topic index) this program subscribed.
+    permit_consumers: set[tuple[int, int]] = field(default_factory=set)
+    #: The type of each topic's permit subscription (topic index -> "exclusive", "failover", "shared"): its first
+    #: accepted subscribe's.
+    permit_types: dict[int, str] = field(default_factory=dict)
+
+    def failover_choice(self, topic: int) -> bool:
+        """Whether the permit subscription of topic ``topic`` is Failover with more than one consumer: which one is
+        active is where implementations differ (FLOW-4's smallest client id; Pulsar's hash ring)."""
+        index = self.topic_index(topic)
+        consumers = sum(1 for _, t in self.permit_consumers if t == index)
+        return self.permit_types.get(index) == "failover" and consumers > 1
     #: The simulated instant of this program's last restart (None: none, or real time): where the broker's
     #: periodic work starts its phase again.
     restarted_at: int | None = None
@@ -610,11 +622,17 @@ class PermitSubscribe(Step):
     sub_type: str = "Exclusive"
 
     def run(self, side: Side, index: int) -> dict[str, Any]:
+        # A consumer this program already subscribed to the topic subscribes again: said in the observation, since
+        # implementations may answer it differently (one consumer per client id; Pulsar's same consumer id on its
+        # connection) and an expectations file excuses that case only (`when = "again=True"`).
+        again = {"again": True} if (self.consumer, side.topic_index(self.topic)) in side.permit_consumers else {}
         try:
             side.target.subscribe_permits(side.group(0), side.topic(self.topic), f"p{self.consumer}", self.sub_type)
         except TargetError as error:
-            return _refused(error)
-        return {"subscribed": True}
+            return {**again, **_refused(error)}
+        side.permit_consumers.add((self.consumer, side.topic_index(self.topic)))
+        side.permit_types.setdefault(side.topic_index(self.topic), self.sub_type.lower())
+        return {**again, "subscribed": True}
 
 
 @dataclass(frozen=True)
@@ -632,7 +650,9 @@ class PermitFlow(Step):
 
     def run(self, side: Side, index: int) -> dict[str, Any]:
         group, client, topic = side.group(0), f"p{self.consumer}", side.topic(self.topic)
-        out: dict[str, Any] = {}
+        # Said in the observation so that an expectations file can excuse which consumer is active (`when =
+        # "failover=True"`) and nothing else.
+        out: dict[str, Any] = {"failover": True} if side.failover_choice(self.topic) else {}
         try:
             if self.batch:
                 side.target.send_batch(topic, 0, [_body(index, k) for k in range(self.batch)])

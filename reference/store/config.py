@@ -100,6 +100,11 @@ class MessageStoreConfig:
     #: RocketMQ before 4.9.4) or to the max (True: RocketMQ 4.9.4 and later, ISSUE #4215). OFFSET-4 allows both;
     #: ``mqtck diff`` runs the reference with True against a broker that does it, as its expectations file says.
     offset_overflow_to_max: bool = False
+    #: How much a permit dispatcher reads for a consumer's permits: that many messages, never starting an entry once
+    #: they are spent (False: the reference's strict rule, FLOW-11), or that many *entries* (True: Pulsar's
+    #: calculateToRead with preciseDispatcherFlowControl off, so whole entries may be started at 0 permits or below).
+    #: ``mqtck diff`` runs the reference with True against Pulsar, as pulsar-4.0.7.toml says.
+    permit_read_entries_per_permit: bool = False
     #: How often the consumer offset table is written to disk (RocketMQ's flushConsumerOffsetInterval).
     offset_persist_interval_ms: int = 5_000
     #: This broker's address as recorded in each message and in its offset message id (STOREHOST).

@@ -69,10 +69,12 @@ class ManagedCursor:
     def read_new(self, budget: int) -> list[EntryRead]:
         """Unacknowledged messages from the read position on, whole entries, read while fewer than ``budget``
         messages were taken: no entry is started once the budget is spent, and a batch is never cut (Pulsar's
-        rule, FLOW-2; the last entry may overshoot the budget, by its size less one at most, FLOW-11)."""
+        rule, FLOW-2; the last entry may overshoot the budget, by its size less one at most, FLOW-11). With the
+        store's ``permit_read_entries_per_permit`` the budget counts entries instead, as Pulsar reads."""
         out: list[EntryRead] = []
         taken = 0
-        while taken < budget:
+        per_entry = self.store.config.permit_read_entries_per_permit
+        while (len(out) if per_entry else taken) < budget:
             offset, index = self.read_position
             low = self.store.get_min_offset_in_queue(self.topic, self.queue_id)
             if offset < low:  # retention removed them
