@@ -292,6 +292,19 @@ class GrpcTarget:
         for _, telemetry in sessions:
             telemetry.close()
 
+    # -- for a client that speaks gRPC itself (mqtck bench pop-wake) ---------------------------
+    def wire_name(self, name: str) -> str:
+        """``name`` (a topic's, a group's) as this target puts it on the wire: what a gRPC client of the same
+        deployment must ask for. The composed remoting target namespaces every name, so a topic made by
+        :meth:`create_topic` is routed under this name only (a QueryRoute for the bare name finds no topic)."""
+        return self._remoting.namespaced(name)
+
+    def consumer(self, group: str, topic: str) -> str:
+        """The client id of a SIMPLE_CONSUMER of ``group`` subscribed to ``topic`` (every tag), its group created
+        and its settings held by the server for as long as this target is open: a ReceiveMessage on this id, sent
+        on any channel, is answered as the proxy answers an official SimpleConsumer's."""
+        return self._session("conformance", group, topic, "*")
+
     # -- Target (the remoting protocol of the same deployment) ---------------------------------
     def create_topic(self, topic: str, queues: int) -> None:
         self._remoting.create_topic(topic, queues)
