@@ -47,7 +47,7 @@ def test_two_grpc_targets_in_one_process_name_their_consumers_alike(tmp_path: Pa
                 members.append(target.consumer_ids("G"))
             finally:
                 target.close()
-        assert members[0] == members[1] == ["conformance-0"]
+        assert members[0] == members[1] == ["conformance-G-T"]
     finally:
         server.stop()
 
@@ -56,8 +56,8 @@ def test_two_grpc_targets_in_one_process_name_their_consumers_alike(tmp_path: Pa
 def test_a_consumer_keeps_its_client_id_through_a_restart_whatever_was_opened_between(tmp_path: Path) -> None:
     """Found by ``mqtck diff --target peer:rocketmq-proxy-5.5.0 --against grpc`` (seed 2, with restarts): client ids
     numbered by the sessions a target had opened named one consumer ``conformance-21`` on the proxy and
-    ``conformance-20`` on the reference. A consumer's number is now its own, kept through a restart as a v5 client
-    keeps its client id when it reconnects."""
+    ``conformance-20`` on the reference. A consumer is now named by its group and topic, kept through a restart
+    as a v5 client keeps its client id when it reconnects."""
     from conformance.peers.rocketmq_proxy import REFERENCE_FLAGS
     from conformance.targets.grpc import GrpcTarget
     from conformance.targets.launch import launch_broker
@@ -74,7 +74,7 @@ def test_a_consumer_keeps_its_client_id_through_a_restart_whatever_was_opened_be
             target.restart()
             for topic in ("U", "T"):  # a new consumer first, then the first one again
                 assert target.pop("G", topic, -1, 32, 30_000, 0).result().code == "POLLING_TIMEOUT"
-            assert target.consumer_ids("G") == ["conformance-0", "conformance-1"]
+            assert target.consumer_ids("G") == ["conformance-G-T", "conformance-G-U"]
         finally:
             target.close()
     finally:
