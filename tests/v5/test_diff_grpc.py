@@ -79,3 +79,26 @@ def test_a_consumer_keeps_its_client_id_through_a_restart_whatever_was_opened_be
             target.close()
     finally:
         server.stop()
+
+
+def test_the_served_reference_takes_the_expectations_reference_settings_and_refuses_one_it_cannot(
+        tmp_path: Path) -> None:
+    """Found by ``mqtck diff --target peer:rocketmq-proxy-5.5.0 --against grpc`` (seed 4): the served reference
+    ignored the proxy's OFFSET-4 setting, and a pop after a commit past the end diverged at once. A setting with no
+    ``mqtck broker`` flag is a usage error naming it, not silently dropped."""
+    import contextlib
+
+    from conformance.cliargs import UsageError
+    from conformance.commands.diff import _serve_grpc_reference
+    from conformance.targets.registry import open_target
+
+    with contextlib.ExitStack() as stack:
+        url = _serve_grpc_reference(stack, {"offset_overflow_to_max": True})
+        target = open_target(url, str(tmp_path / "t"))
+        stack.callback(target.close)
+        target.create_topic("T", 1)
+        target.send("T", 0, b"m", "A")
+        reply = target.start_pull("G", "T", 0, 5).result()  # type: ignore[attr-defined]
+        assert (reply.status, reply.next_begin_offset) == ("OFFSET_OVERFLOW_BADLY", 1)  # to the max, not back to 0
+        with pytest.raises(UsageError, match="commit_log_segment_bytes=4096"):
+            _serve_grpc_reference(stack, {"commit_log_segment_bytes": 4096})
