@@ -46,9 +46,11 @@ DESCRIPTIONS: dict[str, str] = {
                   "broker's memory (goal 1 GiB).",
     "bench record": "Measure the recorder's overhead: the Java client's produce and consume throughput direct and "
                     "through mqtck record.",
-    "bench pop-wake": "POP wake latency over gRPC: a held ReceiveMessage woken by a send, p50/p99/max per target: "
-                      "the reference (mqtck broker --remoting --grpc, launched) and each --target, e.g. the real "
-                      "proxy of mqtck peer run rocketmq-proxy-5.5.0.",
+    "bench pop-wake": "POP wake latency over gRPC: a held ReceiveMessage woken by a send, p50/p99/max per target, "
+                      "one after the other in one run: the reference (mqtck broker --remoting --grpc, launched "
+                      "under the proxy peer's receive limits), each --peer (a proxy of mqtck peer list, started) "
+                      "and each --target (a running deployment: its gRPC port and its name server). The topic "
+                      "and the consumer are made on each through the grpc target, by their wire names.",
     "bench e2e": "Audit a recorded deployment: a producer and consumers (Java, Go or C++) through mqtck record, "
                  "one consumer killed and one added on the way.",
     "spec": "Render SPEC.md from requirements.toml (render), or check that every requirement ID is covered by a "
@@ -120,7 +122,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench held": ("mqtck bench held", "mqtck bench held --http 1000 --remoting 0"),
     "bench record": ("mqtck bench record --peer rocketmq-4.9.7", "mqtck bench record --messages 20000 --rounds 1"),
     "bench pop-wake": ("mqtck bench pop-wake --rounds 200",
-                       "mqtck bench pop-wake --target proxy-5.5.0=grpc://127.0.0.1:8081"),
+                       "mqtck bench pop-wake --peer rocketmq-proxy-5.5.0 --rounds 100",
+                       "mqtck bench pop-wake --target proxy=grpc://127.0.0.1:8081?remoting=127.0.0.1:9876"),
     "bench e2e": ("mqtck bench e2e --peer rocketmq-4.9.7", "mqtck bench e2e --peer reference --client go"),
     "spec": ("mqtck spec check", "mqtck spec render"),
     "strategy": ("mqtck strategy list", "mqtck strategy check averagely",

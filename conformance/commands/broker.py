@@ -86,6 +86,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--clean-interval-ms", type=int, default=None,
                    help="how often the clean service runs (cleanResourceInterval, default 10000); gating runs use "
                         "1000 so that retention tests wait less")
+    p.add_argument("--offset-overflow-to-max", action="store_true",
+                   help="a read past the max offset of a queue whose min offset is 0 goes to the max offset, as "
+                        "Apache RocketMQ since 4.9.4 does (default: back to 0, as the seed's broker; OFFSET-4 allows "
+                        "both)")
     p.add_argument("--flush-disk-type", choices=("ASYNC", "SYNC"), default="ASYNC",
                    help="ASYNC (default): a send is acknowledged once its bytes are in the OS page cache; SYNC: once "
                         "they are also msync'ed to the device (RocketMQ's flushDiskType)")
@@ -302,6 +306,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--clean-interval-ms must be >= 100")
         store_config.clean_resource_interval_ms = args.clean_interval_ms
     store_config.flush_disk_type = args.flush_disk_type
+    store_config.offset_overflow_to_max = args.offset_overflow_to_max
     clock = SimClock() if args.sim_clock else RealClock()
     config = BrokerConfig(long_polling_enable=not args.short_polling)
     for flag, value, field in (("--channel-expired-ms", args.channel_expired_ms, "channel_expired_timeout_ms"),

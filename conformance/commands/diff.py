@@ -147,11 +147,11 @@ def run(args: argparse.Namespace) -> int:
     with stack:
         try:
             target, expect = _serve(args.target, stack)
-            against, _ = _serve(args.against, stack)
-            for text in (target, against):
-                parse_target(text)
             expect = args.expect or expect
             rules, settings = rules_for(expect), settings_for(expect)
+            against, _ = _serve(args.against, stack, settings)
+            for text in (target, against):
+                parse_target(text)
             if args.replay is not None:
                 return _replay(args, target, against, rules, settings)
             return _search(args, target, against, expect, rules, settings)
@@ -159,13 +159,15 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
 
 
-def _serve(text: str, stack: contextlib.ExitStack) -> tuple[str, str | None]:
+def _serve(text: str, stack: contextlib.ExitStack,
+           settings: dict[str, object] | None = None) -> tuple[str, str | None]:
     """A target address for ``text``: ``peer:NAME`` starts the peer for the run (and names its expectations), a
-    broker or a proxy; ``grpc`` starts the reference over its gRPC front (:func:`_serve_grpc_reference`)."""
+    broker or a proxy; ``grpc`` starts the reference over its gRPC front (:func:`_serve_grpc_reference`) with the
+    expectations' ``[[reference]]`` ``settings``."""
     from conformance.targets.registry import EMBEDDED_GRPC
 
     if text == EMBEDDED_GRPC:
-        return _serve_grpc_reference(stack), None
+        return _serve_grpc_reference(stack, settings or {}), None
     if not text.startswith("peer:"):
         return text, None
     from conformance import expectations
@@ -200,24 +202,37 @@ def _serve_pulsar(info: Any, stack: contextlib.ExitStack) -> str:
     return peer.target
 
 
-def _serve_grpc_reference(stack: contextlib.ExitStack) -> str:
+#: The ``mqtck broker`` flag of each MessageStoreConfig field an expectations file's ``[[reference]]`` entry may set
+#: on a reference served as a child process (``grpc``): an in-process reference takes any field.
+SETTING_FLAGS = {"offset_overflow_to_max": "--offset-overflow-to-max"}
+
+
+def _serve_grpc_reference(stack: contextlib.ExitStack, settings: dict[str, object]) -> str:
     """``grpc``: the reference served by a child ``mqtck broker --remoting --grpc --control`` in a temp dir under
     the real proxy peer's receive limits (``REFERENCE_FLAGS``), as ``mqtck conform --target grpc`` serves it, so
     that ``--target peer:rocketmq-proxy-5.5.0 --against grpc`` compares the two over the same wire and settings;
-    stopped when the run ends."""
+    with the ``[[reference]]`` settings of the other side's expectations, as an in-process reference takes them
+    (found by mqtck diff against the proxy: without OFFSET-4's overflow to max, a pop after a commit past the end
+    diverged at once); stopped when the run ends."""
     import shutil
 
     from conformance.peers.rocketmq_proxy import REFERENCE_FLAGS
     from conformance.targets.launch import launch_broker
 
+    flags = []
+    for name, value in sorted(settings.items()):
+        if name not in SETTING_FLAGS or value is not True:
+            raise UsageError(f"grpc: the reference's setting {name}={value!r} cannot be given to a served reference "
+                             f"(it takes {', '.join(f'{k}=true' for k in SETTING_FLAGS)})")
+        flags.append(SETTING_FLAGS[name])
     workdir = Path(tempfile.mkdtemp(prefix="mqtck-diff-grpc-"))
     stack.callback(shutil.rmtree, workdir, ignore_errors=True)
     try:
-        server = launch_broker("grpc", workdir / "data", "--control", *REFERENCE_FLAGS)
+        server = launch_broker("grpc", workdir / "data", "--control", *REFERENCE_FLAGS, *flags)
     except RuntimeError as exc:
         raise UsageError(f"grpc: the reference's gRPC front did not start: {exc}"[:300]) from None
     stack.callback(server.stop)
-    _say(f"the reference serves {server.url}")
+    _say(f"the reference serves {server.url}" + (f" ({' '.join(flags)})" if flags else ""))
     return server.url
 
 

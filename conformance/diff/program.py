@@ -38,7 +38,9 @@ REAL_TIME_CHANGE_INVISIBLE_MS = (120_000,)
 #: A held pop's poll time, and when into the hold a message arrives: long enough on simulated time that an
 #: invisible time counted from the request instead of from the read (PACK-1) has already run out.
 CLOCKED_POLL_MS, CLOCKED_SEND_AFTER_MS = 30_000, 20_000
-REAL_TIME_POLL_MS, REAL_TIME_SEND_AFTER_MS = 5_000, 2_000
+#: In real time the send only has to land inside the hold, after the pop's settle (POP_SETTLE_S, 1 s): sent at most
+#: 2 s into a 4 s hold, the 2 s margin the earlier 3 s of 5 s had, one second less of every hold and every send.
+REAL_TIME_POLL_MS, REAL_TIME_SEND_AFTER_MS = 4_000, 1_000
 #: Groups, topics and queues a step names: mostly the first, so that the steps of one program meet on one group
 #: and one queue (a retention step and a pull below the new min offset, a pop and a late ack of the same message).
 GROUPS = (0, 0, 0, 1)
@@ -155,6 +157,14 @@ FAMILIES: tuple[tuple[type[s.Step], ...], ...] = (
 )
 
 
+def _one_restart(steps: tuple[s.Step, ...]) -> tuple[s.Step, ...]:
+    """``steps`` without the restarts after the first. For a pair on real time: a restart of a JVM broker or proxy
+    costs 30-40 s on a loaded machine (98 % of the wall time of a profiled run against rocketmq-proxy-5.5.0), and a
+    second restart in one program compares what the first did (the same store read back after a clean shutdown)."""
+    restarts = [i for i, step in enumerate(steps) if isinstance(step, s.Restart)]
+    return tuple(step for i, step in enumerate(steps) if i not in restarts[1:])
+
+
 def programs(capabilities: frozenset[str], max_steps: int, without: frozenset[str] = frozenset()
              ) -> st.SearchStrategy[Program]:
     """Programs of 1 to ``max_steps`` steps over 1 to :data:`MAX_TOPICS` topics, each from one family of
@@ -175,11 +185,14 @@ def programs(capabilities: frozenset[str], max_steps: int, without: frozenset[st
                                    st.sampled_from(s.TAGS), st.integers(2, 3), st.just(True)))
         families.append(drawn)
     families.append(list(kinds.values()))
+    step_lists = st.sampled_from(families).flatmap(lambda family: st.sampled_from(range(1, max_steps + 1)).flatmap(
+        lambda n: st.lists(st.one_of(*family), min_size=n, max_size=n).map(tuple)
+    ))
+    if "clock_control" not in capabilities:
+        step_lists = step_lists.map(_one_restart)
     return st.builds(
         Program,
         st.lists(st.integers(1, MAX_QUEUES if _reads_queues(capabilities) else 1), min_size=1,
                  max_size=MAX_TOPICS).map(tuple),
-        st.sampled_from(families).flatmap(lambda family: st.sampled_from(range(1, max_steps + 1)).flatmap(
-            lambda n: st.lists(st.one_of(*family), min_size=n, max_size=n).map(tuple)
-        )),
+        step_lists,
     )

@@ -507,7 +507,7 @@ class Pop(Step):
     kind: ClassVar[str] = "pop"
     needs: ClassVar[frozenset[str]] = frozenset({"pop"})
     touches: ClassVar[tuple[str, ...]] = ("POP-2", "POP-4", "POP-6", "PACK-1", "PACK-3", "PACK-4", "PACK-6",
-                                          "REVIVE-2", "REVIVE-3", "REVIVE-5")
+                                          "REVIVE-2", "REVIVE-3", "REVIVE-5", "CGRP-4")
     group: int = 0
     topic: int = 0
     queue: int = -1
@@ -542,6 +542,11 @@ class Pop(Step):
             raise
         except AssertionError:
             return {**out, "answer": "none within the poll time plus slack"}
+        if "consumer_registry" in side.target.capabilities:
+            # A pop over gRPC starts a consumer (its settings register it in the group): the notifications that
+            # join caused are the pop's (CGRP-4), not the next registry step's (found by mqtck diff against the
+            # proxy, which registers gRPC consumers without notifying the group's members).
+            out["notified"] = _notified(side)
         handles = [m.handle for m in reply.messages]
         out.update(code=reply.code, messages=sorted(
             [m.queue_id, m.queue_offset, m.body[:24].decode("latin-1"), m.tags, m.reconsume_times]
