@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conformance.suite.support import answered
+from conformance.suite.support import Settings, answered
 from conformance.suite.test_pop_conformance import REVIVE_DELAY_MS, clocked, send_n, wait_for_redelivery
 from conformance.targets import GroupAdminTarget, PoppedRecord, PopTarget, SettingsTarget
 
@@ -62,7 +62,7 @@ def deleted_group_after_revive(target: GroupDeletingPopTarget, topic: str, gone:
 
 
 @pytest.mark.req("REVIVE-9")
-def test_a_checkpoint_of_a_deleted_group_revives_nothing(target: GroupDeletingPopTarget, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_checkpoint_of_a_deleted_group_revives_nothing(target: GroupDeletingPopTarget, settings: Settings) -> None:
     """Seed 004 lines 1111-1115: with autoCreateSubscriptionGroup off, a due checkpoint whose group was deleted is
     skipped: the group, created again later, finds nothing of it in its retry topic."""
     settings(autoCreateSubscriptionGroup=False)
@@ -72,7 +72,7 @@ def test_a_checkpoint_of_a_deleted_group_revives_nothing(target: GroupDeletingPo
 
 @pytest.mark.req("REVIVE-10")
 def test_a_checkpoint_of_a_deleted_group_is_revived_with_auto_creation(target: GroupDeletingPopTarget,
-                                                                       settings) -> None:  # type: ignore[no-untyped-def]
+                                                                       settings: Settings) -> None:
     """Upstream SubscriptionGroupManager.findSubscriptionGroupConfig (5.3.3): with autoCreateSubscriptionGroup on,
     the revive's look-up creates the deleted group again, so its checkpoint is revived like any other."""
     settings(autoCreateSubscriptionGroup=True)
