@@ -14,12 +14,16 @@ import pytest
 from conformance import spec
 from conformance.cli import main
 
+#: The spec, read once: a run of every requirement asks for each one, and reading requirements.toml per entry
+#: made each run fixture take tens of seconds.
+REQUIREMENTS = spec.requirements()
+
 EXPECTATION = {"reason": "broker answers <late> by design", "source": "apache/rocketmq#1234", "repro": "mqtck x --y"}
 
 
 def requirement(rid: str, status: str, **extra: Any) -> dict[str, Any]:
     """One summary.json requirement entry, with the spec's text and a test whose outcome fits the status."""
-    req = spec.requirements()[rid]
+    req = REQUIREMENTS[rid]
     outcome = {"pass": "passed", "unexpected-pass": "passed", "fail": "failed", "expected-fail": "failed",
                "not-applicable": "skipped"}.get(status)
     tests = [] if outcome is None else [{
@@ -38,7 +42,7 @@ def write_run(root: Path, name: str, statuses: dict[str, str], *, omit: tuple[st
               extra_reqs: list[dict[str, Any]] | None = None, **top: Any) -> Path:
     """A run dir whose summary.json passes every spec requirement except ``statuses``; returns the dir."""
     reqs = []
-    for rid in spec.requirements():
+    for rid in REQUIREMENTS:
         if rid in omit:
             continue
         status = statuses.get(rid, "pass")
@@ -227,7 +231,7 @@ def test_a_client_columns_target_names_the_client_not_its_command_line(tmp_path:
 
 def _narrowed_run(root: Path, name: str, statuses: dict[str, str], **top: Any) -> Path:
     """A run of ``--only``: it reports just ``statuses``' requirements."""
-    return write_run(root, name, statuses, omit=tuple(r for r in spec.requirements() if r not in statuses), **top)
+    return write_run(root, name, statuses, omit=tuple(r for r in REQUIREMENTS if r not in statuses), **top)
 
 
 def test_update_fills_the_rows_a_narrowed_run_reports_and_keeps_the_others(three_runs: list[Path],
