@@ -53,7 +53,7 @@ class OrderAckProcessor:
         self._commit = commit
         self._known_group = known_group
 
-    def _in_batch(self, group: str, topic: str, handle_text: object) -> tuple[ReceiptHandle, str, StoredMessage]:
+    def resolve(self, group: str, topic: str, handle_text: object) -> tuple[ReceiptHandle, str, StoredMessage]:
         """The handle, the topic its queue is of (the retry topic for a retried message) and the message it
         names; refused when the group, the broker or the message is not this one's, or it is already done."""
         check_name(group, "consumerGroup")
@@ -76,7 +76,7 @@ class OrderAckProcessor:
         return handle, ck_topic, found[0]
 
     def ack(self, group: str, topic: str, handle_text: object) -> ResolvedHandle:
-        handle, ck_topic, message = self._in_batch(group, topic, handle_text)
+        handle, ck_topic, message = self.resolve(group, topic, handle_text)
         queue_id, offset = handle.queue_id, handle.offset
         following = self.order_info.commit_and_next(ck_topic, group, queue_id, offset, handle.pop_time)
         _check_batch(following, offset)
@@ -89,7 +89,7 @@ class OrderAckProcessor:
         """Upstream ChangeInvisibleTimeProcessor.processChangeInvisibleTimeForOrder: the message stays in its
         batch (no checkpoint, no revive) and is invisible until ``now_ms + invisible_time_ms``, which keeps its
         queue blocked that long; the new handle keeps the pop time, its invisible time reaching that instant."""
-        handle, ck_topic, message = self._in_batch(group, topic, handle_text)
+        handle, ck_topic, message = self.resolve(group, topic, handle_text)
         next_visible = now_ms + invisible_time_ms
         changed = self.order_info.update_next_visible(ck_topic, group, handle.queue_id, handle.offset,
                                                       handle.pop_time, next_visible)
