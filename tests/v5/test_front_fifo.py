@@ -153,3 +153,25 @@ def test_bad_fifo_handles_are_refused_naming_the_receipt_handle(tmp_path: Path) 
         assert dlq.status.code == codes.INVALID_RECEIPT_HANDLE and dlq.status.message.startswith("receiptHandle: ")
 
     run(tmp_path, scenario)
+
+
+@pytest.mark.req("POP-13.no-retry")
+def test_a_fifo_receive_never_reads_the_retry_topic_an_unordered_one_does(tmp_path: Path) -> None:
+    """A message revived into the group's retry topic while the group was not FIFO: once an operator makes the
+    group FIFO its receives never return it; made unordered again, a receive gets it."""
+    async def scenario(f: Front) -> None:
+        await fifo_topic(f, 1, orderly=False)
+        (got,) = messages(await f.receive(receive_request(G, T, invisible_s=10)))
+        for _ in range(30):  # past the invisible time and the revive delay, on the broker's clock
+            f.clock.advance(1_000)
+        assert f.broker.store.topics().get(pop_retry_topic(G, T)), "revived into the retry topic"
+        await asyncio.to_thread(create_group, f, G, True)
+        for _ in range(10):  # an unordered receive would read the retry topic first in one of five, or to fill
+            ordered = await receive_now(f, receive_request(G, T, invisible_s=10, poll_s=5))
+            assert messages(ordered) == [], "a FIFO receive read the retry topic"
+        await asyncio.to_thread(create_group, f, G, False)
+        (again,) = messages(await receive_now(f, receive_request(G, T, invisible_s=10, poll_s=5)))
+        assert again.system_properties.message_id == got.system_properties.message_id
+        assert again.system_properties.delivery_attempt == 2
+
+    run(tmp_path, scenario)
