@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from reference.broker.pop.receipt import ReceiptHandle
+from reference.net.grpc import fifo
 from reference.net.grpc.codes import MULTIPLE_RESULTS, OK, refusal_status, status
 from reference.net.grpc.convert import duration_ms, resource_name
 from reference.net.grpc.state import FrontState
@@ -65,8 +66,7 @@ def forward_to_dead_letter_queue(state: FrontState, request: Any, client_id: str
     be dead-lettered twice), never loses it."""
     group, topic = _group_topic(request)
     broker = state.broker
-    resolved = broker.pop_service.acks.resolve(group, topic, request.receipt_handle)
-    handle: ReceiptHandle = resolved.handle
+    handle: ReceiptHandle = fifo.resolve(broker, group, topic, request.receipt_handle)
     read_topic = pop_retry_topic(group, topic) if handle.retry else topic
     found = broker.store.get_message(group, read_topic, handle.queue_id, handle.offset, 1, None).messages
     if not found:

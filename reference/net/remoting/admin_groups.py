@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reference.broker.broker import Broker
+from reference.broker.subscription_groups import subscription_group_path, subscription_groups
 from reference.net.remoting.command import RemotingCommand, RequestCode, encode_body
 from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.fastjson import ObjectKeyed, encode, message_queue
@@ -24,7 +25,7 @@ from reference.net.remoting.fields import field_int, field_str, json_body
 from reference.net.remoting.producers import ProducerTable
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import require
-from reference.store.jsonfile import read_json, write_json_atomic
+from reference.store.jsonfile import write_json_atomic
 from reference.store.names import check_name
 
 Handler = Callable[[RemotingConnection, RemotingCommand], RemotingCommand]
@@ -53,12 +54,10 @@ class AdminGroupHandlers:
 
     # -- subscription groups -------------------------------------------------------------------
     def _path(self) -> Any:
-        return self._broker().data_dir / "config" / "subscriptionGroup.json"
+        return subscription_group_path(self._broker().data_dir)
 
     def _groups(self) -> dict[str, Any]:
-        doc = read_json(self._path())
-        table = doc.get("subscriptionGroupTable") if isinstance(doc, dict) else None
-        return dict(table) if isinstance(table, dict) else {}
+        return subscription_groups(self._broker().data_dir)
 
     def _save(self, groups: dict[str, Any]) -> None:
         self._path().parent.mkdir(parents=True, exist_ok=True)
