@@ -264,6 +264,7 @@ def test_update_with_a_label_or_a_new_implementation(three_runs: list[Path], tmp
     assert main(["matrix", "--out", str(out), "--update", f"reference over remoting={into}", str(new)]) == 0
     after = json.loads((out / "matrix.json").read_text())
     assert [c["label"] for c in after["columns"]][-1] == "rocketmq-rust-1.0.0"
+    assert after["columns"][2]["run"] == "old-run", "a narrowed run leaves the column's run as it was"
     cells = {r["id"]: r["cells"] for r in after["requirements"]}
     assert cells["OFFSET-12"]["reference over remoting"]["status"] == "not-applicable"  # was absent in old-run
     assert cells["OFFSET-1"]["rocketmq-rust-1.0.0"]["status"] == "fail"
@@ -290,3 +291,13 @@ def test_update_of_a_missing_or_foreign_matrix_is_one_line_exit_2(tmp_path: Path
 def test_update_label_without_a_path_is_one_line_exit_2(tmp_path: Path, capsys) -> None:
     assert main(["matrix", "--out", str(tmp_path), "--update", "rocketmq-5.5.0="]) == 2
     assert "LABEL=PATH needs a label and a path" in capsys.readouterr().err
+
+
+def test_update_with_a_whole_run_makes_it_the_columns_run(three_runs: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_matrix(three_runs, out) == 0
+    whole = write_run(tmp_path, "whole", {"OFFSET-1": "fail"}, verdict="fail", implementation="rocketmq-4.9.7")
+    assert main(["matrix", "--out", str(out), "--update", str(whole)]) == 0
+    peer = next(c for c in json.loads((out / "matrix.json").read_text())["columns"] if c["label"] == "rocketmq-4.9.7")
+    assert (peer["run"], peer["verdict"], peer["key"]) == ("whole", "fail", "rocketmq-4-9-7")
+    assert peer["counts"]["fail"] == 1 and peer["counts"]["expected-fail"] == 0

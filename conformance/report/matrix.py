@@ -243,7 +243,8 @@ def update(model: dict[str, Any], runs: list[tuple[str | None, Run]], families: 
     """The published matrix with new runs folded in, so that a narrowed run (``--only``) of a new requirement
     does not mean re-running every implementation. Each run goes to the column ``label`` (else its own
     label, as :func:`column_labels` gives it): an existing column takes the cells of the requirements the run
-    reports and keeps the others; a new label becomes a new column, absent where the run is silent. Rows
+    reports and keeps the others (a run of every requirement also becomes the column's run: its target, verdict
+    and time); a new label becomes a new column, absent where the run is silent. Rows
     follow the current spec (a new requirement is absent in every column no run reported it for), and every
     count is recomputed."""
     if families is None or reqs is None:
@@ -261,7 +262,9 @@ def update(model: dict[str, Any], runs: list[tuple[str | None, Run]], families: 
                 row["cells"][label] = cell(entries[row["id"]])
         if label not in columns:
             labels.append(label)
-            columns[label] = _column(label, _slug(label) if given else key, run, {}, 0, [])
+        if label not in columns or set(entries) >= set(reqs):  # new, or a whole run: the column is this run's
+            old_key = columns[label]["key"] if label in columns else (_slug(label) if given else key)
+            columns[label] = _column(label, old_key, run, {}, 0, [])
     family_order = _family_order(families, rows)
     rows.sort(key=lambda r: family_order.index(r["family"]))
     fam_counts = {f: {label: _empty_counts() for label in labels} for f in family_order}
