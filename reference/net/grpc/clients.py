@@ -31,6 +31,11 @@ KNOWN_TYPES = frozenset({1, 2, 3, 4, 5, 6})
 CONSUME_TYPE = "CONSUME_PASSIVELY"
 
 
+def channel_key(client_id: str) -> str:
+    """The key a v5 client's channel has in the core's consumer registry."""
+    return f"grpc:{client_id}"
+
+
 def client_id_of(metadata: Any) -> str:
     """The ``x-mq-client-id`` of a call's invocation metadata; CLIENT_ID_REQUIRED when absent or empty."""
     for key, value in metadata or ():
@@ -53,7 +58,7 @@ class GrpcClient:
     groups: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.key = self.key or f"grpc:{self.client_id}"
+        self.key = self.key or channel_key(self.client_id)
 
     def deliver_pull(self, request: object, response: object) -> None:
         """Never called: a v5 client does not pull through this front."""
@@ -68,6 +73,8 @@ class ClientRegistry:
     def __init__(self, broker: Callable[[], Broker]) -> None:
         self._broker = broker
         self.clients: dict[str, GrpcClient] = {}
+        #: Told of every client that leaves (the front's receipt handle manager gives back what it held).
+        self.on_leave: Callable[[str], None] = lambda client_id: None
 
     def client(self, client_id: str) -> GrpcClient:
         found = self.clients.get(client_id)
@@ -93,6 +100,7 @@ class ClientRegistry:
     def terminate(self, client_id: str, group: str) -> None:
         """NotifyClientTermination: the client leaves its groups and is forgotten."""
         client = self.clients.pop(client_id, None)
+        self.on_leave(client_id)
         if client is None:
             return
         broker = self._broker()
