@@ -11,6 +11,7 @@ import pytest
 
 from reference.net.grpc import codes, renewal
 from reference.net.grpc.receive import DEFAULT_INVISIBLE_MS
+from reference.rules.topics import dlq_topic
 from tests.v5.front import D, Front, S, messages, receive_now, receive_request, run
 
 OK = codes.OK
@@ -136,5 +137,44 @@ def test_a_silent_clients_messages_come_back_once_the_registry_expires_it_and_no
         await run_for(f, scan + renewal.RENEW_SCHEDULE_PERIOD_MS + 5_000, (OTHER,))
         (again,) = await other_receives(f)
         assert again.system_properties.delivery_attempt == 2
+
+    run(tmp_path, scenario)
+
+
+@pytest.mark.req("RENEW-1.renewed")
+def test_dead_lettering_with_the_received_handle_acts_on_the_renewed_delivery(tmp_path: Path) -> None:
+    async def scenario(f: Front) -> None:
+        got = await hold_one(f)
+        await run_for(f, 70_000, (HOLDER, OTHER))
+        assert f.front.state.renewals.renewals == 1
+        forwarded = await f.call("ForwardMessageToDeadLetterQueue", S.ForwardMessageToDeadLetterQueueRequest(
+            group=D.Resource(name=GROUP), topic=D.Resource(name=TOPIC),
+            receipt_handle=got.system_properties.receipt_handle, message_id=got.system_properties.message_id,
+            delivery_attempt=1, max_delivery_attempts=16), HOLDER)
+        assert forwarded.status.code == OK
+        assert len(f.broker.store.get_message(GROUP, dlq_topic(GROUP), 0, 0, 8, None).messages) == 1
+        await run_for(f, 5 * 60_000, (HOLDER, OTHER))
+        assert await other_receives(f) == []
+
+    run(tmp_path, scenario)
+
+
+@pytest.mark.req("RENEW-1.renewed")
+def test_renewal_stops_three_hours_after_the_receive_and_the_message_comes_back_after_the_retry_delay(
+        tmp_path: Path) -> None:
+    async def scenario(f: Front) -> None:
+        f.broker.config.channel_expired_timeout_ms = 24 * 3_600_000  # the holder stays registered without beats
+        await hold_one(f)
+        # Renewed 10 s before each visible time: at 50 s (for 1 min), 100 s (3 min), 270 s (5), 560 s (10),
+        # 1150 s (30), 2940 s, 6530 s and 10120 s (1 h each), the last visible at 13720 s. Past 3 h, the scan that
+        # finds it due (13710 s) renews it no more: it is visible again after the group's retry delay (10 s).
+        for _ in range(13_700_000 // renewal.RENEW_SCHEDULE_PERIOD_MS):
+            f.clock.advance(renewal.RENEW_SCHEDULE_PERIOD_MS)
+        assert f.front.state.renewals.renewals == 8
+        assert await other_receives(f) == [], "given back before its last renewal ran out"
+        f.clock.advance(renewal.retry_delay_ms(0) + 20_000)
+        (again,) = await other_receives(f)
+        assert again.system_properties.delivery_attempt == 2
+        assert f.front.state.renewals.groups[(HOLDER, GROUP)] == {}
 
     run(tmp_path, scenario)
