@@ -53,7 +53,7 @@ class TrackedHandle:
     """One message an auto-renew receive gave a client (MessageReceiptHandle)."""
 
     topic: str
-    received: str
+    #: The newest handle: the received one until the first renewal (the client's handle is the tracking key).
     current: str
     consume_ms: int
     reconsume_times: int
@@ -77,6 +77,7 @@ class ReceiptHandleManager:
         self._clock = clock
         self._broker = broker
         self.groups: dict[tuple[str, str], dict[str, TrackedHandle]] = {}
+        #: Renewals done so far (the figure the tests read).
         self.renewals = 0
         self._task = PeriodicTask(clock, 0, RENEW_SCHEDULE_PERIOD_MS, self.scan)
 
@@ -91,7 +92,7 @@ class ReceiptHandleManager:
         now = self._clock.now_ms()
         handles = self.groups.setdefault((client_id, group), {})
         for m in messages:
-            handles[m.handle] = TrackedHandle(m.topic, m.handle, m.handle, now, m.reconsume_times)
+            handles[m.handle] = TrackedHandle(m.topic, m.handle, now, m.reconsume_times)
 
     def forget(self, client_id: str, group: str, handle: str) -> str:
         """The client acks, changes or dead-letters ``handle``: stop renewing it; the handle to act on is the
