@@ -178,3 +178,17 @@ def test_renewal_stops_three_hours_after_the_receive_and_the_message_comes_back_
         assert f.front.state.renewals.groups[(HOLDER, GROUP)] == {}
 
     run(tmp_path, scenario)
+
+
+@pytest.mark.req("RENEW-1.released")
+def test_a_client_that_leaves_a_group_with_other_members_is_cleared_at_once(tmp_path: Path) -> None:
+    async def scenario(f: Front) -> None:
+        await hold_one(f)
+        holder = f.front.state.registry.clients[HOLDER]
+        f.broker.unregister_client(holder, GROUP)  # what the registry's expiry does, here without moving the clock
+        assert (HOLDER, GROUP) not in f.front.state.renewals.groups  # the remaining member was told: cleared
+        await run_for(f, 3_000, (OTHER,))  # visible after 1 s, then revived
+        (again,) = await other_receives(f)
+        assert again.system_properties.delivery_attempt == 2
+
+    run(tmp_path, scenario)

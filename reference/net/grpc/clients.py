@@ -56,6 +56,8 @@ class GrpcClient:
     #: The settings the server answered with last (the server's view of this client).
     settings: Any = None
     groups: set[str] = field(default_factory=set)
+    #: Told when a group of this client lost or gained a member (the registry's consumer-ids-changed).
+    group_changed: Callable[[str], None] = field(default=lambda group: None, repr=False)
 
     def __post_init__(self) -> None:
         self.key = self.key or channel_key(self.client_id)
@@ -64,7 +66,9 @@ class GrpcClient:
         """Never called: a v5 client does not pull through this front."""
 
     def notify_consumer_ids_changed(self, group: str) -> None:
-        """v5 has no such notification; a push consumer asks QueryAssignment again every 5 s."""
+        """v5 has no such notification (a push consumer asks QueryAssignment again every 5 s); the front uses it to
+        learn at once that a member left, as the proxy's CLIENT_UNREGISTER listener does."""
+        self.group_changed(group)
 
 
 class ClientRegistry:
@@ -75,11 +79,13 @@ class ClientRegistry:
         self.clients: dict[str, GrpcClient] = {}
         #: Told of every client that leaves (the front's receipt handle manager gives back what it held).
         self.on_leave: Callable[[str], None] = lambda client_id: None
+        #: Told of every group whose members changed (a member may have expired).
+        self.on_group_change: Callable[[str], None] = lambda group: None
 
     def client(self, client_id: str) -> GrpcClient:
         found = self.clients.get(client_id)
         if found is None:
-            found = self.clients[client_id] = GrpcClient(client_id)
+            found = self.clients[client_id] = GrpcClient(client_id, group_changed=lambda g: self.on_group_change(g))
         return found
 
     def register(self, client: GrpcClient, group: str, client_type: int) -> None:

@@ -110,14 +110,22 @@ class ReceiptHandleManager:
         for key in [k for k in self.groups if k[0] == client_id]:
             self.clear(*key)
 
+    def check_group(self, group: str) -> None:
+        """The group's members changed: a tracked client the registry no longer lists is gone (the proxy clears it
+        at the registry's CLIENT_UNREGISTER event; the core tells the members that remain)."""
+        for client_id, tracked_group in [k for k in self.groups if k[1] == group]:
+            if self._offline(client_id, tracked_group):
+                self.clear(client_id, tracked_group)
+
+    def _offline(self, client_id: str, group: str) -> bool:
+        """clientIsOffline: the registry no longer lists the client in the group."""
+        info = self._broker().consumer_manager.get_consumer_group_info(group)
+        return info is None or channel_key(client_id) not in info.channel_info_table
+
     def scan(self) -> None:
         """scheduleRenewTask: a gone client's handles are given back; the others are renewed when due."""
-        if not self.groups:
-            return
-        broker = self._broker()
         for (client_id, group), handles in list(self.groups.items()):
-            info = broker.consumer_manager.get_consumer_group_info(group)
-            if info is None or channel_key(client_id) not in info.channel_info_table:
+            if self._offline(client_id, group):
                 self.clear(client_id, group)
                 continue
             now = self._clock.now_ms()

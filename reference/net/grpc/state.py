@@ -44,6 +44,7 @@ class FrontState:
         self.registry = ClientRegistry(lambda: self.broker)
         self.renewals = ReceiptHandleManager(self.host.clock, lambda: self.broker)
         self.registry.on_leave = self.renewals.clear_client
+        self.registry.on_group_change = self.renewals.check_group
 
     @property
     def broker(self) -> Broker:
