@@ -135,6 +135,8 @@ async def receive_message(state: FrontState, request: Any, client_id: str,
         finally:
             state.held.discard(channel)
     code, message = pop_code(answer.code)
+    if request.auto_renew:  # ReceiveMessageActivity tracks an auto-renew receive's handles, and only those
+        state.renewals.track(client_id, pop.consumer_group, answer.messages)
     written = 0
     try:
         yield service.ReceiveMessageResponse(status=status(state.definition, code, message))
@@ -145,6 +147,8 @@ async def receive_message(state: FrontState, request: Any, client_id: str,
             yield service.ReceiveMessageResponse(message=wire)
             written += 1
     except (asyncio.CancelledError, GeneratorExit):  # the client went away mid-stream
+        for unwritten in answer.messages[written:]:
+            state.renewals.forget(client_id, pop.consumer_group, unwritten.handle)
         release(state, pop, answer.messages[written:])
         raise
     yield delivery_timestamp(state)
