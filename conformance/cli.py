@@ -84,8 +84,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 #: Exit code of an interrupted command (128 + SIGINT, as a shell reports it).
 INTERRUPTED_EXIT = 130
-#: The servers: SIGINT is how they are stopped (exit 0), so they keep their own handlers and KeyboardInterrupt.
-SERVER_COMMANDS = frozenset({"broker", "record", ("peer", "run")})
+#: The servers, as command words (a command, or a command and its verb): SIGINT is how they are stopped (exit 0),
+#: so they keep their own handlers and KeyboardInterrupt.
+SERVER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({("broker",), ("record",), ("peer", "run")})
 
 #: Widest the descriptions are wrapped to, narrower on a narrow terminal (RawDescriptionHelpFormatter keeps line
 #: breaks as they are, so that the examples stay one per line).
@@ -107,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The first word names the command unless it is an option (--help, --version: every command is listed).
     parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
     args = parser.parse_args(words)
-    server = args.command in SERVER_COMMANDS or (args.command, getattr(args, "verb", None)) in SERVER_COMMANDS
+    server = (args.command,) in SERVER_COMMANDS or (args.command, getattr(args, "verb", None)) in SERVER_COMMANDS
     if not server:
         interrupts.install()
     try:

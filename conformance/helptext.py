@@ -91,7 +91,8 @@ DESCRIPTIONS: dict[str, str] = {
             "same --seed, --examples and targets when both are on simulated time (in-process, or a runner served "
             "with --sim-clock); see docs/diff.md, Repeating a run.",
     "matrix": "Write the results matrix of several conform runs: one HTML page and matrix.json, one column per "
-              "run.",
+              "run. With --update, fold runs into the published matrix: an --only run fills its rows of its "
+              "column, a new implementation adds a column.",
 }
 
 #: What each help page ends with, under ``examples:``: what a newcomer types first.
@@ -153,5 +154,6 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
              "mqtck diff --target peer:rocketmq-4.9.7 --examples 500 --without restart --report-dir d",
              "mqtck diff --target peer:rocketmq-proxy-5.5.0 --against grpc --examples 300",
              "mqtck diff --replay d/divergence.json --target peer:rocketmq-4.9.7"),
-    "matrix": ("mqtck matrix --out docs/matrix reports/gate",),
+    "matrix": ("mqtck matrix --out docs/matrix reports/gate",
+               "mqtck matrix --out docs/matrix --update 'rocketmq-5.5.0=reports/gate-only' reports/new-peer"),
 }

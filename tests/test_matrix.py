@@ -14,12 +14,16 @@ import pytest
 from conformance import spec
 from conformance.cli import main
 
+#: The spec, read once: a run of every requirement asks for each one, and reading requirements.toml per entry
+#: made each run fixture take tens of seconds.
+REQUIREMENTS = spec.requirements()
+
 EXPECTATION = {"reason": "broker answers <late> by design", "source": "apache/rocketmq#1234", "repro": "mqtck x --y"}
 
 
 def requirement(rid: str, status: str, **extra: Any) -> dict[str, Any]:
     """One summary.json requirement entry, with the spec's text and a test whose outcome fits the status."""
-    req = spec.requirements()[rid]
+    req = REQUIREMENTS[rid]
     outcome = {"pass": "passed", "unexpected-pass": "passed", "fail": "failed", "expected-fail": "failed",
                "not-applicable": "skipped"}.get(status)
     tests = [] if outcome is None else [{
@@ -38,7 +42,7 @@ def write_run(root: Path, name: str, statuses: dict[str, str], *, omit: tuple[st
               extra_reqs: list[dict[str, Any]] | None = None, **top: Any) -> Path:
     """A run dir whose summary.json passes every spec requirement except ``statuses``; returns the dir."""
     reqs = []
-    for rid in spec.requirements():
+    for rid in REQUIREMENTS:
         if rid in omit:
             continue
         status = statuses.get(rid, "pass")
@@ -223,3 +227,77 @@ def test_a_client_columns_target_names_the_client_not_its_command_line(tmp_path:
            "go-client-v5-5.1.2", "verdict": "pass", "requirements": [{"id": "PCLIENT-1", "status": "pass"}]}
     (column,) = build([Run(tmp_path / "run", doc)])["columns"]
     assert column["target"] == "client: go-client-v5-5.1.2"
+
+
+def _narrowed_run(root: Path, name: str, statuses: dict[str, str], **top: Any) -> Path:
+    """A run of ``--only``: it reports just ``statuses``' requirements."""
+    return write_run(root, name, statuses, omit=tuple(r for r in REQUIREMENTS if r not in statuses), **top)
+
+
+def test_update_fills_the_rows_a_narrowed_run_reports_and_keeps_the_others(three_runs: list[Path],
+                                                                          tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_matrix(three_runs, out) == 0
+    before = json.loads((out / "matrix.json").read_text())
+    only = _narrowed_run(tmp_path, "only-run", {"OFFSET-1": "pass", "LPOLL-1": "expected-fail"},
+                         implementation="rocketmq-4.9.7")
+    assert main(["matrix", "--out", str(out), "--update", str(only)]) == 0
+    after = json.loads((out / "matrix.json").read_text())
+    assert [c["label"] for c in after["columns"]] == [c["label"] for c in before["columns"]]
+    rows = {r["id"]: r["cells"]["rocketmq-4.9.7"]["status"] for r in after["requirements"]}
+    assert rows["OFFSET-1"] == "pass" and rows["LPOLL-1"] == "expected-fail"
+    assert rows["OFFSET-2"] == "expected-fail" and rows["LPOLL-8"] == "fail"  # not in the run: kept
+    peer = next(c for c in after["columns"] if c["label"] == "rocketmq-4.9.7")
+    assert peer["counts"]["fail"] == 1 and peer["must_fail"] == sum(
+        1 for r in after["requirements"] if r["level"] == "MUST" and r["cells"]["rocketmq-4.9.7"]["status"] == "fail")
+    assert spec.requirements()["LPOLL-1"].level == "MUST" and "LPOLL-1" in {e["id"] for e in peer["must_expected_fail"]}
+    # the other columns are untouched
+    assert [r["cells"]["reference"] for r in after["requirements"]] == [
+        r["cells"]["reference"] for r in before["requirements"] if r["id"] in rows]
+
+
+def test_update_with_a_label_or_a_new_implementation(three_runs: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_matrix(three_runs, out) == 0
+    into = _narrowed_run(tmp_path, "into", {"OFFSET-12": "not-applicable"}, target="grpc://127.0.0.1:1")
+    new = _narrowed_run(tmp_path, "new", {"OFFSET-1": "fail"}, implementation="rocketmq-rust-1.0.0")
+    assert main(["matrix", "--out", str(out), "--update", f"reference over remoting={into}", str(new)]) == 0
+    after = json.loads((out / "matrix.json").read_text())
+    assert [c["label"] for c in after["columns"]][-1] == "rocketmq-rust-1.0.0"
+    assert after["columns"][2]["run"] == "old-run", "a narrowed run leaves the column's run as it was"
+    cells = {r["id"]: r["cells"] for r in after["requirements"]}
+    assert cells["OFFSET-12"]["reference over remoting"]["status"] == "not-applicable"  # was absent in old-run
+    assert cells["OFFSET-1"]["rocketmq-rust-1.0.0"]["status"] == "fail"
+    assert cells["OFFSET-2"]["rocketmq-rust-1.0.0"]["status"] == "absent"
+    rust = after["columns"][-1]
+    assert rust["counts"]["fail"] == 1 and rust["counts"]["absent"] == len(after["requirements"]) - 1
+    assert "<td" in (out / "index.html").read_text() and "rocketmq-rust-1.0.0" in (out / "index.html").read_text()
+
+
+@pytest.mark.parametrize(("setup", "problem"), [
+    (lambda out: None, "no matrix to update"),
+    (lambda out: (out.mkdir(), (out / "matrix.json").write_text("{oops")), "not a readable matrix.json"),
+    (lambda out: (out.mkdir(), (out / "matrix.json").write_text('{"version": 9}')), "not a matrix.json of version 1"),
+])
+def test_update_of_a_missing_or_foreign_matrix_is_one_line_exit_2(tmp_path: Path, capsys, setup, problem) -> None:
+    out = tmp_path / "out"
+    setup(out)
+    run = write_run(tmp_path, "r", {})
+    assert main(["matrix", "--out", str(out), "--update", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("mqtck matrix: error: ") and problem in err[0]
+
+
+def test_update_label_without_a_path_is_one_line_exit_2(tmp_path: Path, capsys) -> None:
+    assert main(["matrix", "--out", str(tmp_path), "--update", "rocketmq-5.5.0="]) == 2
+    assert "LABEL=PATH needs a label and a path" in capsys.readouterr().err
+
+
+def test_update_with_a_whole_run_makes_it_the_columns_run(three_runs: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_matrix(three_runs, out) == 0
+    whole = write_run(tmp_path, "whole", {"OFFSET-1": "fail"}, verdict="fail", implementation="rocketmq-4.9.7")
+    assert main(["matrix", "--out", str(out), "--update", str(whole)]) == 0
+    peer = next(c for c in json.loads((out / "matrix.json").read_text())["columns"] if c["label"] == "rocketmq-4.9.7")
+    assert (peer["run"], peer["verdict"], peer["key"]) == ("whole", "fail", "rocketmq-4-9-7")
+    assert peer["counts"]["fail"] == 1 and peer["counts"]["expected-fail"] == 0

@@ -39,12 +39,17 @@ SEGMENT_BYTES = 64 << 10
 class BrokerThread:
     """Start with :meth:`start`; ``namesrv`` is the address clients are configured with."""
 
-    def __init__(self, data_dir: Path, *, long_polling: bool = True, run: str = "client-check") -> None:
+    def __init__(self, data_dir: Path, *, long_polling: bool = True, run: str = "client-check",
+                 channel_expired_ms: int | None = None, channel_scan_ms: int | None = None) -> None:
         self.data_dir = data_dir
         self.sink = MemorySink()
         self.clock = RealClock()
         self.trace = Trace(self.sink, run=run, clock=self.clock)
         self._config = BrokerConfig(long_polling_enable=long_polling)
+        if channel_expired_ms is not None:  # how soon a silent client is dropped (and its v5 messages given back)
+            self._config.channel_expired_timeout_ms = channel_expired_ms
+        if channel_scan_ms is not None:
+            self._config.channel_scan_interval_ms = channel_scan_ms
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="client-check-broker", daemon=True)
         self._servers: RemotingServers | None = None

@@ -31,6 +31,8 @@ from conformance.client_check.pop_checks import CHECKS, PopContext
 from conformance.client_check.pop_scenarios import (
     AWAIT_S,
     KILL_WITHIN_S,
+    KILLED_CLIENT_EXPIRY_MS,
+    KILLED_CLIENT_SCAN_MS,
     QUEUES,
     RECEIVE_INVISIBLE_S,
     REGISTER_WITHIN_S,
@@ -70,7 +72,8 @@ def run_pop_client_check(
     from reference.net.grpc.server import start_grpc
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    broker = BrokerThread(run_dir / "broker-data", run="pop-client-check").start()
+    broker = BrokerThread(run_dir / "broker-data", run="pop-client-check", channel_expired_ms=KILLED_CLIENT_EXPIRY_MS,
+                          channel_scan_ms=KILLED_CLIENT_SCAN_MS).start()
     results: list[TestResult] = []
     try:
         front = broker.start_front(lambda host: start_grpc(host, "127.0.0.1", 0))

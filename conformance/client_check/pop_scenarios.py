@@ -22,8 +22,17 @@ AWAIT_S = 5
 #: Queues of a scenario's topic (the proxy's auto-created topics have 4 too).
 QUEUES = 4
 #: The push consumers' invisible time when they name none (auto_renew): the reference's and the proxy's 60 s
-#: (reference.net.grpc.receive.DEFAULT_INVISIBLE_MS). The killed consumer's messages come back after it.
+#: (reference.net.grpc.receive.DEFAULT_INVISIBLE_MS). The killed consumer's messages come back no earlier.
 PUSH_INVISIBLE_S = 60
+#: How long the reference's consumer registry keeps a silent v5 client (``--channel-expired-ms``) in the runs that
+#: kill a push consumer. The front renews a live client's auto_renew messages, and gives a gone client's back 1 s
+#: after the registry drops it (RENEW-1), so this is when a killed push consumer's messages come back. 70 s: the
+#: invisible time plus the clients' 10 s heartbeat interval. A killed consumer's last heartbeat was at most 10 s
+#: before the kill, and its last receive before the kill, so its messages come back no earlier than their 60 s
+#: (PCLIENT-9 and the audit's early redelivery), and without waiting out the registry's default 120 s.
+KILLED_CLIENT_EXPIRY_MS = 70_000
+#: How often the registry looks for silent clients in those runs (``--channel-scan-ms``; 10 s by default).
+KILLED_CLIENT_SCAN_MS = 1_000
 #: Slack after the invisible time for the revive to run and the survivor to receive the message again.
 REVIVE_SLACK_S = 30
 #: Push-killed: the latest the first consumer is killed after both registered, holding messages or not.

@@ -80,7 +80,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--segment-bytes", type=int, default=None, help="commit-log segment size")
     p.add_argument("--channel-expired-ms", type=int, default=None,
                    help="a consumer channel silent this long is removed at the next housekeeping scan "
-                        "(channelExpiredTimeout, default 120000)")
+                        "(channelExpiredTimeout, default 120000); with --grpc, an auto_renew consumer's messages "
+                        "are renewed until then, and given back 1 s after")
     p.add_argument("--channel-scan-ms", type=int, default=None,
                    help="how often the housekeeping scan runs (default 10000)")
     p.add_argument("--clean-interval-ms", type=int, default=None,

@@ -175,6 +175,25 @@ def _rows(runs: list[Run], reqs: dict[str, spec.Requirement]) -> list[dict[str, 
     return list(rows.values())
 
 
+def _count_column(rows: list[dict[str, Any]], label: str,
+                  fam_counts: dict[str, dict[str, dict[str, int]]]) -> tuple[dict[str, int], int, list[dict[str, str]]]:
+    """One column's counts from its cells (every row has one): totals, family counts (added into
+    ``fam_counts``), the MUSTs failed and the MUSTs failed as expected."""
+    totals: dict[str, int] = _empty_counts()
+    must_fail, must_expected = 0, []
+    for row in rows:
+        c = row["cells"][label]
+        totals[c["status"]] = totals.get(c["status"], 0) + 1
+        counts = fam_counts[row["family"]][label]
+        counts[c["status"]] = counts.get(c["status"], 0) + 1
+        must_fail += row["level"] == "MUST" and c["status"] == "fail"
+        if row["level"] == "MUST" and c["status"] == "expected-fail":
+            known = c["expectation"] or {}
+            must_expected.append({"id": row["id"], "reason": known.get("reason", ""),
+                                  "source": known.get("source", "")})
+    return totals, must_fail, must_expected
+
+
 def build(runs: list[Run], families: dict[str, spec.Family] | None = None,
           reqs: dict[str, spec.Requirement] | None = None) -> dict[str, Any]:
     """The matrix model (the ``matrix.json`` document): see the module docstring for its shape."""
@@ -183,34 +202,94 @@ def build(runs: list[Run], families: dict[str, spec.Family] | None = None,
     labels = column_labels(runs)
     by_run = [{e["id"]: e for e in run.doc["requirements"]} for run in runs]
     rows = _rows(runs, reqs)
-    family_order = list(families) + [f for f in dict.fromkeys(r["family"] for r in rows) if f not in families]
+    family_order = _family_order(families, rows)
     rows.sort(key=lambda r: family_order.index(r["family"]))  # stable: keeps spec order inside a family
     fam_counts = {f: {label: _empty_counts() for label, _ in labels} for f in family_order}
     columns = []
     for (label, key), run, entries in zip(labels, runs, by_run, strict=True):
-        totals, must_fail, must_expected = _empty_counts(), 0, []
         for row in rows:
-            c = cell(entries.get(row["id"]))
-            row.setdefault("cells", {})[label] = c
-            totals[c["status"]] = totals.get(c["status"], 0) + 1
-            counts = fam_counts[row["family"]][label]
-            counts[c["status"]] = counts.get(c["status"], 0) + 1
-            must_fail += row["level"] == "MUST" and c["status"] == "fail"
-            if row["level"] == "MUST" and c["status"] == "expected-fail":
-                known = c["expectation"] or {}
-                must_expected.append({"id": row["id"], "reason": known.get("reason", ""),
-                                      "source": known.get("source", "")})
-        columns.append(_column(label, key, run, totals, must_fail, must_expected))
+            row.setdefault("cells", {})[label] = cell(entries.get(row["id"]))
+        columns.append(_column(label, key, run, *_count_column(rows, label, fam_counts)))
     return {
         "version": MATRIX_VERSION,
         "statuses": [*STATUSES, ABSENT],
         "columns": columns,
-        "families": [
-            {"name": f, "title": families[f].title if f in families else f, "counts": fam_counts[f]}
-            for f in family_order if any(r["family"] == f for r in rows)
-        ],
+        "families": _families(families, family_order, rows, fam_counts),
         "requirements": [{**r, "cells": r.get("cells", {})} for r in rows],
     }
+
+
+class MatrixError(ValueError):
+    """A published matrix that cannot be updated; the message is one line naming the file and the problem."""
+
+
+def load_model(out_dir: Path) -> dict[str, Any]:
+    """The ``matrix.json`` of ``out_dir``, as :func:`update` takes it."""
+    path = out_dir / "matrix.json"
+    try:
+        model = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise MatrixError(f"{path}: no matrix to update (write one first without --update)") from exc
+    except (OSError, ValueError) as exc:
+        raise MatrixError(f"{path}: not a readable matrix.json ({exc})") from exc
+    if not isinstance(model, dict) or model.get("version") != MATRIX_VERSION or not isinstance(
+            model.get("columns"), list) or not isinstance(model.get("requirements"), list):
+        raise MatrixError(f"{path}: not a matrix.json of version {MATRIX_VERSION}")
+    return model
+
+
+def update(model: dict[str, Any], runs: list[tuple[str | None, Run]], families: dict[str, spec.Family] | None = None,
+           reqs: dict[str, spec.Requirement] | None = None) -> dict[str, Any]:
+    """The published matrix with new runs folded in, so that a narrowed run (``--only``) of a new requirement
+    does not mean re-running every implementation. Each run goes to the column ``label`` (else its own
+    label, as :func:`column_labels` gives it): an existing column takes the cells of the requirements the run
+    reports and keeps the others (a run of every requirement also becomes the column's run: its target, verdict
+    and time); a new label becomes a new column, absent where the run is silent. Rows
+    follow the current spec (a new requirement is absent in every column no run reported it for), and every
+    count is recomputed."""
+    if families is None or reqs is None:
+        families, reqs = spec.load()
+    columns = {str(c["label"]): c for c in model["columns"]}
+    labels = list(columns)
+    old_rows = {str(r["id"]): r for r in model["requirements"]}
+    new = [run for _, run in runs]
+    rows = [{**r, "cells": dict(old_rows.get(r["id"], {}).get("cells", {}))} for r in _rows(new, reqs)]
+    for (given, run), (own, key) in zip(runs, column_labels(new), strict=True):
+        label = given or own
+        entries = {e["id"]: e for e in run.doc["requirements"]}
+        for row in rows:
+            if row["id"] in entries:
+                row["cells"][label] = cell(entries[row["id"]])
+        if label not in columns:
+            labels.append(label)
+        if label not in columns or set(entries) >= set(reqs):  # new, or a whole run: the column is this run's
+            old_key = columns[label]["key"] if label in columns else (_slug(label) if given else key)
+            columns[label] = _column(label, old_key, run, {}, 0, [])
+    family_order = _family_order(families, rows)
+    rows.sort(key=lambda r: family_order.index(r["family"]))
+    fam_counts = {f: {label: _empty_counts() for label in labels} for f in family_order}
+    for label in labels:
+        for row in rows:
+            row["cells"].setdefault(label, cell(None))
+        totals, must_fail, must_expected = _count_column(rows, label, fam_counts)
+        columns[label].update(counts=totals, must_fail=must_fail, must_expected_fail=must_expected)
+    return {
+        **model,
+        "columns": [columns[label] for label in labels],
+        "families": _families(families, family_order, rows, fam_counts),
+        "requirements": [{**r, "cells": {label: r["cells"][label] for label in labels}} for r in rows],
+    }
+
+
+def _family_order(families: dict[str, spec.Family], rows: list[dict[str, Any]]) -> list[str]:
+    """The spec's families, then any family only a run's rows name."""
+    return list(families) + [f for f in dict.fromkeys(r["family"] for r in rows) if f not in families]
+
+
+def _families(families: dict[str, spec.Family], order: list[str], rows: list[dict[str, Any]],
+              counts: dict[str, dict[str, dict[str, int]]]) -> list[dict[str, Any]]:
+    return [{"name": f, "title": families[f].title if f in families else f, "counts": counts[f]}
+            for f in order if any(r["family"] == f for r in rows)]
 
 
 def _column(label: str, key: str, run: Run, counts: dict[str, int], must_fail: int,

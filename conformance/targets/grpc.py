@@ -30,7 +30,11 @@ does, else from :data:`FIELD_OF_CODE`; the code by :data:`SUITE_CODE` where the 
 Capabilities are those of the composed remoting target that POP needs (:data:`FROM_REMOTING`), and what the
 control channel offers for the broker; ``pull``, ``long_poll``, ``remoting_wire``, ``channel_close`` and the
 clock and race controls are not declared: those families judge the remoting protocol, which ``remoting://`` gates.
-``pop_order`` is not declared either (an ordered pop over gRPC is a FIFO group's ReceiveMessage: not done yet).
+``pop_order`` (:meth:`GrpcTarget.pop_orderly`) is a ReceiveMessage of a FIFO group: the group's subscription group
+config says ``consumeMessageOrderly``, set over remoting as an operator sets it (``mqadmin updateSubGroup -o
+true``), and switched back for an unordered pop of the same group (the proxy reads the config at every receive).
+What that wire cannot show is :data:`UNSEEN`: no ``restNum`` and no ``orderCountInfo``; an ordered message's
+consume count is its ``delivery_attempt`` - 1 (the proxy's rule), in ``PoppedRecord.reconsume_times``.
 """
 
 from __future__ import annotations
@@ -78,7 +82,14 @@ V5_FIELD_NAMES = {
 #: v5 codes the suite knows by the remoting name of the same refusal.
 SUITE_CODE = {"CONSUMER_GROUP_NOT_FOUND": "SUBSCRIPTION_GROUP_NOT_EXIST", "TOPIC_NOT_FOUND": "TOPIC_NOT_EXIST"}
 #: Capabilities of the composed remoting target that the gRPC target keeps (what POP tests also need).
-FROM_REMOTING = frozenset({"pop", "query_offset", "commit_offset", "consumer_registry", "group_info", "topic_admin"})
+FROM_REMOTING = frozenset({"pop", "pop_order", "query_offset", "commit_offset", "consumer_registry", "group_info",
+                           "topic_admin"})
+#: What a ReceiveMessage answer cannot show, which the suite reads to call a clause not applicable (rather than
+#: judge a value the target made up): a pop's restNum, an ordered pop's orderCountInfo (the proxy folds each
+#: message's count into its delivery_attempt instead: ConsumerProcessor, MQClientAPIImpl.processPopResponse).
+UNSEEN = frozenset({"rest_num", "order_count_info"})
+#: SubscriptionGroupConfig.consumeMessageOrderly: what makes a group FIFO for the proxy (GrpcClientSettingsManager).
+CONSUME_ORDERLY = "consumeMessageOrderly"
 #: Runner capabilities that only make sense with the remoting protocol's pulls (or the runner's own clock).
 NOT_OVER_GRPC = frozenset({"race_control", "clock_control", "trace", "retention_control"})
 #: Why the target lacks what the remoting target offers: the reason a not-applicable test gives.
@@ -88,7 +99,6 @@ WHY_LACKING = {
     "channel_close": REMOTING_FAMILIES, "race_control": REMOTING_FAMILIES,
     "clock_control": "a RocketMQ 5 deployment runs on real time", "trace": "the deployment records no mqtck trace",
     "retention_control": REMOTING_FAMILIES,
-    "pop_order": "an ordered pop over gRPC needs a FIFO consumer group (consumeMessageOrderly): not done yet",
 }
 #: A ``field: rule`` status message (how the reference's front writes a refusal).
 _MESSAGE = re.compile(r"^(?P<field>[A-Za-z_][\w.\[\]]*): (?P<rule>.*)$", re.S)
@@ -180,6 +190,7 @@ class GrpcTarget:
     """The suite's PopTarget over a v5 MessagingService (see the module's docstring for what goes where)."""
 
     why_lacking = WHY_LACKING
+    unseen = UNSEEN
 
     def __init__(self, address: str, remoting: str, name: str | None = None, control: str | None = None) -> None:
         import grpc  # type: ignore[import-untyped]
@@ -205,8 +216,8 @@ class GrpcTarget:
         #: The client that received each receipt handle: its ack and change come from that client, as in a v5
         #: consumer (the proxy's receipt-handle bookkeeping looks up the client's channel).
         self._holders: dict[str, str] = {}
-        #: Groups created on the broker for the consumers' settings.
-        self._groups: set[str] = set()
+        #: Groups created on the broker for the consumers' settings, and whether each is FIFO now.
+        self._groups: dict[str, bool] = {}
         self._lock = threading.Lock()
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -274,12 +285,17 @@ class GrpcTarget:
             return self._session("conformance", group, topic, "*")
         return self._client_id
 
-    def _create_group(self, group: str) -> None:
+    def _create_group(self, group: str, orderly: bool | None = None) -> None:
         """Create ``group`` on the broker as an operator does before a v5 consumer starts (``mqadmin updateSubGroup``):
-        the proxy refuses the settings of a consumer whose group the broker does not know."""
-        if group in self._groups:
+        the proxy refuses the settings of a consumer whose group the broker does not know. ``orderly`` (when said)
+        is its consumeMessageOrderly: a FIFO group, whose ReceiveMessage is an ordered pop; changed when it differs,
+        as an operator changes a group (the proxy reads the config at every receive)."""
+        known = self._groups.get(group)
+        if known is not None and (orderly is None or known == orderly):
             return
-        body = json.dumps({"groupName": self._remoting.namespaced(group), "consumeEnable": True}).encode("utf-8")
+        config = {"groupName": self._remoting.namespaced(group), "consumeEnable": True,
+                  CONSUME_ORDERLY: bool(orderly)}
+        body = json.dumps(config).encode("utf-8")
         client = RemotingClient(self._remoting.broker_addr)
         try:
             response = client.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body,
@@ -287,7 +303,7 @@ class GrpcTarget:
         finally:
             client.close()
         if response.code == ResponseCode.SUCCESS:  # a refused name is the proxy's to judge, at the settings
-            self._groups.add(group)
+            self._groups[group] = bool(orderly)
 
     def _drop_sessions(self) -> None:
         with self._lock:
@@ -398,12 +414,27 @@ class GrpcTarget:
     # -- pop ------------------------------------------------------------------------------------
     def pop(self, group: str, topic: str, queue_id: int = -1, max_nums: int = 32, invisible_ms: int = 60_000,
             poll_ms: int = 0, client_id: str = "conformance", expression: str = "*") -> PendingPop:
-        """ReceiveMessage of every queue; a pop of one named queue goes over remoting (v5 cannot name one)."""
+        """ReceiveMessage of every queue, the group not FIFO; a pop of one named queue goes over remoting (v5 cannot
+        name one)."""
         if queue_id != -1:
             pending = self._remoting.pop(group, topic, queue_id, max_nums, invisible_ms, poll_ms, client_id,
                                          expression)
             return _Remembering(self, pending, group, topic)
+        return self._receive(group, topic, max_nums, invisible_ms, poll_ms, client_id, expression, orderly=False)
+
+    def pop_orderly(self, group: str, topic: str, queue_id: int = -1, max_nums: int = 32,
+                    invisible_ms: int = 60_000, poll_ms: int = 0) -> PendingPop:
+        """An ordered pop: ReceiveMessage of every queue by the group made FIFO (consumeMessageOrderly), as the
+        proxy pops for a FIFO group; one named queue goes over remoting's ordered POP_MESSAGE."""
+        if queue_id != -1:
+            pending = self._remoting.pop(group, topic, queue_id, max_nums, invisible_ms, poll_ms, order=True)
+            return _Remembering(self, pending, group, topic)
+        return self._receive(group, topic, max_nums, invisible_ms, poll_ms, "conformance", "*", orderly=True)
+
+    def _receive(self, group: str, topic: str, max_nums: int, invisible_ms: int, poll_ms: int, client_id: str,
+                 expression: str, orderly: bool) -> PendingPop:
         d = self._stubs.definition
+        self._create_group(group, orderly)
         cid = self._session(client_id, group, topic, expression)
         request = self._stubs.service.ReceiveMessageRequest(
             group=self._resource(group),

@@ -111,7 +111,7 @@ class Broker:
         self.store.add_retention_listener(self._on_retention)
         # Subscription groups (mqadmin updateSubGroup / deleteSubGroup; created on first use while auto-creation is on).
         self.subscription_groups = SubscriptionGroupManager(
-            self.data_dir / "config" / "subscriptionGroup.json", lambda: self.config.auto_create_subscription_group
+            self.data_dir, lambda: self.config.auto_create_subscription_group
         )
         # POP (seed 004); rng draws the pop's random start queue and 1-in-5 retry choice.
         self.pop_service = PopService(

@@ -11,6 +11,11 @@ The table is ``config/subscriptionGroup.json`` of the data directory (upstream's
 ``subscriptionGroupTable`` key), so a group survives a restart. An operator's change is written at once; a group
 created on first use is written at the next change or at shutdown, not on the pop that created it (an fsync per
 new group would slow every pop path), and a crash before that loses only what auto-creation makes again.
+
+The gRPC front reads one setting of an operator's config: ``consumeMessageOrderly``, which makes a group a FIFO
+group for the RocketMQ 5 proxy (GrpcClientSettingsManager's ``subscription.fifo``, ReceiveMessageActivity's ordered
+pop, RouteActivity's per-queue assignment), from the file (:func:`consumes_orderly`). One module owns where the
+table lives and how a setting is read, so the writer and the reader cannot drift apart.
 """
 
 from __future__ import annotations
@@ -27,18 +32,36 @@ from reference.store.names import check_name
 AUTO_CREATE_SUBSCRIPTION_GROUP = True
 #: The document key of the table (upstream's SubscriptionGroupManager.encode).
 TABLE_KEY = "subscriptionGroupTable"
+#: SubscriptionGroupConfig.consumeMessageOrderly: the group consumes in order (a FIFO group over gRPC).
+CONSUME_ORDERLY = "consumeMessageOrderly"
+
+
+def subscription_group_path(data_dir: Path) -> Path:
+    """Where a broker on ``data_dir`` keeps its subscription groups (RocketMQ's ``config/subscriptionGroup.json``)."""
+    return data_dir / "config" / "subscriptionGroup.json"
+
+
+def subscription_groups(data_dir: Path) -> dict[str, Any]:
+    """Every group's config as the file holds it, by name; empty when none was ever written."""
+    doc = read_json(subscription_group_path(data_dir))
+    table = doc.get(TABLE_KEY) if isinstance(doc, dict) else None
+    return dict(table) if isinstance(table, dict) else {}
+
+
+def consumes_orderly(data_dir: Path, group: str) -> bool:
+    """Whether ``group``'s config says consumeMessageOrderly (a group with no config does not: RocketMQ's default)."""
+    config = subscription_groups(data_dir).get(group)
+    return isinstance(config, dict) and config.get(CONSUME_ORDERLY) is True
 
 
 class SubscriptionGroupManager:
     """Group name -> its SubscriptionGroupConfig, as sent (a JSON object). ``auto_create`` is read on every look-up,
     since the setting may change while the broker runs."""
 
-    def __init__(self, path: Path, auto_create: Callable[[], bool]) -> None:
-        self._path = path
+    def __init__(self, data_dir: Path, auto_create: Callable[[], bool]) -> None:
+        self._path = subscription_group_path(data_dir)
         self._auto_create = auto_create
-        document = read_json(path)
-        table = document.get(TABLE_KEY) if isinstance(document, dict) else None
-        self._groups: dict[str, dict[str, Any]] = dict(table) if isinstance(table, dict) else {}
+        self._groups: dict[str, dict[str, Any]] = subscription_groups(data_dir)
         self._dirty = False
 
     def find(self, group: str) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ TransactionalMessageBridge, TransactionalMessageCheckService, processor/EndTrans
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from reference.clock import Clock
@@ -137,23 +137,17 @@ class TransactionalMessageService:
         if HALF_TOPIC not in self.store.topics():
             return
         now = self.clock.now_ms()
-        offset = self.store.get_min_offset_in_queue(HALF_TOPIC, 0)
-        while True:
-            result = self.store.get_message("TRANSACTION", HALF_TOPIC, 0, offset, _READ_BATCH, None)
-            if not result.messages:
-                break
-            for half in result.messages:
-                offset = half.queue_offset + 1
-                if half.queue_offset in self._done:
-                    continue
-                if now - half.store_timestamp < self.config.timeout_ms:
-                    return  # store order is age order: the rest are younger still
-                if self.checks.get(half.queue_offset, 0) >= self.config.check_max:
-                    self._mark_done(half.queue_offset)  # discarded: never checked or delivered again
-                    continue
-                self.checks[half.queue_offset] = self.checks.get(half.queue_offset, 0) + 1
-                if self.checker is not None:
-                    self.checker(half.properties.get(PROPERTY_PRODUCER_GROUP, ""), check_view(half))
+        for half in self._read_queue(HALF_TOPIC):
+            if half.queue_offset in self._done:
+                continue
+            if now - half.store_timestamp < self.config.timeout_ms:
+                return  # store order is age order: the rest are younger still
+            if self.checks.get(half.queue_offset, 0) >= self.config.check_max:
+                self._mark_done(half.queue_offset)  # discarded: never checked or delivered again
+                continue
+            self.checks[half.queue_offset] = self.checks.get(half.queue_offset, 0) + 1
+            if self.checker is not None:
+                self.checker(half.properties.get(PROPERTY_PRODUCER_GROUP, ""), check_view(half))
 
     # -- op records ----------------------------------------------------------------------------
     def _mark_done(self, half_queue_offset: int) -> None:
@@ -165,15 +159,20 @@ class TransactionalMessageService:
     def _load_ops(self) -> None:
         if OP_HALF_TOPIC not in self.store.topics():
             return
-        offset = self.store.get_min_offset_in_queue(OP_HALF_TOPIC, 0)
-        while True:
-            result = self.store.get_message("TRANSACTION", OP_HALF_TOPIC, 0, offset, _READ_BATCH, None)
-            if not result.messages:
-                break
-            for op in result.messages:
-                self._done.add(int(op.body.decode()))
-                offset = op.queue_offset + 1
+        for op in self._read_queue(OP_HALF_TOPIC):
+            self._done.add(int(op.body.decode()))
 
+    def _read_queue(self, topic: str) -> Iterator[StoredMessage]:
+        """Queue 0 of one of the two system topics, oldest first, in batches (both the check round and the
+        op records' replay walk a whole queue)."""
+        offset = self.store.get_min_offset_in_queue(topic, 0)
+        while True:
+            result = self.store.get_message("TRANSACTION", topic, 0, offset, _READ_BATCH, None)
+            if not result.messages:
+                return
+            for message in result.messages:
+                offset = message.queue_offset + 1
+                yield message
 
 def _real_coordinates(half: StoredMessage) -> tuple[str, int, dict[str, str]]:
     props = {k: v for k, v in half.properties.items() if k not in (PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID)}

@@ -13,7 +13,8 @@ push consumer's message, and docs/audit.md says so.
 The consumers are PushConsumers where the client has one (Java, Python) and SimpleConsumers otherwise (the Go client
 v5.1.2 has no PushConsumer): :class:`KillOne` says which, and with what invisible time. The wait is sized for the
 proxy: a killed push consumer's handles are renewed by the proxy until it decides the client is offline (115-151 s
-seen), so its messages come back long after the 60 s invisible time."""
+seen), so its messages come back long after the 60 s invisible time. The reference renews them too (RENEW-1), and
+is run with a 70 s client expiry (KILLED_CLIENT_EXPIRY_MS) so that they come back soon after their 60 s."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.client_check.pop_scenarios import PUSH_INVISIBLE_S
+from conformance.client_check.pop_scenarios import KILLED_CLIENT_EXPIRY_MS, KILLED_CLIENT_SCAN_MS, PUSH_INVISIBLE_S
 from conformance.peers import peer_info
 from conformance.peers.clients_v5 import v5_client_command
 from conformance.targets.remoting import RemotingTarget
@@ -135,8 +136,11 @@ def _wait(until: Any, timeout_s: float) -> bool:
 def _deployment(kind: str, tmp_path: Path) -> tuple[subprocess.Popen[str], str, str]:
     """The process serving ``kind``, its gRPC endpoint and its name server (remoting) address."""
     if kind == "reference":
+        # The registry drops the killed push consumer 70 s after its last heartbeat, and the front gives its
+        # renewed messages back then: after their 60 s, sooner than the default 120 s (KILLED_CLIENT_EXPIRY_MS).
         proc = _mqtck("broker", "--remoting", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir",
-                      str(tmp_path / "broker"), log=tmp_path / "broker.err")
+                      str(tmp_path / "broker"), "--channel-expired-ms", str(KILLED_CLIENT_EXPIRY_MS),
+                      "--channel-scan-ms", str(KILLED_CLIENT_SCAN_MS), log=tmp_path / "broker.err")
         remoting = _line_starting(proc, "mqtck broker: serving remoting://").rsplit("remoting://", 1)[1]
         grpc = _line_starting(proc, "mqtck broker: serving grpc://").rsplit("grpc://", 1)[1]
         return proc, grpc, remoting

@@ -8,7 +8,7 @@ import pytest
 from reference.broker.broker import Broker
 from reference.broker.pop.order_info import NOT_IN_BATCH, STALE_POP_TIME, ConsumerOrderInfoManager
 from reference.broker.pop.protocol import PopMessageRequest, PopResponse, RecordingPopChannel
-from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE
+from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE, ReceiptHandle
 from reference.net.remoting.pop_handlers import order_count_info
 from reference.rules.errors import InvalidRequest
 from reference.store.message import Message
@@ -102,12 +102,22 @@ def test_a_held_ordered_pop_is_answered_when_the_batch_blocking_its_queue_is_ack
 
 
 @pytest.mark.req("POP-14.ack")
-def test_a_change_of_invisible_time_of_an_ordered_message_is_refused_naming_the_handle() -> None:
-    with pop_broker(queues=1) as (broker, _clock, _sink):
-        broker.send(Message(T, b"0", 0, tags="A"))
-        first = ordered(broker, max_nums=1)
-        with pytest.raises(InvalidRequest, match="ordered pop") as refused:
-            broker.change_invisible_time(G, T, first.messages[0].handle, 10_000)
+def test_a_change_of_invisible_time_keeps_an_ordered_message_in_its_batch_and_its_queue_blocked() -> None:
+    """Upstream processChangeInvisibleTimeForOrder: the message gets no checkpoint; the queue stays blocked until
+    the new time, the new handle keeps the pop time and acknowledges; a handle of an earlier batch is refused."""
+    with pop_broker(queues=1) as (broker, clock, _sink):
+        for i in range(2):
+            broker.send(Message(T, b"%d" % i, 0, tags="A"))
+        first = ordered(broker, max_nums=1, invisible=1_000)
+        old = first.messages[0].handle
+        changed = broker.change_invisible_time(G, T, old, 10_000)
+        new = ReceiptHandle.parse(changed.handle)
+        assert new.pop_time == ReceiptHandle.parse(old).pop_time and new.revive_queue_id == 999
+        assert broker.pop_service.revive.pending_count() == 0, "an ordered message never gets a checkpoint"
+        clock.advance(5_000)
+        assert ordered(broker).messages == (), "the queue stays blocked past the batch's own invisible time"
+        broker.ack(G, T, changed.handle)
+        assert [m.queue_offset for m in ordered(broker).messages] == [1], "acknowledged: the queue goes on"
+        with pytest.raises(InvalidRequest) as refused:
+            broker.change_invisible_time(G, T, old, 10_000)
         assert refused.value.field == "receiptHandle" and refused.value.code == INVALID_RECEIPT_HANDLE
-        broker.ack(G, T, first.messages[0].handle)  # the handle still acknowledges: the refusal changed nothing
-        assert broker.offsets.query_offset(G, T, 0) == 1

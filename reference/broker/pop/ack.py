@@ -95,7 +95,7 @@ class AckMessageProcessor:
         if handle.broker_name != self.broker_name:
             raise invalid(f"issued by broker {handle.broker_name!r}, not by this broker {self.broker_name!r}")
         if handle.revive_queue_id == POP_ORDER_REVIVE_QUEUE:
-            raise invalid("names a message of an ordered pop, which has no checkpoint: it can only be acknowledged")
+            raise invalid("names a message of an ordered pop, which has no checkpoint (the ordered path serves it)")
         if handle.revive_queue_id >= self.config.revive_queue_num:
             raise invalid(f"revive queue {handle.revive_queue_id} does not exist")
         key = handle.checkpoint_key(group, topic)

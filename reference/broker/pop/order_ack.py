@@ -6,12 +6,15 @@ info and commits the offset that gives (the first message not done, or past the 
 the queue once the whole batch is done. The seed elides the body; commitAndNext and the commit are
 upstream AckMessageProcessor.ackOrderly's (rocketmq-all-5.3.3). A handle of an earlier batch (the
 queue was popped again since), an offset outside the batch or a second ack of a message is refused
-with INVALID_RECEIPT_HANDLE and changes nothing, as the reference refuses stale handles (PACK-8).
+with INVALID_RECEIPT_HANDLE and changes nothing, as the reference refuses stale handles (PACK-8). A change of
+invisible time of such a message keeps it in its batch and its queue blocked longer (upstream
+processChangeInvisibleTimeForOrder); it is refused alike.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from reference.broker.pop.ack import SUBSCRIPTION_GROUP_NOT_EXIST, ResolvedHandle
 from reference.broker.pop.checkpoint import PopCheckPoint
@@ -19,6 +22,7 @@ from reference.broker.pop.order_info import POP_ORDER_REVIVE_QUEUE, STALE_POP_TI
 from reference.broker.pop.receipt import INVALID_RECEIPT_HANDLE, ReceiptHandle
 from reference.rules.errors import InvalidRequest
 from reference.rules.topics import pop_retry_topic
+from reference.store.message import StoredMessage
 from reference.store.names import check_name
 from reference.store.store import MessageStore
 
@@ -49,7 +53,9 @@ class OrderAckProcessor:
         self._commit = commit
         self._known_group = known_group
 
-    def ack(self, group: str, topic: str, handle_text: object) -> ResolvedHandle:
+    def resolve(self, group: str, topic: str, handle_text: object) -> tuple[ReceiptHandle, str, StoredMessage]:
+        """The handle, the topic its queue is of (the retry topic for a retried message) and the message it
+        names; refused when the group, the broker or the message is not this one's, or it is already done."""
         check_name(group, "consumerGroup")
         check_name(topic, "topic")
         handle = ReceiptHandle.parse(handle_text)
@@ -59,27 +65,53 @@ class OrderAckProcessor:
                 "consumerGroup", f"group {group!r} has no POP consumption of {topic!r} on this broker",
                 SUBSCRIPTION_GROUP_NOT_EXIST,
             )
-
-        def invalid(rule: str) -> InvalidRequest:
-            return InvalidRequest("receiptHandle", rule, INVALID_RECEIPT_HANDLE)
-
         if handle.broker_name != self.broker_name:
-            raise invalid(f"issued by broker {handle.broker_name!r}, not by this broker {self.broker_name!r}")
+            raise _invalid(f"issued by broker {handle.broker_name!r}, not by this broker {self.broker_name!r}")
         ck_topic = pop_retry_topic(group, topic) if handle.retry else topic
-        queue_id, offset = handle.queue_id, handle.offset
-        if self.order_info.is_done(ck_topic, group, queue_id, offset, handle.pop_time):
-            raise invalid("the message was already acknowledged with this handle")
-        found = self.store.get_message(group, ck_topic, queue_id, offset, 1, None).messages
+        if self.order_info.is_done(ck_topic, group, handle.queue_id, handle.offset, handle.pop_time):
+            raise _invalid("the message was already acknowledged with this handle")
+        found = self.store.get_message(group, ck_topic, handle.queue_id, handle.offset, 1, None).messages
         if not found:
-            raise invalid(f"offset {offset} holds no message of queue {queue_id}")
+            raise _invalid(f"offset {handle.offset} holds no message of queue {handle.queue_id}")
+        return handle, ck_topic, found[0]
+
+    def ack(self, group: str, topic: str, handle_text: object) -> ResolvedHandle:
+        handle, ck_topic, message = self.resolve(group, topic, handle_text)
+        queue_id, offset = handle.queue_id, handle.offset
         following = self.order_info.commit_and_next(ck_topic, group, queue_id, offset, handle.pop_time)
-        if following == STALE_POP_TIME:
-            raise invalid("the queue was popped again since this handle was issued")
-        if following < 0:
-            raise invalid(f"offset {offset} is not part of the queue's ordered batch in flight")
+        _check_batch(following, offset)
         self._commit(group, ck_topic, queue_id, following)
+        return self._resolved(handle, ck_topic, group, message)
+
+    def change_invisible(
+        self, group: str, topic: str, handle_text: object, invisible_time_ms: int, now_ms: int
+    ) -> tuple[ResolvedHandle, ReceiptHandle]:
+        """Upstream ChangeInvisibleTimeProcessor.processChangeInvisibleTimeForOrder: the message stays in its
+        batch (no checkpoint, no revive) and is invisible until ``now_ms + invisible_time_ms``, which keeps its
+        queue blocked that long; the new handle keeps the pop time, its invisible time reaching that instant."""
+        handle, ck_topic, message = self.resolve(group, topic, handle_text)
+        next_visible = now_ms + invisible_time_ms
+        changed = self.order_info.update_next_visible(ck_topic, group, handle.queue_id, handle.offset,
+                                                      handle.pop_time, next_visible)
+        _check_batch(changed, handle.offset)
+        new = replace(handle, invisible_time=next_visible - handle.pop_time)
+        return self._resolved(handle, ck_topic, group, message), new
+
+    def _resolved(self, handle: ReceiptHandle, ck_topic: str, group: str, message: StoredMessage) -> ResolvedHandle:
         ck = PopCheckPoint(
-            ck_topic, group, queue_id, handle.start_offset, (offset - handle.start_offset,), (found[0].unique_id,),
-            handle.pop_time, handle.invisible_time, POP_ORDER_REVIVE_QUEUE, self.broker_name,
+            ck_topic, group, handle.queue_id, handle.start_offset, (handle.offset - handle.start_offset,),
+            (message.unique_id,), handle.pop_time, handle.invisible_time, POP_ORDER_REVIVE_QUEUE, self.broker_name,
         )
         return ResolvedHandle(handle, ck.key, ck, 0)
+
+
+def _invalid(rule: str) -> InvalidRequest:
+    return InvalidRequest("receiptHandle", rule, INVALID_RECEIPT_HANDLE)
+
+
+def _check_batch(answer: int, offset: int) -> None:
+    """commitAndNext's or updateNextVisibleTime's answer: refused when it changed nothing."""
+    if answer == STALE_POP_TIME:
+        raise _invalid("the queue was popped again since this handle was issued")
+    if answer < 0:
+        raise _invalid(f"offset {offset} is not part of the queue's ordered batch in flight")

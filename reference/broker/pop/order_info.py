@@ -14,7 +14,9 @@ offsets) and commits the queue's consume offset at the batch's *start* (seed 004
   the answer carries it as orderCountInfo, lines 496-498);
 * an ack (revive queue :data:`POP_ORDER_REVIVE_QUEUE`, lines 714-716) marks its message done; when the
   whole batch is done the offset after it is committed and the queue is free (upstream
-  ``commitAndNext``).
+  ``commitAndNext``);
+* a change of invisible time of one message of the batch moves that message's next visible time
+  (upstream ``updateNextVisibleTime``): the queue stays blocked while any message not done is invisible.
 
 The seed gives the calls, not their bodies; the count arithmetic (an offset handed out again counts
 one more) and commitAndNext are upstream ConsumerOrderInfoManager's (rocketmq-all-5.3.3).
@@ -41,10 +43,14 @@ class OrderInfo:
     #: How often each offset was handed out before this batch (0 the first time).
     counts: dict[int, int]
     done: set[int] = field(default_factory=set)
+    #: Offsets whose invisibility a change of invisible time moved: offset -> when it is visible again.
+    next_visible: dict[int, int] = field(default_factory=dict)
 
     def blocks(self, now: int) -> bool:
-        """A batch not acknowledged in full blocks its queue until its invisibility ends."""
-        return len(self.done) < len(self.offsets) and now < self.pop_time + self.invisible_time
+        """A batch not acknowledged in full blocks its queue while a message not done is invisible (each until
+        its own next visible time when it was changed, else the batch's; upstream OrderInfo.needBlock)."""
+        return any(now < self.next_visible.get(o, self.pop_time + self.invisible_time)
+                   for o in self.offsets if o not in self.done)
 
     def next_offset(self) -> int:
         """The offset to commit: past the batch when all is done, else its first message not done."""
@@ -85,6 +91,19 @@ class ConsumerOrderInfoManager:
             return STALE_POP_TIME
         info.done.add(offset)
         return info.next_offset()
+
+    def update_next_visible(
+        self, topic: str, group: str, queue_id: int, offset: int, pop_time: int, next_visible: int
+    ) -> int:
+        """Make ``offset`` of the batch popped at ``pop_time`` invisible until ``next_visible`` (upstream
+        updateNextVisibleTime): 0, or :data:`NOT_IN_BATCH` / :data:`STALE_POP_TIME` (nothing changed)."""
+        info = self._table.get((topic, group, queue_id))
+        if info is None or offset not in info.offsets:
+            return NOT_IN_BATCH
+        if info.pop_time != pop_time:
+            return STALE_POP_TIME
+        info.next_visible[offset] = next_visible
+        return 0
 
     def is_done(self, topic: str, group: str, queue_id: int, offset: int, pop_time: int) -> bool:
         info = self._table.get((topic, group, queue_id))

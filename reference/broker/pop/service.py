@@ -193,7 +193,11 @@ class PopService:
     def change_invisible_time(
         self, group: str, topic: str, handle: object, invisible_time_ms: int, client_id: str = ""
     ) -> ChangeInvisibleResult:
-        resolved, new = self.acks.change_invisible_time(group, topic, handle, invisible_time_ms)
+        if is_ordered_handle(handle):  # stays in its ordered batch (upstream processChangeInvisibleTimeForOrder)
+            resolved, new = self.order_acks.change_invisible(group, topic, handle, invisible_time_ms,
+                                                             self.clock.now_ms())
+        else:
+            resolved, new = self.acks.change_invisible_time(group, topic, handle, invisible_time_ms)
         queue_id, offset = self._origin_of(resolved)
         self.rec.record(
             "CHANGE_INVISIBLE", group=group, client_id=client_id, handle=str(handle), invisible_ms=invisible_time_ms,

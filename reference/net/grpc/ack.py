@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from reference.broker.pop.receipt import ReceiptHandle
+from reference.net.grpc import fifo
 from reference.net.grpc.codes import MULTIPLE_RESULTS, OK, refusal_status, status
 from reference.net.grpc.convert import duration_ms, resource_name
 from reference.net.grpc.state import FrontState
@@ -35,7 +36,8 @@ def ack_message(state: FrontState, request: Any, client_id: str) -> Any:
     results = []
     for entry in request.entries:
         try:
-            state.broker.ack(group, topic, entry.receipt_handle, client_id)
+            handle = state.renewals.forget(client_id, group, entry.receipt_handle)  # the newest renewed handle
+            state.broker.ack(group, topic, handle, client_id)
             entry_status = status(d, OK)
         except InvalidRequest as exc:
             entry_status = refusal_status(d, exc)
@@ -55,7 +57,8 @@ def change_invisible_duration(state: FrontState, request: Any, client_id: str) -
     invisible = duration_ms(request.invisible_duration)
     require(0 < invisible <= MAX_INVISIBLE_MS, "invisible_duration",
             f"must be in (0, {MAX_INVISIBLE_MS}] ms, got {invisible}", "ILLEGAL_INVISIBLE_TIME")
-    result = state.broker.change_invisible_time(group, topic, request.receipt_handle, invisible, client_id)
+    handle = state.renewals.forget(client_id, group, request.receipt_handle)
+    result = state.broker.change_invisible_time(group, topic, handle, invisible, client_id)
     return state.service.ChangeInvisibleDurationResponse(status=status(state.definition, OK),
                                                          receipt_handle=result.handle)
 
@@ -65,13 +68,13 @@ def forward_to_dead_letter_queue(state: FrontState, request: Any, client_id: str
     be dead-lettered twice), never loses it."""
     group, topic = _group_topic(request)
     broker = state.broker
-    resolved = broker.pop_service.acks.resolve(group, topic, request.receipt_handle)
-    handle: ReceiptHandle = resolved.handle
+    handle_text = state.renewals.forget(client_id, group, request.receipt_handle)
+    handle: ReceiptHandle = fifo.resolve(broker, group, topic, handle_text)
     read_topic = pop_retry_topic(group, topic) if handle.retry else topic
     found = broker.store.get_message(group, read_topic, handle.queue_id, handle.offset, 1, None).messages
     if not found:
         raise InvalidRequest("receipt_handle", "the message it names is no longer in the store",
                              "INVALID_RECEIPT_HANDLE")
     broker.send_back(group, found[0], delay_level=-1)
-    broker.ack(group, topic, request.receipt_handle, client_id)
+    broker.ack(group, topic, handle_text, client_id)
     return state.service.ForwardMessageToDeadLetterQueueResponse(status=status(state.definition, OK))

@@ -31,6 +31,11 @@ KNOWN_TYPES = frozenset({1, 2, 3, 4, 5, 6})
 CONSUME_TYPE = "CONSUME_PASSIVELY"
 
 
+def channel_key(client_id: str) -> str:
+    """The key a v5 client's channel has in the core's consumer registry."""
+    return f"grpc:{client_id}"
+
+
 def client_id_of(metadata: Any) -> str:
     """The ``x-mq-client-id`` of a call's invocation metadata; CLIENT_ID_REQUIRED when absent or empty."""
     for key, value in metadata or ():
@@ -51,15 +56,19 @@ class GrpcClient:
     #: The settings the server answered with last (the server's view of this client).
     settings: Any = None
     groups: set[str] = field(default_factory=set)
+    #: Told when a group of this client lost or gained a member (the registry's consumer-ids-changed).
+    group_changed: Callable[[str], None] = field(default=lambda group: None, repr=False)
 
     def __post_init__(self) -> None:
-        self.key = self.key or f"grpc:{self.client_id}"
+        self.key = self.key or channel_key(self.client_id)
 
     def deliver_pull(self, request: object, response: object) -> None:
         """Never called: a v5 client does not pull through this front."""
 
     def notify_consumer_ids_changed(self, group: str) -> None:
-        """v5 has no such notification; a push consumer asks QueryAssignment again every 5 s."""
+        """v5 has no such notification (a push consumer asks QueryAssignment again every 5 s); the front uses it to
+        learn at once that a member left, as the proxy's CLIENT_UNREGISTER listener does."""
+        self.group_changed(group)
 
 
 class ClientRegistry:
@@ -68,11 +77,15 @@ class ClientRegistry:
     def __init__(self, broker: Callable[[], Broker]) -> None:
         self._broker = broker
         self.clients: dict[str, GrpcClient] = {}
+        #: Told of every client that leaves (the front's receipt handle manager gives back what it held).
+        self.on_leave: Callable[[str], None] = lambda client_id: None
+        #: Told of every group whose members changed (a member may have expired).
+        self.on_group_change: Callable[[str], None] = lambda group: None
 
     def client(self, client_id: str) -> GrpcClient:
         found = self.clients.get(client_id)
         if found is None:
-            found = self.clients[client_id] = GrpcClient(client_id)
+            found = self.clients[client_id] = GrpcClient(client_id, group_changed=lambda g: self.on_group_change(g))
         return found
 
     def register(self, client: GrpcClient, group: str, client_type: int) -> None:
@@ -93,6 +106,7 @@ class ClientRegistry:
     def terminate(self, client_id: str, group: str) -> None:
         """NotifyClientTermination: the client leaves its groups and is forgotten."""
         client = self.clients.pop(client_id, None)
+        self.on_leave(client_id)
         if client is None:
             return
         broker = self._broker()

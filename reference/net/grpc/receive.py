@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from reference.broker.pop.protocol import ALL_QUEUES, PopMessageRequest, PoppedMessage, PopResponse
+from reference.net.grpc import fifo
 from reference.net.grpc.codes import pop_code, status
 from reference.net.grpc.convert import FILTER_TAG, duration, duration_ms, resource_name, timestamp, wire_message
 from reference.net.grpc.limits import PROXY_DEFAULTS, ReceiveLimits
@@ -117,7 +118,7 @@ def pop_request(state: FrontState, request: Any, client_id: str, remaining_ms: i
         "request_timeout") else DEFAULT_REQUEST_TIMEOUT_MS
     return PopMessageRequest(group, topic, ALL_QUEUES, request.batch_size, invisible,
                              poll_time_ms(request, remaining_ms, timeout, limits), expression.expression or "*",
-                             client_id)
+                             client_id, order=fifo.is_fifo(state, group))
 
 
 async def receive_message(state: FrontState, request: Any, client_id: str,
@@ -134,15 +135,20 @@ async def receive_message(state: FrontState, request: Any, client_id: str,
         finally:
             state.held.discard(channel)
     code, message = pop_code(answer.code)
+    if request.auto_renew:  # ReceiveMessageActivity tracks an auto-renew receive's handles, and only those
+        state.renewals.track(client_id, pop.consumer_group, answer.messages)
     written = 0
     try:
         yield service.ReceiveMessageResponse(status=status(state.definition, code, message))
         for popped in answer.messages:
             wire = wire_message(state.definition, popped, state.store_host)
             wire.system_properties.invisible_duration.CopyFrom(duration(answer.invisible_time_ms))
+            wire.system_properties.delivery_attempt = fifo.delivery_attempt(popped, answer)
             yield service.ReceiveMessageResponse(message=wire)
             written += 1
     except (asyncio.CancelledError, GeneratorExit):  # the client went away mid-stream
+        for unwritten in answer.messages[written:]:
+            state.renewals.forget(client_id, pop.consumer_group, unwritten.handle)
         release(state, pop, answer.messages[written:])
         raise
     yield delivery_timestamp(state)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from reference.broker.send_back import RETRY_QUEUE_NUMS
+from reference.net.grpc import fifo
 from reference.net.grpc.clients import PUSH_CONSUMER
 from reference.net.grpc.codes import OK, status
 from reference.net.grpc.convert import message_queue, resource_name
@@ -39,7 +40,9 @@ def query_assignment(state: FrontState, request: Any, client_id: str) -> Any:
     client = state.registry.client(client_id)
     if group not in client.groups:  # asked before its settings or heartbeat registered it
         state.registry.register(client, group, client.client_type or PUSH_CONSUMER)
-    queues = broker.query_assignment(topic, group, client_id)
+    # A FIFO group gets every queue by its id, as the proxy's RouteActivity answers it (reference.net.grpc.fifo).
+    queues = fifo.assignment(state, topic) if fifo.is_fifo(state, group) else broker.query_assignment(
+        topic, group, client_id)
     d = state.definition
     assignments = [d.Assignment(message_queue=message_queue(d, q.topic, q.queue_id, q.broker_name, state.address))
                    for q in queues]

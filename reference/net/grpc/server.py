@@ -73,6 +73,7 @@ class GrpcFront:
             held.end_empty(now)
 
     async def close(self) -> None:
+        self.state.renewals.stop()
         await self.server.stop(STOP_GRACE_S)
 
 
@@ -91,6 +92,7 @@ async def _serve(server: Any, broker_host: BrokerHost, address: tuple[str, int],
     state = FrontState(broker_host, address, stubs, queue_nums, limits)
     stubs.grpc.add_MessagingServiceServicer_to_server(MessagingServicer(state), server)
     await server.start()
+    state.renewals.start()
     return GrpcFront(server, state)
 
 

@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from reference.net.grpc import ack, receive, refused, route, send
+from reference.net.grpc import ack, fifo, receive, refused, route, send
 from reference.net.grpc.clients import client_id_of
 from reference.net.grpc.codes import INTERNAL_SERVER_ERROR, NOT_IMPLEMENTED, OK, refusal_status, status
 from reference.net.grpc.state import FrontState
@@ -122,7 +122,7 @@ class MessagingServicer:
                 continue
             try:
                 settings = answer_settings(d, state.registry, client, command.settings,
-                                           state.broker.store.config.max_message_size)
+                                           state.broker.store.config.max_message_size, fifo.settings_fifo(state))
                 yield state.service.TelemetryCommand(status=status(d, OK), settings=settings)
             except InvalidRequest as exc:
                 yield state.service.TelemetryCommand(status=refusal_status(d, exc))

@@ -12,6 +12,7 @@ from reference.broker.host import BrokerHost
 from reference.net.grpc.clients import ClientRegistry
 from reference.net.grpc.limits import ReceiveLimits
 from reference.net.grpc.protos import Stubs
+from reference.net.grpc.renewal import ReceiptHandleManager
 
 
 class Held(Protocol):
@@ -31,6 +32,8 @@ class FrontState:
     #: What a receive may ask and how long it is held (the proxy's settings; its defaults unless configured).
     limits: ReceiveLimits = field(default_factory=ReceiveLimits)
     registry: ClientRegistry = field(init=False)
+    #: The auto-renew receives' handles, renewed while their client lives (the proxy's receipt handle manager).
+    renewals: ReceiptHandleManager = field(init=False)
     #: Held receives answered after their call was made (woken by an arrival or their deadline) so far.
     late_answers: int = 0
     #: Receives the core holds now (ended when the broker is replaced: the new one does not know them).
@@ -39,6 +42,9 @@ class FrontState:
 
     def __post_init__(self) -> None:
         self.registry = ClientRegistry(lambda: self.broker)
+        self.renewals = ReceiptHandleManager(self.host.clock, lambda: self.broker)
+        self.registry.on_leave = self.renewals.clear_client
+        self.registry.on_group_change = self.renewals.check_group
 
     @property
     def broker(self) -> Broker:

@@ -10,6 +10,7 @@ proxy's ClientActivity does, so that QueryAssignment finds it before its first h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from reference.net.grpc.clients import CONSUMER_TYPES, PRODUCER, ClientRegistry, GrpcClient
@@ -40,8 +41,8 @@ def subscriptions_of(settings: Any) -> tuple[SubscriptionData, ...]:
     return tuple(result)
 
 
-def server_settings(definition: Any, settings: Any, max_body_size: int) -> Any:
-    """The client's settings with the server's view added."""
+def server_settings(definition: Any, settings: Any, max_body_size: int, fifo: bool = False) -> Any:
+    """The client's settings with the server's view added; ``fifo`` is the group's consumeMessageOrderly."""
     reply = definition.Settings()
     reply.CopyFrom(settings)
     reply.metric.CopyFrom(definition.Metric(on=False))
@@ -56,7 +57,7 @@ def server_settings(definition: Any, settings: Any, max_body_size: int) -> Any:
         ))
     elif settings.client_type in CONSUMER_TYPES:
         reply.subscription.receive_batch_size = RECEIVE_BATCH_SIZE
-        reply.subscription.fifo = False
+        reply.subscription.fifo = fifo
         if not settings.subscription.HasField("long_polling_timeout"):
             reply.subscription.long_polling_timeout.CopyFrom(duration(LONG_POLLING_TIMEOUT_MS))
         reply.backoff_policy.CopyFrom(definition.RetryPolicy(
@@ -67,13 +68,12 @@ def server_settings(definition: Any, settings: Any, max_body_size: int) -> Any:
 
 
 def answer_settings(definition: Any, registry: ClientRegistry, client: GrpcClient, settings: Any,
-                    max_body_size: int) -> Any:
+                    max_body_size: int, fifo: Callable[[str], bool] = lambda group: False) -> Any:
     """Register what the settings say about the client and return the server's view of them."""
+    group = ""
     if settings.client_type in CONSUMER_TYPES:
         client.subscriptions = subscriptions_of(settings)
         group = resource_name(settings.subscription.group, "settings.subscription.group")
-        registry.register(client, group, settings.client_type)
-    else:
-        registry.register(client, "", settings.client_type)
-    client.settings = server_settings(definition, settings, max_body_size)
+    registry.register(client, group, settings.client_type)
+    client.settings = server_settings(definition, settings, max_body_size, bool(group) and fifo(group))
     return client.settings
