@@ -35,6 +35,9 @@ CAPABILITIES = frozenset(
         "pop_order",
         # delete_topic(): RocketMQ's DELETE_TOPIC_IN_BROKER (mqadmin deleteTopic), so that a topic can vanish.
         "topic_admin",
+        # create_group() / delete_group(): RocketMQ's UPDATE_AND_CREATE_SUBSCRIPTIONGROUP and DELETE_SUBSCRIPTIONGROUP
+        # (mqadmin updateSubGroup / deleteSubGroup), so that a consumer group can vanish (REVIVE-9).
+        "group_admin",
         # The target runs reference.sim scenarios with its consumer client and returns the trace rows.
         "client_simulation",
         # Judged by `mqtck conform --client` from the reference broker's trace, not through a target.
@@ -275,6 +278,18 @@ class OrderedPopTarget(PopTarget, Protocol):
 class TopicAdminTarget(Target, Protocol):
     def delete_topic(self, topic: str) -> None:
         """Capability ``topic_admin``: delete ``topic`` on the broker (DELETE_TOPIC_IN_BROKER)."""
+        ...
+
+
+class GroupAdminTarget(Target, Protocol):
+    def create_group(self, group: str) -> None:
+        """Capability ``group_admin``: create ``group`` on the broker with default settings
+        (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)."""
+        ...
+
+    def delete_group(self, group: str) -> None:
+        """Capability ``group_admin``: delete ``group``'s subscription group config (DELETE_SUBSCRIPTIONGROUP); its
+        offsets stay."""
         ...
 
 

@@ -104,7 +104,9 @@ REGISTRY_KEYS = ("channel_expired_timeout_ms", "channel_scan_interval_ms")
 #: (percent of disk usage that triggers deletion at any hour; RocketMQ reads it clamped to [10, 95]) and
 #: ``accessMessageInMemoryMaxRatio`` (percent of physical memory behind the commit log's end that is "in memory";
 #: 0 puts every message in disk, so the in-disk batch limits show on any machine) and ``enablePopBufferMerge``
-#: (POP checkpoints and acks matched in memory first; RocketMQ's default is off, the reference's on).
+#: (POP checkpoints and acks matched in memory first; RocketMQ's default is off, the reference's on) and
+#: ``autoCreateSubscriptionGroup`` (a group the broker does not know is created on first use; on by default: off, a
+#: deleted group stays deleted, so its pops are refused and its due checkpoints skipped).
 BROKER_SETTINGS: dict[str, str] = {
     "longPollingEnable": "true or false",
     "deleteWhen": "hours 00-23 joined by ';'",
@@ -112,6 +114,7 @@ BROKER_SETTINGS: dict[str, str] = {
     "diskMaxUsedSpaceRatio": "an integer in [10, 95]",
     "accessMessageInMemoryMaxRatio": "an integer in [0, 100]",
     "enablePopBufferMerge": "true or false",
+    "autoCreateSubscriptionGroup": "true or false",
 }
 #: The settings whose value is true or false (a runner reads them back from RocketMQ's text properties as such).
 BOOLEAN_SETTINGS = frozenset(name for name, rule in BROKER_SETTINGS.items() if rule == "true or false")

@@ -128,7 +128,7 @@ class ReferenceTarget:
             "pull", "long_poll", "query_offset", "commit_offset", "consumer_registry", "retention_control",
             "clock_control", "trace", "race_control", "pop", "flow_permits", "restart", "allocation",
             "client_simulation", "retention_expire", "store_layout", "channel_close", "broker_config",
-            "group_info", "pop_order", "topic_admin", "flow_refusals",
+            "group_info", "pop_order", "topic_admin", "flow_refusals", "group_admin",
             "entry_faults", "delayed_delivery", "permit_limits",
         }
     )
@@ -325,6 +325,12 @@ class ReferenceTarget:
 
     def delete_topic(self, topic: str) -> None:
         self._call(self.broker.delete_topic, topic)
+
+    def create_group(self, group: str) -> None:
+        self._call(self.broker.subscription_groups.update, {"groupName": group, "consumeEnable": True})
+
+    def delete_group(self, group: str) -> None:
+        self._call(self.broker.subscription_groups.delete, group)
 
     def ack(self, group: str, topic: str, handle: str) -> None:
         self._call(self.broker.ack, group, topic, handle, "conformance")

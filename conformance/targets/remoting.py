@@ -465,6 +465,15 @@ class RemotingTarget:
         """DELETE_TOPIC_IN_BROKER, as ``mqadmin deleteTopic`` sends it to each broker."""
         self._call(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": self._n(topic)})
 
+    def create_group(self, group: str) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP with default settings, as ``mqadmin updateSubGroup`` sends it."""
+        self._call(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {},
+                   json.dumps({"groupName": self._n(group), "consumeEnable": True}).encode("utf-8"))
+
+    def delete_group(self, group: str) -> None:
+        """DELETE_SUBSCRIPTIONGROUP (207), as ``mqadmin deleteSubGroup`` sends it: the offsets stay."""
+        self._call(RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": self._n(group), "cleanOffset": "false"})
+
     def _pop_reply(self, response: RemotingCommand, topic: str, held_ms: int) -> PopReply:
         if response.code not in (ResponseCode.SUCCESS, ResponseCode.POLLING_FULL, ResponseCode.POLLING_TIMEOUT,
                                  ResponseCode.PULL_NOT_FOUND):
@@ -691,12 +700,15 @@ def handle_error(response: RemotingCommand) -> TargetError:
 
 def wire_capabilities(broker_addr: str) -> frozenset[str]:
     """What the broker's protocol offers: :data:`CAPABILITIES`, ``pop`` (with ``pop_order`` and ``topic_admin``) when
-    it serves POP and ``group_info`` when it serves GET_CONSUMER_CONNECTION_LIST."""
+    it serves POP, ``group_info`` when it serves GET_CONSUMER_CONNECTION_LIST and ``group_admin`` when it serves
+    GET_ALL_SUBSCRIPTIONGROUP_CONFIG (a read: the create and delete of the same table are not probed)."""
     # A POP broker (RocketMQ 5) also serves the ordered pop and DELETE_TOPIC_IN_BROKER; the latter is not probed, as
     # a probe would delete something on a broker that may not be a test's.
     offered = {"pop", "pop_order", "topic_admin"} if supports_pop(broker_addr) else set()
     if serves(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "mqtck-probe"}):
         offered.add("group_info")
+    if serves(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, {}):
+        offered.add("group_admin")
     return CAPABILITIES | offered
 
 

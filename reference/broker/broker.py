@@ -48,6 +48,7 @@ from reference.broker.protocol import (
 )
 from reference.broker.pull_processor import HeldPullRequest, PullMessageProcessor, PullOutcome
 from reference.broker.send_back import ConsumerSendMsgBackProcessor
+from reference.broker.subscription_groups import SubscriptionGroupManager
 from reference.broker.topic_perm import TopicPermTable
 from reference.broker.transaction import TransactionalMessageService, is_half
 from reference.clock import Clock
@@ -108,12 +109,16 @@ class Broker:
         self.hold_service = components.hold_service(self.store, self.config, clock, self._wake_held)
         self.consumer_manage_processor = components.consumer_manage_processor(self.store, self.offsets)
         self.store.add_retention_listener(self._on_retention)
+        # Subscription groups (mqadmin updateSubGroup / deleteSubGroup; created on first use while auto-creation is on).
+        self.subscription_groups = SubscriptionGroupManager(
+            self.data_dir, lambda: self.config.auto_create_subscription_group
+        )
         # POP (seed 004); rng draws the pop's random start queue and 1-in-5 retry choice.
         self.pop_service = PopService(
             self.store, self.offsets, self.consumer_manager, self.config.broker_name, pop_config or PopConfig(),
             clock, rng or random.Random(0), self.rec,
             processor=components.pop_processor, buffer=components.pop_buffer, revive=components.pop_revive,
-            acks=components.pop_acks,
+            acks=components.pop_acks, group_exists=self.subscription_groups.exists,
         )
         # Permit flow control (seed 003).
         self.permits = PermitService(
@@ -153,6 +158,7 @@ class Broker:
         self.consumer_manager.shutdown()
         self.send_back_processor.shutdown()
         self.transactions.shutdown()
+        self.subscription_groups.shutdown()
         self.offsets.persist()
         self.offsets.shutdown()
         self.store.close()
@@ -339,6 +345,7 @@ class Broker:
         self._client_of_channel[channel.key] = client_id
         changed = False
         for data in consumers:
+            self.subscription_groups.find(data.group)  # upstream heartBeat: created on first use if auto-creation is on
             changed |= self.consumer_manager.register_consumer(ClientChannelInfo(channel, client_id), data)
         return changed
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reference.broker.subscription_groups import AUTO_CREATE_SUBSCRIPTION_GROUP
 from reference.rules.constants import (
     CHANNEL_EXPIRED_TIMEOUT_MS,
     CHANNEL_SCAN_INTERVAL_MS,
@@ -28,6 +29,9 @@ class BrokerConfig:
     channel_scan_interval_ms: int = CHANNEL_SCAN_INTERVAL_MS
     max_pull_batch: int = MAX_PULL_BATCH
     max_suspend_timeout_ms: int = MAX_SUSPEND_TIMEOUT_MS
+    #: Upstream's autoCreateSubscriptionGroup: a group the broker does not know is created when a pop or a heartbeat
+    #: names it. Off, such a group does not exist: its pops are refused and its due checkpoints skipped (REVIVE-9).
+    auto_create_subscription_group: bool = AUTO_CREATE_SUBSCRIPTION_GROUP
 
     @property
     def hold_check_interval_ms(self) -> int:

@@ -1,9 +1,10 @@
 """Broker settings changed while it runs, by RocketMQ's property names (its UPDATE_BROKER_CONFIG).
 
 An operator of a RocketMQ broker changes ``longPollingEnable``, ``deleteWhen``, ``fileReservedTime``,
-``diskMaxUsedSpaceRatio``, ``accessMessageInMemoryMaxRatio`` or ``enablePopBufferMerge`` without a restart, and
-the broker reads each of them again where it uses it (the hold service's wait and the dispatch's arrival notice;
-every clean run; every pull that asks whether a message is in disk; every checkpoint a pop or an ack adds). The
+``diskMaxUsedSpaceRatio``, ``accessMessageInMemoryMaxRatio``, ``enablePopBufferMerge`` or
+``autoCreateSubscriptionGroup`` without a restart, and the broker reads each of them again where it uses it (the
+hold service's wait and the dispatch's arrival notice; every clean run; every pull that asks whether a message is in
+disk; every checkpoint a pop or an ack adds; every look-up of a group). The
 reference does the same: its runner (``mqtck broker --remoting --control``) offers this as the control channel's
 ``POST /config``, so a conformance test can switch to short polling, make retention fire or buffer checkpoints, on
 the reference and on a real broker alike. The runner puts the changed settings on the new broker after a restart,
@@ -25,9 +26,10 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "diskMaxUsedSpaceRatio": ("store", "disk_max_used_space_ratio"),
     "accessMessageInMemoryMaxRatio": ("store", "access_message_in_memory_max_ratio"),
     "enablePopBufferMerge": ("pop", "enable_pop_buffer_merge"),
+    "autoCreateSubscriptionGroup": ("broker", "auto_create_subscription_group"),
 }
 #: The settings that are true or false.
-BOOLEAN_SETTINGS = frozenset({"longPollingEnable", "enablePopBufferMerge"})
+BOOLEAN_SETTINGS = frozenset({"longPollingEnable", "enablePopBufferMerge", "autoCreateSubscriptionGroup"})
 
 
 def apply_settings(broker: Broker, settings: dict[str, Any]) -> dict[str, Any]:

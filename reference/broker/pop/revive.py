@@ -10,6 +10,10 @@ pop time, broker); an ack record sets its message's bit in the pending checkpoin
 ``now - revive_time > revive_delay`` (ackTimeInterval + 1 s); then every message whose bit is clear
 is revived (:meth:`revive_message`):
 
+A due checkpoint whose normal topic no longer exists, or whose group has no subscription group config (deleted
+while ``autoCreateSubscriptionGroup`` is off; with it on the look-up creates the group again), revives nothing
+and is dropped, so the committed position moves past it (seed 004 lines 1103-1115). Otherwise:
+
 * the message is read from its queue; if it is gone (retention) it is skipped;
 * if the checkpoint's pop time is earlier than the message's store time, the checkpoint belongs to
   an earlier incarnation of the topic (the queue was re-created and the offset now holds another
@@ -91,6 +95,8 @@ class PopReviveService:
         self._timer: TimerHandle | None = None
         self._timer_due: int | None = None
         self._stopped = False
+        #: Whether a consumer group exists now (the broker's subscription group table; set by the POP service).
+        self.group_exists: Callable[[str], bool] = lambda group: True
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -179,6 +185,8 @@ class PopReviveService:
             self.store.queue_nums(normal_topic(ck.topic, ck.group))
         except InvalidRequest:
             return  # §4.4.5: the normal topic is gone; nothing to revive into
+        if not self.group_exists(ck.group):
+            return  # §4.4.5 (seed 004 lines 1111-1115): the group has no subscription group config; skip it
         for index in range(ck.num):
             if pending.bits >> index & 1:
                 continue

@@ -13,10 +13,11 @@ commit" rule for pulling groups would wrongly flag.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from reference.allocation.message_queue import MessageQueue
 from reference.broker.consumer_manager import ConsumerManager
-from reference.broker.pop.ack import AckMessageProcessor, ResolvedHandle
+from reference.broker.pop.ack import SUBSCRIPTION_GROUP_NOT_EXIST, AckMessageProcessor, ResolvedHandle
 from reference.broker.pop.assignment import DEFAULT_STRATEGY, QueryAssignmentProcessor
 from reference.broker.pop.buffer import PopBufferMergeService
 from reference.broker.pop.checkpoint import PopCheckPoint
@@ -64,9 +65,12 @@ class PopService:
         buffer: type[PopBufferMergeService] = PopBufferMergeService,
         revive: type[PopReviveService] = PopReviveService,
         acks: type[AckMessageProcessor] = AckMessageProcessor,
+        group_exists: Callable[[str], bool] = lambda group: True,
     ) -> None:
         """The four part classes are the broker's components (``BrokerComponents.pop_*``): a seeded fault
-        swaps one there, and the broker hands them on."""
+        swaps one there, and the broker hands them on. ``group_exists`` is the subscription group table's look-up
+        (creating a missing group while auto-creation is on): a pop from a group that does not exist is refused,
+        and the revive skips its checkpoints."""
         self.store = store
         self.offsets = offsets
         self.broker_name = broker_name
@@ -75,7 +79,9 @@ class PopService:
         self.rec = rec
         self.revive_log = ReviveLog(store, config)
         self.buffer = buffer(config, clock, self.revive_log, self._commit_offset, self._on_ck_stored)
+        self.group_exists = group_exists
         self.revive = revive(store, offsets, self.revive_log, config, clock, self._on_revived)
+        self.revive.group_exists = group_exists
         self.locks = QueueLockManager()
         self.order_info = ConsumerOrderInfoManager()
         self.processor = processor(
@@ -105,6 +111,9 @@ class PopService:
     def pop(self, request: PopMessageRequest, channel: PopChannel) -> PopResponse | None:
         """Answer a pop now, or hold it (None) and answer later through ``channel.deliver_pop``."""
         subscription = self.processor.validate(request)
+        if not self.group_exists(request.consumer_group):  # upstream PopMessageProcessor.processRequest
+            raise InvalidRequest("consumerGroup", f"subscription group [{request.consumer_group}] does not exist "
+                                 "(autoCreateSubscriptionGroup is off)", SUBSCRIPTION_GROUP_NOT_EXIST)
         return self._process(HeldPop(request, channel, subscription, self.clock.now_ms()))
 
     def _process(self, held: HeldPop) -> PopResponse | None:

@@ -3,9 +3,11 @@
 GET_PRODUCER_CONNECTION_LIST (204, ``producerConnection``) lists the connections whose last heartbeat named the
 producer group (:class:`~reference.net.remoting.producers.ProducerTable`). UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200,
 ``updateSubGroup``) and DELETE_SUBSCRIPTIONGROUP (207, ``deleteSubGroup``) keep the group's SubscriptionGroupConfig
-as sent, in ``config/subscriptionGroup.json`` of the data directory, and GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201)
-shows them; the reference's consumption does not read them (a group's retries stay the send-back's), which the docs
-say. INVOKE_BROKER_TO_RESET_OFFSET (222, ``resetOffsetByTime``) moves the group's committed offset of each queue of
+as sent in the broker's subscription group table (``config/subscriptionGroup.json`` of the data directory), and
+GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) shows them, with the groups created on first use. Consumption reads the
+table only for whether a group exists (a pop, a heartbeat, the revive: autoCreateSubscriptionGroup); a group's
+settings (its retries, consumeEnable) are not read: a group's retries stay the send-back's, which the docs say.
+INVOKE_BROKER_TO_RESET_OFFSET (222, ``resetOffsetByTime``) moves the group's committed offset of each queue of
 the topic to the first message stored at or after the time (forward always, backward only with ``isForce``), and
 answers the new offsets; Apache asks the group's clients to commit them (RESET_CONSUMER_CLIENT_OFFSET), the
 reference commits them itself, so the change is visible even with no client online.
@@ -14,10 +16,8 @@ reference commits them itself, so the change is visible even with no client onli
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from reference.broker.broker import Broker
-from reference.broker.subscription_groups import subscription_group_path, subscription_groups
 from reference.net.remoting.command import RemotingCommand, RequestCode, encode_body
 from reference.net.remoting.connection import RemotingConnection
 from reference.net.remoting.fastjson import ObjectKeyed, encode, message_queue
@@ -25,8 +25,6 @@ from reference.net.remoting.fields import field_int, field_str, json_body
 from reference.net.remoting.producers import ProducerTable
 from reference.rules.codes import ResponseCode
 from reference.rules.errors import require
-from reference.store.jsonfile import write_json_atomic
-from reference.store.names import check_name
 
 Handler = Callable[[RemotingConnection, RemotingCommand], RemotingCommand]
 
@@ -52,36 +50,19 @@ class AdminGroupHandlers:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
         return cmd.make_response(body=encode_body({"connectionSet": online}))
 
-    # -- subscription groups -------------------------------------------------------------------
-    def _path(self) -> Any:
-        return subscription_group_path(self._broker().data_dir)
-
-    def _groups(self) -> dict[str, Any]:
-        return subscription_groups(self._broker().data_dir)
-
-    def _save(self, groups: dict[str, Any]) -> None:
-        self._path().parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self._path(), {"subscriptionGroupTable": groups})
-
+    # -- subscription groups (the broker's table, reference.broker.subscription_groups) --------------
     def update_subscription_group(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
-        config = json_body(cmd)
-        name = str(config.get("groupName", ""))
-        check_name(name, "groupName")
-        groups = self._groups()
-        groups[name] = config
-        self._save(groups)
+        self._broker().subscription_groups.update(json_body(cmd))
         return cmd.make_response()
 
     def all_subscription_groups(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
-        return cmd.make_response(body=encode_body({"subscriptionGroupTable": self._groups()}))
+        return cmd.make_response(body=encode_body({"subscriptionGroupTable": self._broker().subscription_groups.all()}))
 
     def delete_subscription_group(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
         name = field_str(cmd, "groupName")
-        groups = self._groups()
-        if groups.pop(name, None) is None:
+        if not self._broker().subscription_groups.delete(name):
             return cmd.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                                      f"subscription group [{name}] does not exist on this broker")
-        self._save(groups)
         return cmd.make_response()
 
     # -- offsets ---------------------------------------------------------------------------------
