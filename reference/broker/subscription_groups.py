@@ -14,8 +14,9 @@ new group would slow every pop path), and a crash before that loses only what au
 
 The gRPC front reads one setting of an operator's config: ``consumeMessageOrderly``, which makes a group a FIFO
 group for the RocketMQ 5 proxy (GrpcClientSettingsManager's ``subscription.fifo``, ReceiveMessageActivity's ordered
-pop, RouteActivity's per-queue assignment), from the file (:func:`consumes_orderly`). One module owns where the
-table lives and how a setting is read, so the writer and the reader cannot drift apart.
+pop, RouteActivity's per-queue assignment), through :meth:`SubscriptionGroupManager.consumes_orderly`: the table in
+memory, which every operator change goes through, so the reader sees what the writer wrote without a file read per
+receive.
 """
 
 from __future__ import annotations
@@ -48,12 +49,6 @@ def subscription_groups(data_dir: Path) -> dict[str, Any]:
     return dict(table) if isinstance(table, dict) else {}
 
 
-def consumes_orderly(data_dir: Path, group: str) -> bool:
-    """Whether ``group``'s config says consumeMessageOrderly (a group with no config does not: RocketMQ's default)."""
-    config = subscription_groups(data_dir).get(group)
-    return isinstance(config, dict) and config.get(CONSUME_ORDERLY) is True
-
-
 class SubscriptionGroupManager:
     """Group name -> its SubscriptionGroupConfig, as sent (a JSON object). ``auto_create`` is read on every look-up,
     since the setting may change while the broker runs."""
@@ -76,6 +71,12 @@ class SubscriptionGroupManager:
             config = self._groups[group] = {"groupName": group, "consumeEnable": True}
             self._dirty = True
         return config
+
+    def consumes_orderly(self, group: str) -> bool:
+        """Whether ``group``'s config says consumeMessageOrderly; a group with no config does not (RocketMQ's
+        default), and asking creates none."""
+        config = self._groups.get(group)
+        return isinstance(config, dict) and config.get(CONSUME_ORDERLY) is True
 
     def exists(self, group: str) -> bool:
         """Whether the group exists now, created on first use if auto-creation is on (the revive's check)."""

@@ -27,14 +27,13 @@ from reference.broker.broker import Broker
 from reference.broker.pop.order_ack import is_ordered_handle
 from reference.broker.pop.protocol import PoppedMessage, PopResponse
 from reference.broker.pop.receipt import ReceiptHandle
-from reference.broker.subscription_groups import consumes_orderly
 from reference.net.grpc.state import FrontState
 
 
 def is_fifo(state: FrontState, group: str) -> bool:
     """Whether ``group`` is a FIFO group: its subscription group config (mqadmin updateSubGroup, kept by the
     remoting front) says consumeMessageOrderly. Read at each call, as the proxy reads the group's config."""
-    return consumes_orderly(state.broker.data_dir, group)
+    return state.broker.subscription_groups.consumes_orderly(group)
 
 
 def delivery_attempt(popped: PoppedMessage, answer: PopResponse) -> int:
