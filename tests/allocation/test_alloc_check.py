@@ -75,7 +75,8 @@ def test_seeded_fault_is_caught_with_the_default_profile(fault: str) -> None:
 
 @pytest.mark.req("ALLOC-10")
 def test_the_cli_prints_the_shrunk_group_as_a_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["strategy", "check", f"{FAULTY}:DropsRemainder", "--property", "partition"]) == 1
+    assert main(["strategy", "check", f"{FAULTY}:DropsRemainder", "--property", "partition",
+                 "--shrink-seconds", "600"]) == 1
     out = capsys.readouterr().out
     assert "partition" in out and "fail" in out
     assert "is owned by nobody" in out and "(nobody)" in out and "cidAll (2)" in out
@@ -83,7 +84,10 @@ def test_the_cli_prints_the_shrunk_group_as_a_table(capsys: pytest.CaptureFixtur
 
 
 def test_json_output_carries_the_counterexample(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["strategy", "check", f"{FAULTY}:AssignsTwice", "--property", "partition", "--json"]) == 1
+    # The time budget is raised so that the shrink ends by its call budget, not by a loaded machine's clock:
+    # with the default 4 s, a CI run under load reported a counterexample not yet shrunk to one shared queue.
+    assert main(["strategy", "check", f"{FAULTY}:AssignsTwice", "--property", "partition", "--json",
+                 "--shrink-seconds", "600"]) == 1
     report = json.loads(capsys.readouterr().out)
     (partition,) = report["properties"]
     example = partition["counterexample"]
@@ -96,7 +100,8 @@ def test_json_output_carries_the_counterexample(capsys: pytest.CaptureFixture[st
 def test_the_same_seed_gives_the_same_counterexample() -> None:
     def shrunk():
         strategy = PythonStrategyUnderTest(alloc_faulty.DropsRemainder)
-        report = run_check(strategy, Declaration(), CheckSettings(seed=7, properties=("partition",)))
+        settings = CheckSettings(seed=7, properties=("partition",), shrink_seconds=600)  # ended by calls, not time
+        report = run_check(strategy, Declaration(), settings)
         return report.results[0].failure.scenario
 
     assert shrunk() == shrunk()
