@@ -267,3 +267,15 @@ def test_a_single_file_java_program_is_compiled_once_into_the_peer_cache(tmp_pat
     source.write_text("public class Hello { void f() { int x = ; } }\n")
     with pytest.raises(PeerError, match=r"^javac of the greeting \(Hello.java\) failed: .*Hello.java:1: error"):
         java_program(source, [], "the greeting")
+
+
+def test_peer_ports_are_drawn_below_the_ephemeral_range_so_a_restart_can_bind_them_again() -> None:
+    from conformance.peers.rocketmq import free_port, listen_ports, port_free
+
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = listen_ports()
+    assert ports.stop <= low and len(ports) > 1_000, "no outgoing connection takes a port of this range"
+    for _ in range(20):
+        port = free_port(neighbours=(-2, 1))
+        assert port - 2 in ports and port + 1 in ports
+        assert port_free("127.0.0.1", port) and port_free("127.0.0.1", port - 2) and port_free("127.0.0.1", port + 1)

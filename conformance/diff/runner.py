@@ -26,6 +26,7 @@ from conformance.diff.program import Program, programs
 from conformance.diff.steps import LARGE_BODY_BYTES, MAX_LARGE_BODY_BYTES, Side, Step
 from conformance.expectations import DiffRule
 from conformance.targets import FullTarget, MalformedAnswer, Target, TargetError
+from conformance.targets.control import ControlError
 from conformance.targets.registry import open_target
 
 _salts = itertools.count()
@@ -192,7 +193,9 @@ def _guard(target: Target, call: Callable[..., Any], *args: Any) -> Any:
         return call(*args)
     except (TargetError, AssertionError):
         raise
-    except (OSError, ConnectionError, TimeoutError) as error:
+    except (OSError, ConnectionError, TimeoutError, ControlError) as error:
+        # ControlError: the runner could not do what the step asked of the broker (a restart that did not come
+        # back): the target is gone, not diverging, and replaying the program to shrink it would only mislead.
         raise TargetBroken(f"{target.name}: {type(error).__name__}: {error}") from error
 
 
@@ -238,6 +241,10 @@ def search(lockstep: Lockstep, capabilities: frozenset[str], examples: int, seed
     except _Found:
         return SearchResult(lockstep.stats, found[-1], found[0])
     except Flaky:
+        if broken:  # a target broke mid-search (a restart that did not come back): that is the answer, not this
+            raise broken[0] from None
+        if not found:
+            raise
         shortest = min(found, key=lambda d: len(d.program.steps))
         return SearchResult(lockstep.stats, shortest, found[0], flaky=True)
     if broken:

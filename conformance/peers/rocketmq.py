@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -102,15 +103,32 @@ _LOGBACK = """<configuration>
 """
 
 
+#: The kernel's range of ephemeral ports, which every outgoing connection takes its local port from.
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+#: How many ports below the ephemeral range a server port is drawn from.
+LISTEN_SPAN = 12_000
+
+
+def listen_ports() -> range:
+    """Where a peer's server ports are drawn from: just below the ephemeral range. A peer is restarted on the same
+    ports (its clients and name server know them), and a port of the ephemeral range can be taken by any client's
+    outgoing connection while the peer is down: a proxy restarted during a diff once failed to bind its own port."""
+    try:
+        low = int(EPHEMERAL_RANGE_FILE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32_768  # Linux's default
+    return range(max(1_100, low - LISTEN_SPAN), max(1_100 + LISTEN_SPAN, low))
+
+
 def free_port(host: str = "127.0.0.1", *, neighbours: tuple[int, ...] = ()) -> int:
-    """A port free on ``host`` whose ``port + n`` for each n in ``neighbours`` is free too."""
+    """A port free on ``host``, outside the ephemeral range (:func:`listen_ports`), whose ``port + n`` for each n
+    in ``neighbours`` is free too."""
+    ports = listen_ports()
     for _ in range(200):
-        with socket.socket() as s:
-            s.bind((host, 0))
-            port = s.getsockname()[1]
-        if all(port_free(host, port + n) for n in neighbours) and port - min(neighbours, default=0) > 1024:
+        port = random.randrange(ports.start - min(neighbours, default=0), ports.stop - max(neighbours, default=0))
+        if port_free(host, port) and all(port_free(host, port + n) for n in neighbours):
             return port
-    raise PeerError("no free loopback port found for the broker")
+    raise PeerError(f"no free loopback port found for the broker in {ports.start}-{ports.stop - 1}")
 
 
 def port_free(host: str, port: int) -> bool:

@@ -304,3 +304,25 @@ def test_bench_diff_refuses_a_fault_that_is_not_a_served_one() -> None:
     run = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "--faults: client-pulls-dropped-queue: not a broker fault" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+class _RestartNeverReturns(ReferenceTarget):
+    """A reference whose runner cannot bring the broker back, as a proxy whose port was taken while it was down
+    answered ``POST /restart: 500``: the harness's seeded runner fault."""
+
+    def restart(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        from conformance.targets.control import ControlError
+
+        raise ControlError("POST /restart: 500 restart failed: PeerError: the broker exited with 1")
+
+
+def test_a_restart_that_fails_ends_the_search_as_a_broken_target_not_a_divergence(tmp_path: Path) -> None:
+    from conformance.diff.runner import TargetBroken
+
+    a, b = _RestartNeverReturns(str(tmp_path / "a")), ReferenceTarget(str(tmp_path / "b"))
+    try:
+        with pytest.raises(TargetBroken, match="ControlError: POST /restart: 500 restart failed"):
+            search(Lockstep(a, b), a.capabilities & b.capabilities, 60, seed=0, max_steps=6)
+    finally:
+        a.close()
+        b.close()
