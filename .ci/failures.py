@@ -48,12 +48,28 @@ def _failures(path: Path) -> tuple[int, list[tuple[bool, str]]]:
     return len(cases), out
 
 
+#: How a skipped test says that a peer was not gated at all (tests/peers/test_rocketmq_rust.py): repeated at the tail.
+NOT_GATED = "NOT GATED"
+
+
+def _not_gated(path: Path) -> list[str]:
+    """The skip messages of the file's testcases that say a peer was not gated (not a failure, but a CI log reader
+    must see that the peer's verdicts are missing, not passing)."""
+    out = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        skipped = case.find("skipped")
+        message = (skipped.get("message") or "") if skipped is not None else ""
+        if NOT_GATED in message:
+            out.append(f"{message[message.index(NOT_GATED):]} ({path.stem}: {case.get('name')})")
+    return out
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print("usage: failures.py DIR NAME...: DIR holds NAME.xml for each expected NAME", file=sys.stderr)
         return 2
     directory, names = Path(argv[0]), argv[1:]
-    missing, found, cases = [], [], 0
+    missing, found, cases, not_gated = [], [], 0, []
     for name in names:
         path = directory / f"{name}.xml"
         if not path.is_file():
@@ -65,6 +81,7 @@ def main(argv: list[str]) -> int:
             missing.append(f"{name} (its file does not parse: {exc})")
             continue
         cases += count
+        not_gated.extend(_not_gated(path))
         age = time.time() - path.stat().st_mtime
         found.extend((gates, f"{text}\n    (from {path}, written {age / 60:.0f} min ago)") for gates, text in failures)
     # Non-gating failures first, the gating ones last: the tail of a log is what is read.
@@ -72,6 +89,8 @@ def main(argv: list[str]) -> int:
         print(text)
     for name in missing:
         print(f"NO JUNIT FILE from {name}: it did not run, or stopped before its end (its own output, above, says why)")
+    for line in not_gated:
+        print(line)
     gating = sum(g for g, _ in found)
     print(f"failures: {gating} gating, {len(found) - gating} not gating, in {cases} testcases of "
           f"{len(names) - len(missing)} JUnit files; {len(missing)} expected file(s) missing")

@@ -79,7 +79,8 @@ DESCRIPTIONS: dict[str, str] = {
             "Central, the Go module proxy, PyPI) and run on loopback.",
     "peer list": "List the known peers, one line each: name, kind, version, description.",
     "peer install": "Resolve a peer's jars from Maven Central into the local caches (~/.m2 and ~/.cache/mqtck); a "
-                    "first install downloads tens of MB and shows its progress on stderr.",
+                    "first install downloads tens of MB and shows its progress on stderr. rocketmq-rust is built "
+                    "from crates.io with cargo into ~/.cache/mqtck/peers (tens of minutes the first time).",
     "peer run": "Serve a peer on loopback in the foreground until SIGTERM or SIGINT; once it is usable, print one "
                 "line on stdout: ready remoting://127.0.0.1:PORT?control=127.0.0.1:CPORT (a proxy peer: ready "
                 "grpc://127.0.0.1:GPORT?remoting=127.0.0.1:PORT&control=127.0.0.1:CPORT).",
@@ -145,7 +146,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                "mqtck record --protocol pulsar --listen 127.0.0.1:6651 --upstream 127.0.0.1:6650 --trace p.jsonl"),
     "peer": ("mqtck peer list", "mqtck peer install rocketmq-4.9.7", "mqtck peer run rocketmq-5.5.0"),
     "peer list": ("mqtck peer list",),
-    "peer install": ("mqtck peer install rocketmq-4.9.7", "mqtck peer install java-client-4.9.8"),
+    "peer install": ("mqtck peer install rocketmq-4.9.7", "mqtck peer install java-client-4.9.8",
+                     "mqtck peer install rocketmq-rust-1.0.0"),
     "peer run": ("mqtck peer run rocketmq-4.9.7", "mqtck peer run rocketmq-5.5.0 --listen 127.0.0.1:9876 --verbose"),
     "gate": ("mqtck gate rocketmq-4.9.7", "mqtck gate rocketmq-5.5.0 --only REVIVE-6 --junit gate.xml",
              "mqtck gate java-client-4.9.8", "mqtck gate java-client-v5-5.2.0"),

@@ -172,8 +172,7 @@ def _serve(text: str, stack: contextlib.ExitStack,
         return text, None
     from conformance import expectations
     from conformance.peers import PeerError, peer_info
-    from conformance.peers.maven import server_classpath
-    from conformance.peers.serving import served
+    from conformance.peers.serving import install, served
 
     name = text.split(":", 1)[1]
     try:
@@ -182,7 +181,7 @@ def _serve(text: str, stack: contextlib.ExitStack,
         if info.wire == "pulsar":
             address = _serve_pulsar(info, stack)
         else:
-            server_classpath(info.kind, info.version)
+            install(info, sys.stderr)
             address = stack.enter_context(served(info))
     except PeerError as exc:
         raise UsageError(str(exc)) from None

@@ -182,9 +182,8 @@ def _gate_pulsar(info: PeerInfo, args: argparse.Namespace, started: float) -> in
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.peers.maven import server_classpath
     from conformance.peers.rocketmq import GATE_CHANNEL_EXPIRED_TIMEOUT_MS, RocketMQPeer
-    from conformance.peers.serving import served
+    from conformance.peers.serving import install, served
 
     if args.workers < 1:
         raise UsageError("-n/--workers must be >= 1")
@@ -203,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         if info.wire == "pulsar":
             return _gate_pulsar(info, args, started)
         _say(f"resolving {info.name} ({', '.join(info.artifacts)})")
-        server_classpath(info.kind, info.version)
+        install(info, sys.stderr)
         _say(f"starting {info.name}")
         expiry = GATE_CHANNEL_EXPIRED_TIMEOUT_MS if RocketMQPeer.settable_channel_expiry(info) else None
         target = stack.enter_context(served(info, channel_expired_timeout_ms=expiry))

@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
     verbs.add_parser("list", help="one line per known peer: name, kind, version").set_defaults(func=_list)
-    inst = verbs.add_parser("install", help="resolve a peer from its registry (Maven Central) into the local cache")
+    inst = verbs.add_parser("install", help="resolve a peer from its registry (Maven Central; crates.io with cargo "
+                                            "for rocketmq-rust) into the local cache")
     inst.add_argument("name")
     inst.set_defaults(func=_install)
     r = verbs.add_parser("run", help="serve a peer on loopback in the foreground until SIGTERM/SIGINT")
@@ -77,6 +78,13 @@ def _install(args: argparse.Namespace) -> int:
         if info.artifacts[0].startswith("pypi:"):
             raise PeerError(f"{info.name} comes from PyPI, not Maven Central: the interop-remoting tox env "
                             "installs it")
+        from conformance.peers.rocketmq_rust import install as install_rust
+        from conformance.peers.rocketmq_rust import is_rust
+
+        if is_rust(info):
+            binaries = install_rust(info, sys.stderr)
+            print(f"installed {info.name}: {', '.join(str(b) for b in binaries)}")
+            return 0
         if info.artifacts[0].startswith("go:"):
             from conformance.peers.clients import go_subject
 

@@ -131,6 +131,15 @@ CATALOGUE: dict[str, PeerInfo] = {
             "reference's Pulsar front",
             ("org.apache.pulsar:pulsar-client:4.0.7",), "pulsar-client 4.0.7 (Java)", "pulsar",
         ),
+        # An independent Rust reimplementation (github.com/mxsm/rocketmq-rust), built with cargo from crates.io:
+        # conformance/peers/rocketmq_rust.py.
+        PeerInfo(
+            "rocketmq-rust-1.0.0", "broker", "1.0.0",
+            "rocketmq-rust 1.0.0 name server and broker (Rust reimplementation, remoting protocol, POP), built from "
+            "crates.io with cargo, one master on loopback",
+            ("crates:rocketmq-namesrv@1.0.0", "crates:rocketmq-broker@1.0.0"),
+            "rocketmq-rust 1.0.0",
+        ),
     )
 }
 

@@ -399,8 +399,10 @@ class RocketMQPeer:
 
     @staticmethod
     def settable_channel_expiry(info: PeerInfo) -> bool:
-        """RocketMQ 5's BrokerConfig has channelExpiredTimeout; 4.x's ConsumerManager fixes it at 120 s."""
-        return int(info.version.split(".")[0]) >= 5
+        """RocketMQ 5's BrokerConfig has channelExpiredTimeout; 4.x's ConsumerManager fixes it at 120 s. rocketmq-rust
+        (a crates.io peer) has it too."""
+        from_crates = info.artifacts[:1] == (f"crates:rocketmq-namesrv@{info.version}",)
+        return from_crates or int(info.version.split(".")[0]) >= 5
 
     def _write_config(self) -> None:
         assert self.dir is not None

@@ -17,6 +17,21 @@ def served(info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None,
            channel_expired_timeout_ms: int | None = None) -> AbstractContextManager[str]:
     """The peer running with its control channel for as long as the block runs; yields its target
     (``remoting://…?control=…`` for a broker, ``grpc://…?remoting=…&control=…`` for a proxy)."""
-    peer_class = ProxyPeer if info.kind == "proxy" else RocketMQPeer
+    from conformance.peers.rocketmq_rust import RustBrokerPeer, is_rust
+
+    peer_class = ProxyPeer if info.kind == "proxy" else RustBrokerPeer if is_rust(info) else RocketMQPeer
     return served_with(info, namesrv_port, log=log, channel_expired_timeout_ms=channel_expired_timeout_ms,
                        peer_class=peer_class)
+
+
+def install(info: PeerInfo, say: IO[str] | None = None) -> None:
+    """What a served peer runs, in the peer cache: Maven's classpath for Apache's, cargo's binaries for rocketmq-rust
+    (built the first time: ``say`` gets its progress). PeerError when it cannot be had."""
+    from conformance.peers.maven import server_classpath
+    from conformance.peers.rocketmq_rust import install as install_rust
+    from conformance.peers.rocketmq_rust import is_rust
+
+    if is_rust(info):
+        install_rust(info, say)
+    else:
+        server_classpath(info.kind, info.version)

@@ -86,7 +86,7 @@ def test_offset_message_id_is_store_host_port_and_commit_log_offset(target: Wire
                 "producerGroup": "mqtck-wire", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
                 "queueId": 0, "sysFlag": 0, "bornTimestamp": str(int(time.time() * 1000)), "flag": 0,
                 "properties": encode_properties({"UNIQ_KEY": f"{i:032X}", "WAIT": "true"}), "reconsumeTimes": "0",
-                "unitMode": "0", "batch": "false",
+                "unitMode": "false", "batch": "false",
             }, b"body %d" % i, timeout_s=30)
             assert r.code == ResponseCode.SUCCESS, (r.code, r.remark)
             ids.append(r.ext_fields.get("msgId", ""))

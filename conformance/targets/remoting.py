@@ -255,7 +255,9 @@ class RemotingTarget:
             "producerGroup": PRODUCER_GROUP, "topic": self._n(topic), "defaultTopic": DEFAULT_TOPIC,
             "defaultTopicQueueNums": 4, "queueId": queue_id, "sysFlag": 0,
             "bornTimestamp": str(int(time.time() * 1000)), "flag": 0, "properties": encode_properties(props),
-            "reconsumeTimes": "0", "unitMode": "0", "batch": "0",
+            # Booleans as the Java client writes them (Boolean.toString): RocketMQ's Java broker also reads "0" as
+            # false, rocketmq-rust refuses it (PROTOCOL_HEADER_INVALID).
+            "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
         }, body)
         return SendReceipt(ext_int(r.ext_fields, "queueId"), ext_int(r.ext_fields, "queueOffset"), uniq,
                            commit_log_offset_of(r.ext_fields.get("msgId", "")))
@@ -354,6 +356,8 @@ class RemotingTarget:
             "consumerDataSet": [{
                 "groupName": self._n(group), "consumeType": "CONSUME_PASSIVELY", "messageModel": model,
                 "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": subs,
+                # Every Java client's ConsumerData carries it; rocketmq-rust refuses a heartbeat without it.
+                "unitMode": False,
             }],
         }
         before = len(self._notified(client, group))
