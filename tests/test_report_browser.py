@@ -83,7 +83,7 @@ def test_a_gate_report_named_for_the_peer_fits_1400_px_with_expected_fails_apart
 
 
 def test_the_results_matrix_fits_1400_px_with_its_header_over_its_columns(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """``mqtck matrix``'s page of docs/matrix/matrix.json (fifteen implementations) at 1400 px: nothing runs past the
+    """``mqtck matrix``'s page of docs/matrix/matrix.json (sixteen implementations) at 1400 px: nothing runs past the
     window, and each implementation's header sits over its column. Screenshot: ``reports/screenshots/matrix.png``."""
     model = json.loads((ROOT / "docs" / "matrix" / "matrix.json").read_text(encoding="utf-8"))
     (tmp_path / "index.html").write_text(matrix.html(model), encoding="utf-8")
