@@ -38,7 +38,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -455,22 +455,28 @@ class RocketMQPeer:
 
     def _await_registered(self) -> None:
         """The broker printed its boot line and the name server routes TBW102 to it."""
-        from conformance.targets.http import UnreachableTarget
-        from conformance.targets.remoting import discover_broker
-
         assert self._broker is not None
         self._await_boot(self._broker, "broker")
-        deadline = time.monotonic() + START_TIMEOUT_S
-        last = ""
-        while time.monotonic() < deadline:
-            try:
-                if discover_broker(f"{self.host}:{self.namesrv_port}") == self.broker_address:
-                    return
-            except UnreachableTarget as exc:
-                last = str(exc)
-            time.sleep(0.2)
-        raise PeerError(f"{self.info.name} broker never registered with its name server within "
-                        f"{START_TIMEOUT_S:.0f} s ({last})")
+        await_route(self.info.name, f"{self.host}:{self.namesrv_port}", self.broker_address)
+
+
+def await_route(peer: str, namesrv: str, broker_address: str, alive: Callable[[], None] = lambda: None) -> None:
+    """Wait until the name server ``namesrv`` routes TBW102 to ``broker_address``: the broker has registered.
+    ``alive`` raises PeerError when the broker process has died meanwhile (checked before every look-up)."""
+    from conformance.targets.http import UnreachableTarget
+    from conformance.targets.remoting import discover_broker
+
+    deadline = time.monotonic() + START_TIMEOUT_S
+    last = ""
+    while time.monotonic() < deadline:
+        alive()
+        try:
+            if discover_broker(namesrv) == broker_address:
+                return
+        except UnreachableTarget as exc:
+            last = str(exc)
+        time.sleep(0.2)
+    raise PeerError(f"{peer} broker never registered with its name server within {START_TIMEOUT_S:.0f} s ({last})")
 
 
 def _property(value: object) -> str:

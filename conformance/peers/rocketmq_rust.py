@@ -43,6 +43,7 @@ from conformance.peers.rocketmq import (
     START_TIMEOUT_S,
     RocketMQPeer,
     _Jvm,
+    await_route,
     free_port,
 )
 
@@ -208,19 +209,7 @@ class RustBrokerPeer(RocketMQPeer):
 
     def _await_registered(self) -> None:
         """The name server routes TBW102 to this broker's address."""
-        from conformance.targets.http import UnreachableTarget
-        from conformance.targets.remoting import discover_broker
-
-        assert self._broker is not None
-        deadline = time.monotonic() + START_TIMEOUT_S
-        last = ""
-        while time.monotonic() < deadline:
-            self._check_alive(self._broker, "broker")
-            try:
-                if discover_broker(f"{self.host}:{self.namesrv_port}") == self.broker_address:
-                    return
-            except UnreachableTarget as exc:
-                last = str(exc)
-            time.sleep(0.2)
-        raise PeerError(f"{self.info.name} broker never registered with its name server within "
-                        f"{START_TIMEOUT_S:.0f} s ({last})")
+        broker = self._broker
+        assert broker is not None
+        await_route(self.info.name, f"{self.host}:{self.namesrv_port}", self.broker_address,
+                    lambda: self._check_alive(broker, "broker"))

@@ -31,8 +31,8 @@ from reference.net.grpc.state import FrontState
 
 
 def is_fifo(state: FrontState, group: str) -> bool:
-    """Whether ``group`` is a FIFO group: its subscription group config (mqadmin updateSubGroup, kept by the
-    remoting front) says consumeMessageOrderly. Read at each call, as the proxy reads the group's config."""
+    """Whether ``group`` is a FIFO group: its subscription group config (mqadmin updateSubGroup, kept in the
+    broker's table) says consumeMessageOrderly. Read at each call, as the proxy reads the group's config."""
     return state.broker.subscription_groups.consumes_orderly(group)
 
 
