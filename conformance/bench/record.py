@@ -38,6 +38,10 @@ WARMUP_MESSAGES = 5_000
 #: How long the recorder may take to say where it listens, and to write its summary once stopped.
 RECORDER_START_S = 30.0
 RECORDER_STOP_S = 60.0
+#: A probe's time limit: its consume deadline (ThroughputProbe.CONSUME_TIMEOUT_MS) and start-up, plus its sends at
+#: no less than PROBE_MIN_SENDS_PER_S. The probe bounds its own phases; this catches a JVM that does not end.
+PROBE_BASE_S = 360.0
+PROBE_MIN_SENDS_PER_S = 100
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,12 +56,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _probe(program: list[str], namesrv: str, topic: str, messages: int, args: argparse.Namespace,
            home: Path) -> dict[str, Any]:
-    run = subprocess.run(["java", "-Xmx512m", f"-Duser.home={home}", *program, namesrv, topic,
-                          str(messages), str(args.threads), str(args.body_bytes)],
-                         capture_output=True, text=True, timeout=1_800)
+    limit = PROBE_BASE_S + messages / PROBE_MIN_SENDS_PER_S
+    try:
+        run = subprocess.run(["java", "-Xmx512m", f"-Duser.home={home}", *program, namesrv, topic,
+                              str(messages), str(args.threads), str(args.body_bytes)],
+                             capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired as timeout:
+        said = timeout.stderr.decode(errors="replace") if isinstance(timeout.stderr, bytes) else timeout.stderr or ""
+        raise RuntimeError(f"the throughput probe ({messages} messages to {topic}) did not end within {limit:g} s: "
+                           f"{said.strip()[-500:]}") from None
     lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
     if run.returncode != 0 or not lines:
-        raise RuntimeError(f"the throughput probe failed (exit {run.returncode}): {run.stderr.strip()[-500:]}")
+        # The head of a stack trace says what failed; its tail is frames.
+        raise RuntimeError(f"the throughput probe failed (exit {run.returncode}): {run.stderr.strip()[:500]}")
     return json.loads(lines[-1])
 
 

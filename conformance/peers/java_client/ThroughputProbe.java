@@ -6,6 +6,9 @@
  * (JEP 330). THREADS producer threads each send their share with synchronous sends (one DefaultMQProducer, as an
  * application shares one); then a DefaultLitePullConsumer of a fresh group, from the first offset, polls until it
  * has every message. Prints one JSON line: messages, seconds and messages/s of each phase.
+ *
+ * Whatever fails, the JVM exits: an exception out of main would leave the clients' non-daemon threads running and
+ * the probe waiting for ever (a CI run once waited 900 s on a warm-up).
  */
 
 import java.util.ArrayList;
@@ -23,8 +26,22 @@ import org.apache.rocketmq.common.message.MessageExt;
 public class ThroughputProbe {
     /** How long the consumer may take to get every message before the probe gives up (it then reports it). */
     static final long CONSUME_TIMEOUT_MS = 300_000;
+    /** The first send sets up the route and the connection (and the broker creates the topic): on a loaded machine
+     *  that can take longer than the client's default 3 s send timeout, which the measured sends keep. */
+    static final long WARM_SEND_TIMEOUT_MS = 60_000;
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        int code = 0;
+        try {
+            run(args);
+        } catch (Throwable e) {
+            e.printStackTrace();
+            code = 1;
+        }
+        System.exit(code);
+    }
+
+    static void run(String[] args) throws Exception {
         String namesrv = args[0], topic = args[1];
         int messages = Integer.parseInt(args[2]), threads = Integer.parseInt(args[3]);
         byte[] body = new byte[Integer.parseInt(args[4])];
@@ -34,7 +51,7 @@ public class ThroughputProbe {
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName("probe-" + nonce);
         producer.start();
-        producer.send(new Message(topic, "warm", body)); // route and connection, outside the clock
+        producer.send(new Message(topic, "warm", body), WARM_SEND_TIMEOUT_MS); // route and connection, outside the clock
         AtomicLong failed = new AtomicLong();
         List<Thread> senders = new ArrayList<>();
         long started = System.nanoTime();
@@ -78,6 +95,5 @@ public class ThroughputProbe {
         System.out.printf("{\"messages\": %d, \"send_failures\": %d, \"produce_s\": %.3f, \"produce_msgs_per_s\": %.1f, "
                 + "\"consumed\": %d, \"consume_s\": %.3f, \"consume_msgs_per_s\": %.1f}%n", messages, failed.get(),
                 produceS, messages / produceS, got, consumeS, got / consumeS);
-        System.exit(0);
     }
 }
