@@ -9,6 +9,7 @@ broker's own (one source), so their ``seq`` orders them exactly. A checker retur
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
 import os
@@ -43,6 +44,38 @@ def consume_spread(cores: int | None = None) -> int:
     return PULL_BATCH_SIZE * max(1, cores - 1)
 
 
+#: How a subject reports a message its listener finished: this prefix and a JSON object with ``ts`` (µs, wall
+#: clock), ``topic``, ``queue_id`` and ``offset`` (docs/client-conformance.md, "Consumption reports").
+CONSUME_REPORT_PREFIX = "mqtck-consume "
+
+
+@dataclass(frozen=True)
+class ConsumeReport:
+    """One message the client under test said its listener finished, and when (µs, the trace's clock)."""
+
+    ts_us: int
+    topic: str
+    queue_id: int
+    offset: int
+
+
+def consume_reports(lines: Iterator[str] | list[str]) -> tuple[ConsumeReport, ...] | None:
+    """The consumption reports among a subject's output lines; None if there are none (the subject does not report).
+    A line that starts like one but does not parse is an error: a report silently dropped would make the client look
+    as if it held more than it did."""
+    reports = []
+    for number, line in enumerate(lines, 1):
+        if not line.startswith(CONSUME_REPORT_PREFIX):
+            continue
+        try:
+            fields = json.loads(line.removeprefix(CONSUME_REPORT_PREFIX))
+            reports.append(ConsumeReport(int(fields["ts"]), str(fields["topic"]), int(fields["queue_id"]),
+                                         int(fields["offset"])))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"line {number}: not a consumption report ({exc}): {line.strip()[:200]}") from None
+    return tuple(reports) if reports else None
+
+
 @dataclass
 class Context:
     """What a checker needs to know about the scenario besides the rows."""
@@ -63,6 +96,9 @@ class Context:
     pull_threshold: int = PULL_THRESHOLD_FOR_QUEUE
     #: CCLIENT-5's allowance for concurrent consumption (:func:`consume_spread`).
     consume_spread: int = field(default_factory=consume_spread)
+    #: What the client reported consuming (``mqtck-consume`` lines of its log: :func:`consume_reports`), or None
+    #: if it reports nothing. CCLIENT-5 then judges its cache, not the consume offset (:func:`flow_control_threshold`).
+    consumed: tuple[ConsumeReport, ...] | None = None
     #: Consumer-killed scenario: when the client was killed and started again (µs).
     restarted_ts_us: int | None = None
     #: Broker-restarted scenario: when the broker was back (µs), and how long the client may take to pull again.
@@ -222,12 +258,19 @@ def no_pull_of_revoked_queues(rows: list[dict[str, Any]], ctx: Context) -> Findi
 def flow_control_threshold(rows: list[dict[str, Any]], ctx: Context) -> Finding:
     """CCLIENT-5: a pull asks for offset o only while o - (the client's consume offset) <= threshold + one batch.
 
+    A client that reports what its listener finished (:attr:`Context.consumed`) is judged by its cache instead
+    (:func:`flow_control_by_cache`): o - c also counts what its other consume threads finished above c, which a
+    starved thread holding c lets grow without bound on a loaded machine (a correct Java push consumer failed so
+    in one CI run).
+
     The consume offset is the commit piggybacked on that pull (the broker records it right after the PULL_REQ):
     the client's offset store at the moment it decided to pull, so ``o - c`` bounds what it holds delivered but
     unconsumed. A pull without one is not judged. An earlier commit is no stand-in: a commit persisted
     periodically lags the consumption by up to its period (the Java lite-pull consumer's, every 5 s, put
     ``o - c`` at 1 300 while its cache held at most 1 000), so judging by it failed correct clients.
     """
+    if ctx.consumed is not None:
+        return flow_control_by_cache(rows, ctx, ctx.consumed)
     ordered = sorted(rows, key=lambda r: r["seq"])
     limit = ctx.pull_threshold + PULL_BATCH_SIZE + ctx.consume_spread
     violations, evidence, worst = [], 0, 0
@@ -254,6 +297,46 @@ def flow_control_threshold(rows: list[dict[str, Any]], ctx: Context) -> Finding:
         return Finding("not-applicable", f"the client's backlog never reached half the threshold (max {worst}): "
                        "the scenario did not load it", obs)
     return _verdict(violations, evidence, "pulls", "", obs)
+
+
+def flow_control_by_cache(rows: list[dict[str, Any]], ctx: Context,
+                          consumed: tuple[ConsumeReport, ...]) -> Finding:
+    """CCLIENT-5 from the client's own reports: at each pull, the client holds at least what the broker delivered
+    to it on that queue before the pull (it pulls a queue again only once the last answer is in its cache) minus
+    what it reported finished by then; that must stay within threshold + one batch.
+
+    The bound is a lower one, so a failure is certain: a report's time is taken against the end of the pull row's
+    millisecond (rows have ms resolution), which counts a little consumption after the pull as before it; and a
+    listener reports before the client removes the message from its cache. Pulls after the last report are not
+    judged (a report lost at shutdown would otherwise count as held)."""
+    limit = ctx.pull_threshold + PULL_BATCH_SIZE
+    done: dict[tuple[str, int], list[int]] = {}
+    for report in consumed:
+        done.setdefault((report.topic, report.queue_id), []).append(report.ts_us)
+    for times in done.values():
+        times.sort()
+    last_report = max(r.ts_us for r in consumed)
+    delivered: dict[tuple[str, int], int] = {}
+    violations, evidence, worst = [], 0, 0
+    for row in sorted(_mine(rows, ctx, "PULL_REQ") + _mine(rows, ctx, "PULL_RESP"), key=lambda r: r["seq"]):
+        q = _queue(row)
+        if row["event"] == "PULL_RESP":
+            delivered[q] = delivered.get(q, 0) + int(row.get("count") or 0)
+            continue
+        if row["ts"] > last_report:
+            continue
+        evidence += 1
+        held = delivered.get(q, 0) - bisect.bisect_left(done.get(q, []), row["ts"] + 1000)
+        worst = max(worst, held)
+        if held > limit:
+            violations.append(f"{q[0]}:{q[1]} pulled at {row['offset']} holding at least {held} messages "
+                              f"delivered and not consumed (> {limit})")
+    obs = {"max_held": worst, "limit": limit, "judged_by": "the client's consumption reports"}
+    if evidence and not violations and worst < ctx.pull_threshold // 2:
+        return Finding("not-applicable", f"the client never held half the threshold (max {worst}): the scenario did "
+                       "not load it", obs)
+    return _verdict(violations, evidence, "pulls", "the client pulled nothing before its last consumption report",
+                    obs)
 
 
 def start_at_committed_offset(rows: list[dict[str, Any]], ctx: Context) -> Finding:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance.cliargs import UsageError
 from conformance.client_check.broker import BrokerThread
 from conformance.client_check.checks import (
     CHECKS,
@@ -28,6 +29,7 @@ from conformance.client_check.checks import (
     Context,
     Finding,
     answer_code,
+    consume_reports,
 )
 from conformance.client_check.scenarios import (
     EVIDENCE_GRACE_S,
@@ -161,9 +163,14 @@ def _run_scenario(broker: BrokerThread, scenario: Scenario, options: Options, ru
     subjects = frozenset(r["client_id"] for r in rows if r.get("group") == group and r.get("client_id")
                          and r["client_id"] not in (HARNESS_MEMBER_ID, PRESET_CLIENT_ID)) if registered else frozenset()
     revoked = _revoked(broker, scenario, topic, group, subjects) if join_ts_us is not None else frozenset()
+    with log_path.open(encoding="utf-8", errors="replace") as lines:
+        try:
+            consumed = consume_reports(lines)
+        except ValueError as exc:
+            raise UsageError(f"--client: the program's output {log_path}, {exc}") from None
     ctx = Context(group, topic, subjects, end_ts_us, preset, join_ts_us, revoked, options.rebalance_grace_s,
-                  restarted_ts_us=faults.client_restarted_ts_us, broker_back_ts_us=faults.broker_back_ts_us,
-                  resume_within_s=options.resume_within_s)
+                  consumed=consumed, restarted_ts_us=faults.client_restarted_ts_us,
+                  broker_back_ts_us=faults.broker_back_ts_us, resume_within_s=options.resume_within_s)
     elapsed = time.monotonic() - launched
     out = []
     for rid in scenario.judges:

@@ -47,4 +47,6 @@ def test_cpp_push_consumer_verdicts(tmp_path: Path) -> None:
     failed = [t for t in moved["tests"] if t["outcome"] == "failed"]
     assert [t["nodeid"] for t in failed] == ["client::offset-moved::CCLIENT-6"]
     assert f"committed {OFFSET_ABOVE_MAX} after PULL_OFFSET_MOVED to 0" in failed[0]["summary"]
-    assert max(doc["observations"]["client.flow-control.max_backlog"]) > 500
+    # CCLIENT-5 judged by the subject's consumption reports (its cache), not by its consume offset.
+    assert doc["observations"]["client.flow-control.judged_by"] == ["the client's consumption reports"]
+    assert max(doc["observations"]["client.flow-control.max_held"]) > 500

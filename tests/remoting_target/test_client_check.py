@@ -15,7 +15,15 @@ from pathlib import Path
 import pytest
 
 from conformance.client_check.broker import BrokerThread
-from conformance.client_check.checks import PULL_BATCH_SIZE, Context, consume_spread, flow_control_threshold
+from conformance.client_check.checks import (
+    CONSUME_REPORT_PREFIX,
+    PULL_BATCH_SIZE,
+    ConsumeReport,
+    Context,
+    consume_reports,
+    consume_spread,
+    flow_control_threshold,
+)
 from conformance.client_check.harness import Options, run_client_check
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.frame import encode_frame
@@ -241,6 +249,64 @@ def test_flow_control_allows_what_concurrent_consume_threads_took_above_the_cons
                                                  "(1001) than the tolerance on this machine (1064): no pull could "
                                                  "exceed it")
     assert finding.observations == {"max_backlog": 1065, "limit": 1064}, "the N/A still says what the pulls showed"
+
+
+def _cache_rows(pulls: list[tuple[int, int, int]]) -> list[dict]:
+    """(pull offset, piggybacked commit, messages the answer delivers) per pull, one ms apart (rows at ms
+    resolution, as the broker's clock writes them)."""
+    rows, seq = [], 0
+    base = {"group": "G", "client_id": "c", "topic": "T", "queue_id": 0}
+    for i, (offset, commit, count) in enumerate(pulls):
+        ts = (i + 1) * 1000
+        for row in ({"event": "PULL_REQ", "offset": offset}, {"event": "COMMIT", "offset": commit},
+                    {"event": "PULL_RESP", "offset": offset, "count": count}):
+            seq += 1
+            rows.append({**base, **row, "seq": seq, "ts": ts})
+    return rows
+
+
+@pytest.mark.req("CCLIENT-5")
+def test_flow_control_by_the_clients_reports_judges_its_cache_not_its_consume_offset() -> None:
+    """One consume thread starved on offset 0 holds the consume offset there while the others finish 1 100 more:
+    o - c reaches 1 200, far over the limit, though the client never holds more than 100 (what the Java push consumer
+    showed in a loaded CI run). Judged by what it reported finished, it passes; without reports, o - c fails it."""
+    pulls = [(100 * i, 0, 100) for i in range(13)]
+    # By each pull, everything delivered before the previous pull is finished, except offset 0.
+    consumed = tuple(ConsumeReport(ts_us=(i + 2) * 1000 + 500, topic="T", queue_id=0, offset=o)
+                     for i in range(12) for o in range(max(1, 100 * (i - 1)), 100 * i))
+    starved = Context("G", "T", frozenset({"c"}), end_ts_us=10**9, consume_spread=0, consumed=consumed,
+                      pull_threshold=150)
+    finding = flow_control_threshold(_cache_rows(pulls), starved)
+    assert finding.status == "pass", finding.message
+    assert finding.observations["max_held"] <= 201
+    blind = Context("G", "T", frozenset({"c"}), end_ts_us=10**9, consume_spread=0, pull_threshold=150)
+    assert flow_control_threshold(_cache_rows(pulls), blind).status == "fail"
+
+
+@pytest.mark.req("CCLIENT-5")
+def test_flow_control_by_the_clients_reports_fails_a_client_that_pulls_past_its_threshold() -> None:
+    """A client that finished 10 messages and pulls on with 1 100 delivered fails; its pulls after its last report
+    are not judged (a report lost at shutdown must not count as held)."""
+    pulls = [(100 * i, 0, 100) for i in range(12)]
+    consumed = tuple(ConsumeReport(ts_us=500 + k, topic="T", queue_id=0, offset=k) for k in range(10))
+    ctx = Context("G", "T", frozenset({"c"}), end_ts_us=10**9, consume_spread=0, consumed=consumed)
+    assert flow_control_threshold(_cache_rows(pulls), ctx).status == "not-applicable", "no pull before the reports"
+    late = tuple(ConsumeReport(ts_us=12_500 + k, topic="T", queue_id=0, offset=k) for k in range(10))
+    ctx = Context("G", "T", frozenset({"c"}), end_ts_us=10**9, consume_spread=0, consumed=late)
+    finding = flow_control_threshold(_cache_rows(pulls), ctx)
+    assert finding.status == "fail", finding.message
+    assert "holding at least 1090 messages delivered and not consumed (> 1032)" in finding.message
+
+
+def test_consumption_reports_are_read_from_the_subjects_output() -> None:
+    """Lines with the prefix are reports; other output is the client's own; no report at all is None (the subject
+    does not report, and CCLIENT-5 falls back to the consume offset); a report that does not parse is an error, not
+    a line skipped."""
+    lines = ["started", f'{CONSUME_REPORT_PREFIX}{{"ts": 5, "topic": "T", "queue_id": 1, "offset": 7}}', "bye"]
+    assert consume_reports(lines) == (ConsumeReport(5, "T", 1, 7),)
+    assert consume_reports(["started", "bye"]) is None
+    with pytest.raises(ValueError, match="line 2: not a consumption report"):
+        consume_reports(["x", f'{CONSUME_REPORT_PREFIX}{{"ts": 5, "topic": "T"}}'])
 
 
 @pytest.mark.req("CCLIENT-5")

@@ -6,9 +6,11 @@
  * java-client-4.9.8` resolves the classpath, compiles it once and runs it through the client check. The listener sleeps
  * MQTCK_CONSUME_DELAY_MS per message and returns CONSUME_SUCCESS; the consumer runs MQTCK_DURATION_S or until
  * SIGTERM (a shutdown hook), then shuts down, which persists its offsets and unregisters. Nothing is tuned: the
- * point is to observe the library's own defaults.
+ * point is to observe the library's own defaults. Each message the listener finished is reported on a line
+ * `mqtck-consume {...}` (the client check's consumption reports: CCLIENT-5 judges the cache by them).
  */
 
+import java.time.Instant;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -17,6 +19,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.common.message.MessageExt;
 
 public class JavaPushConsumer {
     static String env(String name, String fallback) {
@@ -39,6 +42,12 @@ public class JavaPushConsumer {
                     Thread.currentThread().interrupt();
                     return ConsumeConcurrentlyStatus.RECONSUME_LATER;
                 }
+            }
+            Instant now = Instant.now();
+            long tsUs = now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+            for (MessageExt msg : msgs) {
+                System.out.printf("mqtck-consume {\"ts\": %d, \"topic\": \"%s\", \"queue_id\": %d, \"offset\": %d}%n",
+                        tsUs, msg.getTopic(), msg.getQueueId(), msg.getQueueOffset());
             }
             consumed.addAndGet(msgs.size());
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;

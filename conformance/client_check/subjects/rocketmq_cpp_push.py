@@ -4,16 +4,21 @@ rocketmq-client-cpp 1.2.3), clustering, subscribed to MQTCK_TOPIC with ``*``.
 Run by ``mqtck conform --client "python -m conformance.client_check.subjects.rocketmq_cpp_push"``. The
 listener sleeps MQTCK_CONSUME_DELAY_MS per message and returns CONSUME_SUCCESS; the consumer runs
 MQTCK_DURATION_S or until SIGTERM, then shuts down (which persists its offsets and unregisters). Nothing in
-it is tuned: the point is to observe the library's own behaviour.
+it is tuned: the point is to observe the library's own behaviour. Each message the listener finished is reported
+on a consumption-report line (CCLIENT-5 judges the cache by them).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 import threading
 import time
+from typing import Any
+
+from conformance.client_check.checks import CONSUME_REPORT_PREFIX
 
 
 def main() -> int:
@@ -30,10 +35,13 @@ def main() -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     consumed = 0
 
-    def listener(msg: object) -> None:
+    def listener(msg: Any) -> None:
         nonlocal consumed
         if delay_s:
             time.sleep(delay_s)
+        report = {"ts": time.time_ns() // 1000, "topic": msg.topic, "queue_id": msg.queue_id,
+                  "offset": msg.queue_offset}
+        print(f"{CONSUME_REPORT_PREFIX}{json.dumps(report)}", flush=True)
         consumed += 1
 
     consumer = PushConsumer(env["MQTCK_GROUP"])

@@ -6,7 +6,8 @@
 // and runs it through the client check. The listener sleeps MQTCK_CONSUME_DELAY_MS per message and returns
 // ConsumeSuccess; the consumer runs MQTCK_DURATION_S or until SIGTERM, then shuts down, which persists its
 // offsets (v2.1.2 sends no UNREGISTER_CLIENT: the broker sees the connection close). Nothing is tuned: the point
-// is to observe the library's own defaults.
+// is to observe the library's own defaults. Each message the listener finished is reported on a line
+// `mqtck-consume {...}` (the client check's consumption reports: CCLIENT-5 judges the cache by them).
 package main
 
 import (
@@ -58,6 +59,11 @@ func main() {
 		func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			if delayMs > 0 {
 				time.Sleep(time.Duration(delayMs*len(msgs)) * time.Millisecond)
+			}
+			now := time.Now().UnixMicro()
+			for _, msg := range msgs {
+				fmt.Printf("mqtck-consume {\"ts\": %d, \"topic\": %q, \"queue_id\": %d, \"offset\": %d}\n",
+					now, msg.Queue.Topic, msg.Queue.QueueId, msg.QueueOffset)
 			}
 			consumed.Add(int64(len(msgs)))
 			return consumer.ConsumeSuccess, nil
