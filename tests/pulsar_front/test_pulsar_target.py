@@ -55,3 +55,29 @@ def test_pulsar_addresses() -> None:
     for bad in ("pulsar://", "pulsar://host", "pulsar://host:0", "pulsar://host:port"):
         with pytest.raises(ValueError, match="pulsar://HOST:PORT"):
             parse_target(bad)
+
+
+def test_a_real_broker_is_read_until_no_consumer_with_permits_is_owed_a_message() -> None:
+    """Against a real broker the target reads past a quiet wire while a consumer holds permits and its subscription
+    has deliverable messages nobody was dispatched (a starved standalone dispatched after 0.25 s of quiet, and a diff
+    replay diverged). A message dispatched to another consumer of the subscription
+    is not owed again; a consumer of another subscription is owed its own copy."""
+    from conformance.targets import DispatchedRecord
+    from conformance.targets.pulsar import PulsarTarget, _Consumer
+
+    def record(offset: int) -> DispatchedRecord:
+        return DispatchedRecord(f"1:{offset}", offset, 0, b"", 0)
+
+    target = object.__new__(PulsarTarget)
+    wire = object()
+    target._deliverable = {"T": 2}
+    target._consumers = {("G", "a", "T"): _Consumer(wire, granted=0)}  # type: ignore[arg-type]
+    assert not target._owed(), "no permits: nothing can be sent"
+    target._consumers[("G", "a", "T")].granted = 5
+    assert target._owed()
+    target._consumers[("G", "b", "T")] = _Consumer(wire, granted=1, records=[record(0), record(1)])  # type: ignore[arg-type]
+    assert not target._owed(), "both messages went to b, the other consumer of the subscription"
+    target._consumers[("H", "c", "T")] = _Consumer(wire, granted=1)  # type: ignore[arg-type]
+    assert target._owed(), "subscription H has its own copy to receive"
+    target._consumers[("H", "c", "T")].open = False
+    assert not target._owed()
