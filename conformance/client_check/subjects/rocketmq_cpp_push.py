@@ -34,6 +34,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     consumed = 0
+    printing = threading.Lock()
 
     def listener(msg: Any) -> None:
         nonlocal consumed
@@ -41,8 +42,12 @@ def main() -> int:
             time.sleep(delay_s)
         report = {"ts": time.time_ns() // 1000, "topic": msg.topic, "queue_id": msg.queue_id,
                   "offset": msg.queue_offset}
-        print(f"{CONSUME_REPORT_PREFIX}{json.dumps(report)}", flush=True)
-        consumed += 1
+        # The client calls the listener on several threads: one locked write per line (print writes the text and
+        # its newline apart, and two threads' reports ran together on one line).
+        with printing:
+            sys.stdout.write(f"{CONSUME_REPORT_PREFIX}{json.dumps(report)}\n")
+            sys.stdout.flush()
+            consumed += 1
 
     consumer = PushConsumer(env["MQTCK_GROUP"])
     consumer.set_namesrv_addr(env["MQTCK_NAMESRV"])
