@@ -83,8 +83,10 @@ def start_broker(stack: ExitStack, peer: str, workdir: Path) -> str:
         return server.address
     from conformance.peers import peer_info
     from conformance.peers.rocketmq import RocketMQPeer
+    from conformance.peers.rocketmq_rust import RustBrokerPeer, is_rust
 
-    started = stack.enter_context(RocketMQPeer(peer_info(peer)))
+    info = peer_info(peer)
+    started = stack.enter_context(RustBrokerPeer(info) if is_rust(info) else RocketMQPeer(info))
     return started.target.removeprefix("remoting://")
 
 

@@ -138,7 +138,8 @@ def target_capabilities(text: str) -> frozenset[str]:
             control = spec.options.get("control")
             # The broker's protocol (POP or not), and the control channel's offer (UnreachableTarget if it does
             # not answer).
-            _probed[key] = wire_capabilities(broker) | (control_capabilities(control) if control else frozenset())
+            offered = control_capabilities(control) if control else frozenset()
+            _probed[key] = wire_capabilities(broker, spec.arg) | offered
         return _probed[key]
     if spec.kind == "pulsar":
         return PulsarTarget.capabilities

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import json
 import os
@@ -196,7 +197,7 @@ class RemotingTarget:
         #: The runner's control channel, and what it offers (None without one).
         self._control = ControlClient(control) if control else None
         self._offer: ControlDescription | None = describe_control(control) if control else None
-        self.capabilities = wire_capabilities(self.broker_addr)
+        self.capabilities = wire_capabilities(self.broker_addr, namesrv)
         if self._offer is not None:
             self.capabilities = self.capabilities | offered_capabilities(self._offer)
         #: The runner's simulated clock, when it offers clock control.
@@ -702,10 +703,17 @@ def handle_error(response: RemotingCommand) -> TargetError:
     return error
 
 
-def wire_capabilities(broker_addr: str) -> frozenset[str]:
+@functools.lru_cache(maxsize=64)
+def wire_capabilities(broker_addr: str, namesrv: str = "") -> frozenset[str]:
     """What the broker's protocol offers: :data:`CAPABILITIES`, ``pop`` (with ``pop_order`` and ``topic_admin``) when
     it serves POP, ``group_info`` when it serves GET_CONSUMER_CONNECTION_LIST and ``group_admin`` when it serves
-    GET_ALL_SUBSCRIPTIONGROUP_CONFIG (a read: the create and delete of the same table are not probed)."""
+    GET_ALL_SUBSCRIPTIONGROUP_CONFIG (a read: the create and delete of the same table are not probed).
+
+    Asked once per broker address in a process: what a broker's protocol serves does not change during a run (nor
+    across its restarts), and asking at every test's target was three requests per test, one of which lists every
+    group the run made so far: under CI load it once took over 10 s and failed a gate test's setup. The name server
+    is part of the key (not of the question): a process that runs one broker after another (a test module) would
+    need both ports drawn again to take a stopped broker's answer for a new one's."""
     # A POP broker (RocketMQ 5) also serves the ordered pop and DELETE_TOPIC_IN_BROKER; the latter is not probed, as
     # a probe would delete something on a broker that may not be a test's.
     offered = {"pop", "pop_order", "topic_admin"} if supports_pop(broker_addr) else set()
