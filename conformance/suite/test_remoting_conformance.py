@@ -166,9 +166,12 @@ class RawConnection:
     def send(self, code: int, ext: dict[str, Any] | None = None, body: bytes = b"", opaque: int | None = None,
              version: int = CLIENT_VERSION) -> int:
         """Write a request whose extFields go out with the JSON types given (numbers stay numbers), as a client of
-        ``version`` (default the C++ client's)."""
+        ``version`` (default the C++ client's). The header names serializeTypeCurrentRPC, as the Java client's does:
+        a header without it (the Go and C++ clients') is REMOTING-14's to judge, and a server that closes on it
+        would otherwise fail every test that writes raw frames for that one reason."""
         opaque = next(_opaques) if opaque is None else opaque
-        header: dict[str, Any] = {"code": code, "language": "CPP", "version": version, "opaque": opaque, "flag": 0}
+        header: dict[str, Any] = {"code": code, "language": "CPP", "version": version, "opaque": opaque, "flag": 0,
+                                  "serializeTypeCurrentRPC": "JSON"}
         if ext is not None:
             header["extFields"] = ext
         self.write(header_frame(json.dumps(header).encode("utf-8"), body))
@@ -530,6 +533,49 @@ def test_the_name_server_keeps_a_connection_that_sent_an_unknown_code(target: Wi
     if unknown in got:
         assert got[unknown].code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"REMOTING-4: {got[unknown].header}"
         assert str(UNKNOWN_CODE) in (got[unknown].header.get("remark") or ""), "REMOTING-4: remark names the code"
+
+
+# -- REMOTING-14 ---------------------------------------------------------------------------------------------
+#: Request headers as the official clients write them (seen on the wire, 2026-11-29): Java's rocketmq-client names
+#: serializeTypeCurrentRPC; rocketmq-client-go 2.1.2 and rocketmq-client-cpp 1.2.3 leave it out.
+CLIENT_HEADERS = {
+    "java": {"language": "JAVA", "version": 399, "serializeTypeCurrentRPC": "JSON"},
+    "go": {"language": "GO", "version": 317, "remark": ""},
+    "cpp": {"language": "CPP", "version": 63, "remark": ""},
+}
+
+
+def _answer(conn: RawConnection, code: int, ext: dict[str, Any], client: str) -> Frame | None:
+    """The answer to ``code`` with a header as ``client`` writes it, or None if the server closed the connection."""
+    opaque = next(_opaques)
+    header = {"code": code, "opaque": opaque, "flag": 0, **CLIENT_HEADERS[client], "extFields": ext}
+    conn.write(header_frame(json.dumps(header).encode("utf-8")))
+    try:
+        return conn.responses({opaque})[opaque]
+    except (ConnectionError, OSError):
+        return None
+
+
+@pytest.mark.req("REMOTING-14")
+@pytest.mark.needs("remoting_wire")
+def test_a_header_without_serialize_type_is_served_as_json(target: WireTarget, raw: RawConnections) -> None:
+    """The name server's route lookup and the broker's max-offset query, written as the Go and the C++ client write
+    them (no serializeTypeCurrentRPC), are answered as the Java client's are, on a connection that stays open."""
+    for address, code, ext in ((target.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"}),
+                               (target.broker_addr, RequestCode.GET_MAX_OFFSET, {"topic": "TBW102", "queueId": "0"})):
+        java = _answer(raw(address), code, ext, "java")
+        assert java is not None, f"{address} closed the connection on request {code} as the Java client writes it"
+        for client in ("go", "cpp"):
+            conn = raw(address)
+            answer = _answer(conn, code, ext, client)
+            assert answer is not None, (
+                f"REMOTING-14: {address} closed the connection on request {code} as the {client} client writes it "
+                "(no serializeTypeCurrentRPC)")
+            assert answer.code == java.code, (
+                f"REMOTING-14: request {code} as the {client} client writes it answered {answer.code}, as the Java "
+                f"client's {java.code}")
+            again = _answer(conn, code, ext, client)
+            assert again is not None and again.code == java.code, f"REMOTING-14: {address} stopped serving {client}"
 
 
 # -- REMOTING-5 ----------------------------------------------------------------------------------------------
