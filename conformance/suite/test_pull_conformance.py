@@ -72,6 +72,18 @@ def test_tag_filter_and_no_matched_message(target: Target) -> None:
     assert (r.status, r.code, r.next_begin_offset) == ("NO_MATCHED_MESSAGE", "PULL_RETRY_IMMEDIATELY", 5)
 
 
+@pytest.mark.req("PULL-8")
+def test_a_tag_list_matches_each_tag_with_or_without_blanks(target: Target) -> None:
+    """Tags A, B, C; 'A || B' (as RocketMQ's docs and examples write it) and 'A||B' both return A and B, never C."""
+    target.create_topic("CT", 1)
+    for tags in ("A", "C", "B"):
+        fill(target, "CT", 1, tags=tags)
+    for expression in ("A||B", "A || B"):
+        r = target.start_pull("G", "CT", 0, 0, expression=expression).result()
+        assert r.status == "FOUND" and [m.tags for m in r.messages] == ["A", "B"], (
+            f"PULL-8: {expression!r} returned {r.status} {[m.tags for m in r.messages]}, not the messages tagged A, B")
+
+
 @pytest.mark.req("PULL-7")
 @pytest.mark.needs("consumer_registry")
 def test_registered_subscription_is_used_without_flag(target: Target) -> None:
