@@ -31,9 +31,13 @@ EARLY_TOLERANCE_MS = 50
 LATE_SLACK_MS = 1_000
 #: Suspend timeout of the wake-up tests: long enough that a wake-up is clearly not the time-out.
 WAKE_SUSPEND_MS = 3_000
-#: An arrival must answer the held pull within this long after the send returned (the trace audit's
-#: bound is 1 s; a broker on loopback needs a few milliseconds).
-REALTIME_WAKE_BOUND_MS = 500
+#: An arrival must answer the held pull within this long after the send returned: the trace audit's wake bound
+#: (1 s). A broker on loopback needs a few milliseconds.
+REALTIME_WAKE_BOUND_MS = 1_000
+#: All rounds but one must also be this quick, which a periodic check instead of a wake-up rarely is. One slow round
+#: is allowed: on a loaded CI machine rocketmq-rust's first round took 533 ms and the next three 5-7 ms (the first
+#: send to a new queue), and the old single bound of 500 ms failed the MUST for it.
+REALTIME_WAKE_TYPICAL_MS = 500
 #: How long a held pull is watched after a non-matching arrival, to see that it stays held.
 NO_WAKE_WINDOW_S = 0.3
 #: Rounds of that watch: a periodic check (LPOLL-8) falls in one window with probability 0.3 / 5 = 6 %,
@@ -88,6 +92,8 @@ def test_matching_arrival_wakes_the_held_pull_in_real_time(realtime: Target, rec
         assert _ms_since(started) < WAKE_SUSPEND_MS - EARLY_TOLERANCE_MS, "answered by its time-out, not the arrival"
     record_property("lpoll.wake_latency_ms", latencies)
     assert max(latencies) <= REALTIME_WAKE_BOUND_MS, f"wake latencies {latencies} ms exceed {REALTIME_WAKE_BOUND_MS} ms"
+    slow = [ms for ms in latencies if ms > REALTIME_WAKE_TYPICAL_MS]
+    assert len(slow) <= 1, f"wake latencies {latencies} ms: {len(slow)} rounds over {REALTIME_WAKE_TYPICAL_MS} ms"
 
 
 @pytest.mark.req("LPOLL-5", "LPOLL-4")
