@@ -82,11 +82,10 @@ def start_broker(stack: ExitStack, peer: str, workdir: Path) -> str:
         stack.callback(server.stop)
         return server.address
     from conformance.peers import peer_info
-    from conformance.peers.rocketmq import RocketMQPeer
-    from conformance.peers.rocketmq_rust import RustBrokerPeer, is_rust
+    from conformance.peers.serving import launcher
 
     info = peer_info(peer)
-    started = stack.enter_context(RustBrokerPeer(info) if is_rust(info) else RocketMQPeer(info))
+    started = stack.enter_context(launcher(info)(info))
     return started.target.removeprefix("remoting://")
 
 

@@ -13,15 +13,19 @@ from conformance.peers.rocketmq import served as served_with
 from conformance.peers.rocketmq_proxy import ProxyPeer
 
 
+def launcher(info: PeerInfo) -> type[RocketMQPeer]:
+    """The class that runs ``info``: the proxy's, rocketmq-rust's, or Apache's broker's."""
+    from conformance.peers.rocketmq_rust import RustBrokerPeer, is_rust
+
+    return ProxyPeer if info.kind == "proxy" else RustBrokerPeer if is_rust(info) else RocketMQPeer
+
+
 def served(info: PeerInfo, namesrv_port: int = 0, *, log: IO[str] | None = None,
            channel_expired_timeout_ms: int | None = None) -> AbstractContextManager[str]:
     """The peer running with its control channel for as long as the block runs; yields its target
     (``remoting://…?control=…`` for a broker, ``grpc://…?remoting=…&control=…`` for a proxy)."""
-    from conformance.peers.rocketmq_rust import RustBrokerPeer, is_rust
-
-    peer_class = ProxyPeer if info.kind == "proxy" else RustBrokerPeer if is_rust(info) else RocketMQPeer
     return served_with(info, namesrv_port, log=log, channel_expired_timeout_ms=channel_expired_timeout_ms,
-                       peer_class=peer_class)
+                       peer_class=launcher(info))
 
 
 def install(info: PeerInfo, say: IO[str] | None = None) -> None:
