@@ -33,6 +33,7 @@ from conformance.client_check.checks import (
 )
 from conformance.client_check.scenarios import (
     EVIDENCE_GRACE_S,
+    KILL_COMMIT_WAIT_S,
     OWN_ALL_QUEUES_WITHIN_S,
     PREFILL_BODY,
     REBALANCE_INTERVAL_S,
@@ -144,8 +145,11 @@ def _run_scenario(broker: BrokerThread, scenario: Scenario, options: Options, ru
                     faults.killed(elapsed)
                     log.write(f"\n--- mqtck: client killed with SIGKILL at {elapsed:.1f} s, started again ---\n")
                     log.flush()
-                    # The successor runs what is left of the scenario.
-                    env["MQTCK_DURATION_S"] = f"{max(duration - elapsed, 1.0) + CLIENT_DURATION_SLACK_S:g}"
+                    # The successor runs what is left of the scenario, counted from the kill's scheduled time
+                    # (a kill that waited for the client's first commit does not shorten it).
+                    left = max(duration - (faults.kill_at_s or elapsed), 1.0)
+                    ends_at = max(ends_at, time.monotonic() + left)
+                    env["MQTCK_DURATION_S"] = f"{left + CLIENT_DURATION_SLACK_S:g}"
                     proc = start_client()
                 faults.cause(elapsed, log)
                 time.sleep(POLL_S)
@@ -203,11 +207,18 @@ class _Faults:
         #: them: each poll reads only the rows written since (the broker's trace holds every scenario's rows).
         self._pulls: list[dict[str, Any]] = []
         self._rows_read = 0
+        #: Whether the client has committed an offset of the topic (the harness's preset is not the client's).
+        self._committed = False
         self.observations: dict[str, Any] = {}
 
     def kill_due(self, elapsed: float) -> bool:
+        """Due at the scenario's time once the client has committed an offset of the topic (its successor then
+        has one to start from), or :data:`KILL_COMMIT_WAIT_S` later without one."""
         at = self.kill_at_s
-        return at is not None and self.client_restarted_ts_us is None and elapsed >= at
+        if at is None or self.client_restarted_ts_us is not None or elapsed < at:
+            return False
+        self._read()
+        return self._committed or elapsed >= at + KILL_COMMIT_WAIT_S
 
     def killed(self, elapsed: float) -> None:
         self.client_restarted_ts_us = self.broker.clock.now_ms() * 1000
@@ -247,11 +258,7 @@ class _Faults:
         moves = scenario.retention_at_s is not None or bool(scenario.preset)
         if since is None and not moves or scenario.retention_at_s is not None and not self._retention_done:
             return False
-        new = self.broker.rows(self._rows_read)
-        self._rows_read += len(new)
-        # The scenario's topic only: a push consumer also pulls its group's %RETRY% topic.
-        self._pulls += [r for r in new if r.get("group") == self.group and r.get("topic") == self.topic
-                        and r["event"] in ("PULL_REQ", "PULL_RESP")]
+        self._read()
         rows = self._pulls
         if since is not None:
             return len({r["queue_id"] for r in rows if r["event"] == "PULL_REQ" and r["ts"] >= since}) == \
@@ -272,6 +279,17 @@ class _Faults:
         judged_before = (self.broker.clock.now_ms() - int(REPULL_WITHIN_S * 1000)) * 1000
         return any(r["event"] == "PULL_RESP" and answer_code(r) == "PULL_NOT_FOUND" and r["ts"] <= judged_before
                    for r in rows)
+
+
+    def _read(self) -> None:
+        """Take in the broker's rows written since the last read: the pulls, answers and commits of the scenario's
+        topic (only: a push consumer also pulls its group's %RETRY% topic) and group."""
+        new = self.broker.rows(self._rows_read)
+        self._rows_read += len(new)
+        mine = [r for r in new if r.get("group") == self.group and r.get("topic") == self.topic]
+        self._pulls += [r for r in mine if r["event"] in ("PULL_REQ", "PULL_RESP")]
+        self._committed = self._committed or any(r["event"] == "COMMIT" and r.get("client_id") != PRESET_CLIENT_ID
+                                                 for r in mine)
 
 
 def _prepare(broker: BrokerThread, scenario: Scenario, topic: str, group: str) -> dict[tuple[str, int], int]:

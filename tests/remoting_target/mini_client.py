@@ -16,6 +16,9 @@ Faults: ``ignore-next-begin-offset`` (after PULL_OFFSET_MOVED, pull the old offs
 (after PULL_OFFSET_MOVED pull from nextBeginOffset but keep committing the old offset, as the C++ client does),
 ``skip-committed`` (start a queue 10 past its committed offset), ``no-resume`` (never pull again once the broker's
 connection dropped).
+
+``--commit-after S`` commits nothing (no piggybacked commit, no UPDATE_CONSUMER_OFFSET) for S seconds after start,
+as the Java lite-pull consumer's first periodic persist comes late on a loaded machine.
 """
 
 from __future__ import annotations
@@ -44,8 +47,10 @@ FAULTS = ("ignore-next-begin-offset", "keep-revoked", "commit-ahead", "recommit-
 
 
 class MiniConsumer:
-    def __init__(self, namesrv: str, topic: str, group: str, delay_ms: int, fault: str | None) -> None:
+    def __init__(self, namesrv: str, topic: str, group: str, delay_ms: int, fault: str | None,
+                 commit_after_s: float = 0.0) -> None:
         self.topic, self.group, self.delay_s, self.fault = topic, group, delay_ms / 1000.0, fault
+        self.commits_from = time.monotonic() + commit_after_s
         self.client_id = f"mini-{os.getpid()}"
         ns = RemotingClient(namesrv)
         route = json.loads(ns.invoke(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}).body)
@@ -91,12 +96,16 @@ class MiniConsumer:
             self.offsets[q] = self.consumed[q] = offset
 
     def commit(self, q: int) -> None:
+        if time.monotonic() < self.commits_from:
+            return
         offset = self.consumed.get(q, 0) + (100 if self.fault == "commit-ahead" else 0)
         self.broker.invoke(RequestCode.UPDATE_CONSUMER_OFFSET, {
             "consumerGroup": self.group, "topic": self.topic, "queueId": q, "commitOffset": str(offset)})
 
     def pull(self, q: int) -> None:
-        flags = PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION | PullSysFlag.COMMIT_OFFSET
+        flags = PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION
+        if time.monotonic() >= self.commits_from:
+            flags |= PullSysFlag.COMMIT_OFFSET
         ext = {"consumerGroup": self.group, "topic": self.topic, "queueId": q, "queueOffset": str(self.offsets[q]),
                "maxMsgNums": 32, "sysFlag": int(flags), "commitOffset": str(self.consumed[q]),
                "suspendTimeoutMillis": str(SUSPEND_MS), "subscription": "*", "subVersion": "0"}
@@ -175,12 +184,13 @@ class MiniConsumer:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--fault", choices=FAULTS, default=None)
+    parser.add_argument("--commit-after", type=float, default=0.0, metavar="S")
     args = parser.parse_args()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     env = os.environ
     consumer = MiniConsumer(env["MQTCK_NAMESRV"], env["MQTCK_TOPIC"], env["MQTCK_GROUP"],
-                            int(env.get("MQTCK_CONSUME_DELAY_MS", "0")), args.fault)
+                            int(env.get("MQTCK_CONSUME_DELAY_MS", "0")), args.fault, args.commit_after)
     consumer.run(float(env.get("MQTCK_DURATION_S", "10")), stop)
 
 

@@ -25,6 +25,7 @@ from conformance.client_check.checks import (
     flow_control_threshold,
 )
 from conformance.client_check.harness import Options, run_client_check
+from conformance.client_check.scenarios import KILL_COMMIT_WAIT_S
 from reference.net.remoting.command import RemotingCommand, RequestCode
 from reference.net.remoting.frame import encode_frame
 
@@ -115,6 +116,19 @@ def test_a_killed_clients_successor_starts_at_the_committed_offsets(tmp_path: Pa
     killed = re.search(r"client killed with SIGKILL at (\d+\.\d) s, started again", log)
     # Due at 8.0 s on the scenario's clock; the harness's loop sees it a poll later, under CI's load once 8.2 s.
     assert killed and 8.0 <= float(killed.group(1)) < 11.0, log
+
+
+@pytest.mark.req("CCLIENT-7")
+def test_a_client_that_commits_late_is_killed_after_its_first_commit(tmp_path: Path) -> None:
+    """The kill waits for the client's first commit of the topic, so its successor has a committed offset to start
+    from: killed at its scheduled time, before any commit, CCLIENT-7 would have no evidence (a loaded CI run once
+    called the Java lite-pull consumer's CCLIENT-7 not applicable so, its first periodic persist after 15 s)."""
+    statuses = _statuses(Options(f"{MINI} --commit-after 6", ("consumer-killed",), duration_s=10.0, fault_at_s=2.0),
+                         tmp_path)
+    assert statuses == {"CCLIENT-7": {"passed"}, "CCLIENT-3": {"passed"}}
+    log = (tmp_path / "consumer-killed.log").read_text()
+    killed = re.search(r"client killed with SIGKILL at (\d+\.\d) s, started again", log)
+    assert killed and 5.5 <= float(killed.group(1)) < 2.0 + KILL_COMMIT_WAIT_S, log
 
 
 @pytest.mark.req("CCLIENT-7")
