@@ -280,7 +280,8 @@ def _search(args: argparse.Namespace, target: str, against: str, expect: str | N
         "steps_per_s": round(stats.steps / stats.elapsed_s, 1) if stats.elapsed_s else None,
         "diverged": result.divergence is not None, "sequences_to_first_divergence": stats.first_at,
         "flaky": result.flaky,
-        "excused": [{"step": r.step, "field": r.field, "kind": r.kind, "id": r.id, "times": n}
+        "excused": [{"step": r.step, "field": r.field, "kind": r.kind, "id": r.id, "when": r.when,
+                     "given": r.given, "times": n}
                     for r, n in stats.excused.items()],
         "steps_by_kind": dict(sorted(stats.kinds.items())),
     }

@@ -9,12 +9,14 @@ implementation is declared in that implementation's expectations file (``[[diff]
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from conformance import expectations
 from conformance.diff.steps import STEP_KINDS
-from conformance.expectations import DiffRule, ExpectationError
+from conformance.expectations import WHOLE_STEP_FIELD, DiffRule, ExpectationError
 
 #: What a step never records, and the requirement that lets implementations differ in it.
 NOT_OBSERVED: tuple[tuple[str, str, str], ...] = (
@@ -58,21 +60,29 @@ def rules_for(expect: str | None) -> tuple[DiffRule, ...]:
     return out
 
 
-def _holds(rule: DiffRule, a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """A rule's condition ``when = "KEY=VALUE"``: either observation has that value (no condition: always)."""
+def _holds(rule: DiffRule, a: dict[str, Any], b: dict[str, Any], inputs: Mapping[str, Any] | None) -> bool:
+    """A rule's conditions: ``when = "KEY=VALUE"``, either observation has that value; ``given = "FIELD~REGEX"``,
+    the step's input FIELD matches REGEX (never where the inputs are not known). No condition: always."""
+    if rule.given:
+        name, _, pattern = rule.given.partition("~")
+        if inputs is None or name not in inputs or not re.search(pattern, str(inputs[name])):
+            return False
     if not rule.when:
         return True
     key, _, value = rule.when.partition("=")
     return any(key in obs and str(obs[key]) == value for obs in (a, b))
 
 
-def compare(step_kind: str, a: dict[str, Any], b: dict[str, Any], rules: tuple[DiffRule, ...]) -> Difference:
-    """Where ``a`` and ``b`` differ once the rules for ``step_kind`` whose condition holds dropped their fields (a
-    ``refused`` or ``malformed`` rule: the whole step, when one side refused it, or answered outside the protocol,
-    and the other did not, or did for another reason)."""
-    applicable = [rule for rule in rules if rule.applies(step_kind) and _holds(rule, a, b)]
+def compare(step_kind: str, a: dict[str, Any], b: dict[str, Any], rules: tuple[DiffRule, ...],
+            inputs: Mapping[str, Any] | None = None) -> Difference:
+    """Where ``a`` and ``b`` differ once the rules for ``step_kind`` whose conditions hold (``inputs``: the step's
+    own fields, for a ``given``) dropped their fields (a ``refused`` or ``malformed`` rule: the whole step, when one
+    side refused it, or answered outside the protocol, and the other did not, or did for another reason; a ``*``
+    rule: the whole step, whenever the two differ)."""
+    applicable = [rule for rule in rules if rule.applies(step_kind) and _holds(rule, a, b, inputs)]
     for rule in applicable:
-        if rule.field in WHOLE_STEP and a.get(rule.field) != b.get(rule.field):
+        if rule.field in WHOLE_STEP and a.get(rule.field) != b.get(rule.field) or \
+                rule.field == WHOLE_STEP_FIELD and a != b:
             return Difference(fields=(), excused=(rule,))
     dropped = {rule.field: rule for rule in applicable if rule.field not in WHOLE_STEP}
     differing = sorted(key for key in set(a) | set(b) if a.get(key) != b.get(key))

@@ -115,7 +115,7 @@ class Lockstep:
                 a, b = (_observe(side, step, index) for side in sides)
                 self.stats.steps += 1
                 self.stats.kinds[step.kind] += 1
-                difference = compare(step.kind, a, b, self.rules)
+                difference = compare(step.kind, a, b, self.rules, vars(step))
                 for rule in difference.excused:
                     self.stats.excused[rule] = self.stats.excused.get(rule, 0) + 1
                 if difference.fields:

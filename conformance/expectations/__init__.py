@@ -1,4 +1,4 @@
-"""Expectations: reviewed, known failures of a real implementation, kept as data (web-platform-tests' metadata).
+r"""Expectations: reviewed, known failures of a real implementation, kept as data (web-platform-tests' metadata).
 
 One TOML file per implementation and version, ``conformance/expectations/<name>.toml``, named like the
 peer (``rocketmq-4.9.7``)::
@@ -36,6 +36,12 @@ and the other answers it (or refuses it naming another field), the step is not c
 rule of the reference, INPUT-4; ``when = "refused=queueOffset"`` narrows it to refusals naming that field).
 ``field = "malformed"`` does the same for an answer outside the protocol (a real fault, OFFSET-7 of 4.9.7).
 
+An entry may also hold only for some inputs, ``given = "FIELD~REGEX"``: the step's own input FIELD, as the program
+wrote it, matches the regular expression (``given = 'expression~ \|\||\|\| '``: a tag list written with blanks).
+With a ``given``, ``field = "*"`` excuses the whole step: a deviation that depends on what was asked, not on what
+was answered, where any answer-side condition would excuse unrelated divergences too (rocketmq-rust's PULL-8: the
+only answer-side sign, NO_MATCHED_MESSAGE, is every filter's). ``field = "*"`` without a ``given`` is refused.
+
 A file may also say how ``mqtck diff`` runs the in-process reference against this implementation: each
 ``[[reference]]`` entry sets one field of the reference's MessageStoreConfig to a behaviour of this implementation
 that the spec allows (a SHOULD it does not follow, listed above too), so that the diff compares what follows
@@ -56,6 +62,7 @@ that review becomes an entry.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +76,8 @@ FIELDS = ("id", "reason", "source", "repro")
 #: Every ``[[diff]]`` entry must say these; ``kind`` is one of :data:`DIFF_KINDS`.
 DIFF_FIELDS = ("step", "field", "kind", "id", "reason", "source")
 DIFF_KINDS = ("allowed", "deviation")
+#: The ``field`` of a ``[[diff]]`` entry that excuses every field of its step (only with a ``given``).
+WHOLE_STEP_FIELD = "*"
 #: Every ``[[reference]]`` entry must say these (and ``value``).
 REFERENCE_FIELDS = ("setting", "id", "reason", "source")
 
@@ -99,6 +108,8 @@ class DiffRule:
     source: str
     #: ``KEY=VALUE``: the rule holds only where one of the two observations has that value (empty: always).
     when: str = ""
+    #: ``FIELD~REGEX``: the rule holds only where the step's input FIELD matches REGEX (empty: always).
+    given: str = ""
 
     def applies(self, step_kind: str) -> bool:
         return self.step in ("*", step_kind)
@@ -184,8 +195,28 @@ def _diff_rules(path: Path, raw: list[dict[str, object]], reqs: dict[str, spec.R
         when = entry.get("when", "")
         if not isinstance(when, str) or (when and "=" not in when):
             raise ExpectationError(f"{path}: diff entry {n}: field 'when' must be a string KEY=VALUE")
-        rules.append(DiffRule(**{k: " ".join(str(entry[k]).split()) for k in DIFF_FIELDS}, when=when))
+        given = _given(path, n, entry.get("given", ""))
+        if entry["field"] == WHOLE_STEP_FIELD and not given:
+            raise ExpectationError(f"{path}: diff entry {n}: field '*' (the whole step) needs a 'given' condition")
+        rules.append(DiffRule(**{k: " ".join(str(entry[k]).split()) for k in DIFF_FIELDS}, when=when, given=given))
     return tuple(rules)
+
+
+def _given(path: Path, n: int, given: object) -> str:
+    """A ``given = "FIELD~REGEX"`` condition, checked: a string with a field name and a compilable expression."""
+    if not isinstance(given, str):
+        raise ExpectationError(f"{path}: diff entry {n}: field 'given' must be a string FIELD~REGEX")
+    if not given:
+        return ""
+    name, sep, pattern = given.partition("~")
+    if not sep or not name.strip() or not pattern:
+        raise ExpectationError(f"{path}: diff entry {n}: field 'given' must be a string FIELD~REGEX")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ExpectationError(f"{path}: diff entry {n}: field 'given': {pattern!r} is not a regular expression: "
+                               f"{exc}") from None
+    return given
 
 
 def _reference_settings(path: Path, raw: list[dict[str, object]],

@@ -270,9 +270,36 @@ def test_the_divergences_found_on_real_brokers_are_kept_as_replays(replay_file: 
     recorded = document["divergence"]
     step = program.steps[recorded["step"] - 1]
     assert step.kind == recorded["kind"]
-    excused = compare(step.kind, recorded["target"], recorded["against"], rules)
+    excused = compare(step.kind, recorded["target"], recorded["against"], rules, vars(step))
     # past-max, entries-per-permit: resolved by a [[reference]] setting, not a rule
     assert excused.fields == () or replay_file.stem.endswith(("past-max", "entries-per-permit")), excused
+
+
+def test_a_given_rule_excuses_a_whole_step_only_for_the_inputs_it_names(tmp_path: Path) -> None:
+    """``given = "FIELD~REGEX"`` holds on what the step asked, not on what was answered: a whole-step rule for a tag
+    list written with blanks (rocketmq-rust's PULL-8) excuses that pull and no other filter's divergence."""
+    rules_file = tmp_path / "impl.toml"
+    rules_file.write_text(
+        'implementation = "X"\nversion = "1"\n\n[[diff]]\nstep = "pull"\nfield = "*"\nkind = "deviation"\n'
+        "given = 'expression~ \\|\\||\\|\\| '\n"
+        'id = "PULL-8"\nreason = "blanks"\nsource = "somewhere"\n'
+    )
+    (rule,) = rules_for(str(rules_file))
+    found = {"status": "FOUND", "messages": [0], "next": 1}
+    unmatched = {"status": "NO_MATCHED_MESSAGE", "messages": [], "next": 1}
+    assert compare("pull", found, unmatched, (rule,), {"expression": "A || B"}).excused == (rule,)
+    assert compare("pull", found, unmatched, (rule,), {"expression": "A || B"}).fields == ()
+    for other in ({"expression": "A||B"}, {"expression": "A"}, None):
+        assert compare("pull", found, unmatched, (rule,), other).fields == ("messages", "status"), other
+    assert compare("pull", found, found, (rule,), {"expression": "A || B"}).excused == ()
+    # Refused at load: a whole-step rule without a condition on the inputs, and a condition that is not FIELD~REGEX.
+    for bad, message in (("", "needs a 'given'"), ("given = 'expression'\n", "FIELD~REGEX"),
+                         ("given = 'expression~('\n", "not a regular expression")):
+        rules_file.write_text(
+            'implementation = "X"\nversion = "1"\n\n[[diff]]\nstep = "pull"\nfield = "*"\nkind = "deviation"\n'
+            f'{bad}id = "PULL-8"\nreason = "blanks"\nsource = "somewhere"\n')
+        with pytest.raises(ExpectationError, match=message):
+            rules_for(str(rules_file))
 
 
 def test_a_malformed_rule_excuses_the_whole_step_only_when_one_side_is_malformed(tmp_path: Path) -> None:
