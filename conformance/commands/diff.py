@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
             for text in (target, against):
                 parse_target(text)
             if args.replay is not None:
-                return _replay(args, target, against, rules, settings)
+                return _replay(args, target, against, rules, settings, expect)
             return _search(args, target, against, expect, rules, settings)
         except (ValueError, ExpectationError, UnreachableTarget) as exc:
             raise UsageError(str(exc)) from None
@@ -236,15 +236,23 @@ def _serve_grpc_reference(stack: contextlib.ExitStack, settings: dict[str, objec
 
 
 def _replay(args: argparse.Namespace, target: str, against: str, rules: tuple[Any, ...],
-            settings: dict[str, object]) -> int:
-    from conformance.diff.replay import listing, read_replay, replay
+            settings: dict[str, object], expect: str | None) -> int:
+    """Run a replay file's program once; with ``--report-dir``, a divergence is written there as a replay file that
+    records it (a hand-written repro kept as a fixture, like a divergence the search found)."""
+    from conformance.diff.replay import listing, read_replay, replay, replay_document
 
-    program, _ = read_replay(Path(args.replay))
+    program, document = read_replay(Path(args.replay))
     divergence = replay(program, target, against, rules, settings)
     if divergence is None:
         _say(f"the {len(program.steps)} steps of {args.replay} agree on {target} and {against}")
         return 0
     print(listing(divergence, target, against))
+    if args.report_dir is not None:
+        out = Path(args.report_dir) / "divergence.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        recorded = replay_document(divergence, args.target, args.against, document.get("seed"), expect)
+        out.write_text(json.dumps(recorded, indent=2) + "\n", encoding="utf-8")
+        _say(f"the divergence is recorded in {out}")
     return 1
 
 

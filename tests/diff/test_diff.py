@@ -191,6 +191,24 @@ def test_bad_diff_and_reference_entries_name_the_entry_and_the_rule(tmp_path: Pa
         settings_for(str(bad))
 
 
+@pytest.mark.req("OFFSET-1")
+def test_a_hand_written_replay_that_diverges_is_recorded_for_keeping(tmp_path: Path) -> None:
+    """``--replay FILE --report-dir D``: a repro written by hand (one pull of an empty queue at offset 5) that diverges is written
+    to D as a replay file recording its divergence, the form fixtures/diff keeps, and that file replays alike."""
+    hand = tmp_path / "repro.json"
+    hand.write_text(json.dumps({"format": "mqtck-diff-replay/1", "program": {"queues": [1], "steps": [
+        {"kind": "pull", "group": 0, "topic": 0, "queue": 0, "offset": 5, "max_nums": 32, "expression": "*"}]}}))
+    target = "mutant:offset-empty-queue-keeps-offset"
+    run = mqtck_diff("--replay", str(hand), "--target", target, "--report-dir", str(tmp_path / "out"))
+    assert run.returncode == 1 and "<<< differs" in run.stdout, run.stderr
+    program, document = read_replay(tmp_path / "out" / "divergence.json")
+    assert document["target"] == target and document["against"] == "reference"
+    assert document["divergence"]["kind"] == "pull" and document["divergence"]["fields"] == ["next"]
+    assert len(program.steps) == 1
+    again = mqtck_diff("--replay", str(tmp_path / "out" / "divergence.json"), "--target", target)
+    assert again.returncode == 1 and "<<< differs" in again.stdout
+
+
 def test_replay_files_are_checked_field_by_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     for document, message in (
