@@ -193,8 +193,9 @@ def test_bad_diff_and_reference_entries_name_the_entry_and_the_rule(tmp_path: Pa
 
 @pytest.mark.req("OFFSET-1")
 def test_a_hand_written_replay_that_diverges_is_recorded_for_keeping(tmp_path: Path) -> None:
-    """``--replay FILE --report-dir D``: a repro written by hand (one pull of an empty queue at offset 5) that diverges is written
-    to D as a replay file recording its divergence, the form fixtures/diff keeps, and that file replays alike."""
+    """``--replay FILE --report-dir D``: a repro written by hand (one pull of an empty queue at offset 5) that
+    diverges is written to D as a replay file recording its divergence, the form fixtures/diff keeps, and that file
+    replays alike."""
     hand = tmp_path / "repro.json"
     hand.write_text(json.dumps({"format": "mqtck-diff-replay/1", "program": {"queues": [1], "steps": [
         {"kind": "pull", "group": 0, "topic": 0, "queue": 0, "offset": 5, "max_nums": 32, "expression": "*"}]}}))
