@@ -42,7 +42,8 @@ def _failures(path: Path) -> tuple[int, list[tuple[bool, str]]]:
         if len(message) > MESSAGE_CHARS:
             message = message[:MESSAGE_CHARS] + " ..."
         tail = (bad.text or "").rstrip().splitlines()[-TAIL_LINES:]
-        text = [f"{'FAIL' if gates else 'FAIL (does not gate)'} {path.stem}: {case.get('classname')}::"
+        word = "ERROR (not judged: its setup failed)" if bad.tag == "error" else "FAIL"
+        text = [f"{word if gates else word + ' (does not gate)'} {path.stem}: {case.get('classname')}::"
                 f"{case.get('name')}", f"    {message}", *(f"    | {line}" for line in tail)]
         out.append((gates, "\n".join(text)))
     return len(cases), out

@@ -81,7 +81,9 @@ class _ResultsWriter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # One line per test: the call phase, or setup when it failed / skipped before the call.
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            outcome = report.outcome
+            # A setup that failed (a fixture: the target's broker did not start, a probe timed out) is an error,
+            # not a failure: the test never judged the target, so its requirement is not reported as failed.
+            outcome = "error" if report.when == "setup" and report.failed else report.outcome
             text = summary = ""
             if report.skipped and isinstance(report.longrepr, tuple):
                 text = summary = str(report.longrepr[2])

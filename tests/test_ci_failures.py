@@ -92,3 +92,11 @@ def test_a_peer_that_was_not_gated_is_said_at_the_tail_without_failing_the_run(t
     result = _failures(junit, "peers")
     assert result.returncode == 0, result.stdout
     assert "NOT GATED: the-peer is not built (peers: test_gate)" in result.stdout.splitlines()[-2]
+
+
+def test_a_requirement_not_judged_because_its_setup_failed_gates_as_an_error(tmp_path: Path) -> None:
+    (tmp_path / "gate.xml").write_bytes(junit_xml("remoting://x", [_verdict("OFFSET-12", "MUST", "error", "error")]))
+    result = _failures(tmp_path, "gate")
+    assert result.returncode == 1, result.stdout
+    assert "ERROR (not judged: its setup failed) gate: OFFSET.OFFSET-12::test_x.py::test_offset-12" in result.stdout
+    assert "OFFSET-12 (MUST) not judged: OFFSET-12 went wrong" in result.stdout

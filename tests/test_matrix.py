@@ -94,8 +94,8 @@ def test_matrix_json_cells_counts_and_labels(three_runs: list[Path], tmp_path: P
     assert [c["verdict"] for c in cols] == ["pass", "fail", "pass"]
     assert [c["must_fail"] for c in cols] == [0, 1, 0]  # LPOLL-8 is a SHOULD: its fail is not a MUST fail
     assert cols[0]["run"] == "20250101-000000-reference" and cols[1]["profiles"] == ["strict"]
-    assert cols[1]["counts"] == {"pass": n - 5, "fail": 2, "expected-fail": 1, "unexpected-pass": 1, "partial": 0,
-                                 "not-applicable": 1, "reference-only": 0, "not-covered": 0, "absent": 1}
+    assert cols[1]["counts"] == {"pass": n - 5, "fail": 2, "error": 0, "expected-fail": 1, "unexpected-pass": 1,
+                                 "partial": 0, "not-applicable": 1, "reference-only": 0, "not-covered": 0, "absent": 1}
     assert cols[2]["counts"]["absent"] == 1 and cols[2]["counts"]["pass"] == n  # n - 1 spec ones + GONE-1
     assert [x["id"] for x in cols[1]["must_expected_fail"]] == ["OFFSET-2"], "a known MUST deviation is listed first"
     assert cols[1]["must_expected_fail"][0]["reason"] == EXPECTATION["reason"] and cols[0]["must_expected_fail"] == []
@@ -122,7 +122,7 @@ def test_matrix_json_cells_counts_and_labels(three_runs: list[Path], tmp_path: P
     assert families["OFFSET"]["title"] == families_in_spec["OFFSET"].title
     offset_total = sum(1 for r in spec.requirements().values() if r.family == "OFFSET")
     assert families["OFFSET"]["counts"][peer] == {
-        "pass": offset_total - 3, "fail": 1, "expected-fail": 1, "unexpected-pass": 1, "partial": 0,
+        "pass": offset_total - 3, "fail": 1, "error": 0, "expected-fail": 1, "unexpected-pass": 1, "partial": 0,
         "not-applicable": 0, "reference-only": 0, "not-covered": 0, "absent": 0}
     assert families["LPOLL"]["counts"][peer]["not-applicable"] == 1
     assert families["OFFSET"]["counts"]["reference over remoting"]["absent"] == 1

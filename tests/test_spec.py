@@ -105,3 +105,58 @@ def test_a_requirement_passes_only_when_every_clause_was_judged(tmp_path: Path, 
     assert {v.id: v.status for v in report.verdicts(failed)}["X-1"] == "fail"
     assert report.exit_code(report.verdicts(failed)) == 1
     assert report.exit_code(list(vs.values())) == 0, "partial does not gate: nothing failed"
+
+
+def test_a_test_whose_setup_failed_leaves_its_requirement_in_error_not_failed(tmp_path: Path, monkeypatch) -> None:
+    """A failed setup (the target's broker did not start, a probe timed out) judged nothing: the requirement is
+    ``error``, neither a failure of the implementation nor, beside a passing clause, a pass; the run does not pass;
+    JUnit says ``<error>``; a reviewed deviation listed for it does not turn it into an expected fail."""
+    import xml.etree.ElementTree as ET
+
+    from conformance import report
+    from conformance.expectations import Expectation, Expectations
+
+    path = _spec_tree(tmp_path, "")
+    real = spec.load
+    monkeypatch.setattr(spec, "load", lambda *_: real(path))
+    monkeypatch.setattr(spec, "requirements", lambda *_: real(path)[1])
+
+    def result(reqs: list[str], outcome: str, message: str = "") -> report.TestResult:
+        return report.TestResult("t::" + "-".join(reqs), reqs, outcome, 0.1, message, message)
+
+    timeout = "TimeoutError: the probe of the broker's capabilities took over 10 s"
+    errored = [result(["X-1.closed"], "passed"), result(["X-1.expiry"], "error", timeout),
+               result(["X-3"], "error", timeout)]
+    listed = Expectations("x", "X", "1", {"X-3": Expectation("X-3", "a reviewed deviation", "upstream", "repro")})
+    vs = {v.id: v for v in report.verdicts(errored, listed)}
+    assert vs["X-1"].status == "error" and vs["X-3"].status == "error"
+    assert [(c["key"], c["status"], c["reason"]) for c in vs["X-1"].clauses] == [
+        ("closed", "pass", ""), ("expiry", "error", timeout)]
+    assert report.exit_code(list(vs.values())) == 1
+    doc = report.summary("t", [], list(vs.values()), errored)
+    assert doc["verdict"] == "error" and doc["tests"] == {"total": 3, "failed": 0, "errors": 2}
+    failed = [*errored, result(["X-1.closed"], "failed", "AssertionError")]
+    assert report.summary("t", [], report.verdicts(failed), failed)["verdict"] == "fail", "a judged failure first"
+    suite = ET.fromstring(report.junit_xml("t", list(vs.values())))
+    assert (suite.get("errors"), suite.get("failures")) == ("2", "0")
+    assert [e.get("message") for e in suite.iter("error")] == [f"X-1 (MUST) not judged: {timeout}",
+                                                               f"X-3 (MUST) not judged: {timeout}"]
+
+
+def test_the_results_file_calls_a_failed_setup_an_error(tmp_path: Path) -> None:
+    """The plugin's results line for a test whose fixture raised says ``error``, for a failed assertion ``failed``."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef broker():\n    raise TimeoutError('broker did not start')\n\n"
+        "@pytest.mark.req('X-1')\ndef test_setup(broker): ...\n\n@pytest.mark.req('X-2')\ndef test_call():\n"
+        "    assert 1 == 2\n", encoding="utf-8")
+    results = tmp_path / "results.jsonl"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_x.py"),
+                    f"--mqtck-results={results}"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    assert {line["nodeid"].split("::")[-1]: line["outcome"] for line in lines} == {"test_setup": "error",
+                                                                                    "test_call": "failed"}
+    assert "broker did not start" in next(line["summary"] for line in lines if line["outcome"] == "error")

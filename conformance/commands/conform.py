@@ -303,6 +303,12 @@ def _print_table(console: Console, doc: dict, run_dir: Path) -> None:
             for t in r["tests"]:
                 if t["outcome"] == "failed":
                     out.print(f"    {t['nodeid'].split('::')[-1]}: {t['summary']}", markup=False, highlight=False)
+        elif r["status"] == "error":
+            out.print(f"[magenta]ERROR[/magenta] {r['id']} ({r['level']}): not judged, a test's setup failed: "
+                      f"{r['sentence']}")
+            for t in r["tests"]:
+                if t["outcome"] == "error":
+                    out.print(f"    {t['nodeid'].split('::')[-1]}: {t['summary']}", markup=False, highlight=False)
     if "mutants" in doc:
         m = doc["mutants"]
         out.print(f"seeded faults killed: {m['killed']} of {m['total']} ({m['kill_rate']:.0%})")

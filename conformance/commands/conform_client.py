@@ -114,7 +114,7 @@ def publish_client_run(results: Any, expected: Any, family_prefix: str, command:
     else:
         out = Console()
         for v in vs:
-            colour = {"pass": "green", "fail": "red"}.get(v.status, "yellow")
+            colour = {"pass": "green", "fail": "red", "error": "magenta"}.get(v.status, "yellow")
             out.print(f"[{colour}]{v.status.upper():>15}[/{colour}] {v.id} ({v.level}): {v.sentence}")
             if v.expectation is not None:
                 out.print(f"{'':16}expected: {v.expectation['reason']}", markup=False, highlight=False)

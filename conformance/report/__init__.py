@@ -39,6 +39,7 @@ from conformance.report.junit import JUnitCase, testsuite_xml
 #: Every status a requirement can have in a run, in the order a report lists them, with what it means.
 STATUSES: dict[str, str] = {
     "fail": "a test of this requirement failed",
+    "error": "a test of this requirement could not run (its setup failed): not judged, and the run does not pass",
     "expected-fail": "failed: a reviewed deviation of this implementation (not gating)",
     "unexpected-pass": "listed as a deviation, but passed: the entry is stale",
     "pass": "every test of this requirement passed, every clause judged",
@@ -92,6 +93,9 @@ def _status(tests: list[TestResult]) -> str:
     """One clause's (or an unsplit requirement's) status from the tests that judge it."""
     if any(t.outcome == "failed" for t in tests):
         return "fail"
+    # A test whose setup failed judged nothing: neither a failure of the target nor, beside passing tests, a pass.
+    if any(t.outcome == "error" for t in tests):
+        return "error"
     if any(t.outcome == "passed" for t in tests):
         return "pass"
     # A test that ran and skipped itself (a capability missing, or a race that never happened) did drive the
@@ -107,7 +111,7 @@ def _clause_verdicts(req: spec.Requirement, tests: list[TestResult]) -> list[dic
         mine = [t for t in tests if f"{req.id}.{key}" in t.reqs or req.id in t.reqs]
         status = _status(mine)
         # Why a clause was not judged (a passing clause needs none, whatever its other tests said).
-        why = "failed" if status == "fail" else "skipped"
+        why = {"fail": "failed", "error": "error"}.get(status, "skipped")
         reason = "" if status == "pass" else next((t.summary for t in mine if t.outcome == why and t.summary), "")
         out.append({"key": key, "text": text, "status": status,
                     "reason": reason or ("no test of this suite judges it" if status == "not-covered" else "")})
@@ -119,6 +123,8 @@ def _combine(clauses: list[dict[str, Any]]) -> str:
     statuses = {c["status"] for c in clauses}
     if "fail" in statuses:
         return "fail"
+    if "error" in statuses:
+        return "error"
     if statuses == {"pass"}:
         return "pass"
     if "pass" in statuses:
@@ -160,9 +166,19 @@ def gates(v: Verdict, profiles: Iterable[str] = ()) -> bool:
 
 
 def exit_code(vs: list[Verdict], profiles: Iterable[str] = ()) -> int:
-    """0 when every applicable gating requirement passed, is an expected fail or is not covered; 1 otherwise."""
+    """0 when every applicable gating requirement passed, is an expected fail or is not covered; 1 otherwise (a
+    gating requirement failed, or could not be judged because a test's setup failed)."""
     chosen = tuple(profiles)
-    return 1 if any(v.status == "fail" and gates(v, chosen) for v in vs) else 0
+    return 1 if any(v.status in ("fail", "error") and gates(v, chosen) for v in vs) else 0
+
+
+def verdict_word(vs: list[Verdict], profiles: Iterable[str] = ()) -> str:
+    """The run's one word: ``pass``; ``fail`` when a gating requirement failed; else ``error`` when one could not
+    be judged (a test's setup failed: the harness or the target's environment, not a judged failure)."""
+    if exit_code(vs, profiles) == 0:
+        return "pass"
+    chosen = tuple(profiles)
+    return "fail" if any(v.status == "fail" and gates(v, chosen) for v in vs) else "error"
 
 
 def summary(target: str, capabilities: Iterable[str], vs: list[Verdict], results: list[TestResult],
@@ -173,9 +189,10 @@ def summary(target: str, capabilities: Iterable[str], vs: list[Verdict], results
     return {
         "target": target,
         "capabilities": sorted(capabilities),
-        "verdict": "pass" if exit_code(vs, profiles) == 0 else "fail",
+        "verdict": verdict_word(vs, profiles),
         "counts": counts,
-        "tests": {"total": len(results), "failed": sum(r.outcome == "failed" for r in results)},
+        "tests": {"total": len(results), "failed": sum(r.outcome == "failed" for r in results),
+                  "errors": sum(r.outcome == "error" for r in results)},
         "requirements": [asdict(v) for v in vs],
         "observations": observations(results),
         **(extra or {}),
@@ -211,8 +228,11 @@ def _junit_cases(v: Verdict, chosen: tuple[str, ...]) -> Iterable[JUnitCase]:
                          "message": v.status}]
     props = (("requirement", v.id), ("level", v.level), ("gates", str(gates(v, chosen)).lower()))
     for t in tests:
-        failure = skipped = None
-        if t["outcome"] == "failed" and v.status == "expected-fail" and v.expectation:
+        failure = skipped = error = None
+        if t["outcome"] == "error":
+            what = t.get("summary") or "the test's setup failed"
+            error = (f"{v.id} ({v.level}) not judged: {what}", f"{v.id} ({v.level}): {v.sentence}\n\n{t['message']}")
+        elif t["outcome"] == "failed" and v.status == "expected-fail" and v.expectation:
             skipped = f"expected fail: {v.expectation['reason']}"
         elif t["outcome"] == "failed":
             # The message is what failed (the assertion); the requirement and the traceback are the text.
@@ -220,7 +240,7 @@ def _junit_cases(v: Verdict, chosen: tuple[str, ...]) -> Iterable[JUnitCase]:
             failure = (f"{v.id} ({v.level}): {what}", f"{v.id} ({v.level}): {v.sentence}\n\n{t['message']}")
         elif t["outcome"] == "skipped":
             skipped = t["message"] or v.status
-        yield JUnitCase(f"{v.family}.{v.id}", t["nodeid"], t["duration"], props, failure, skipped)
+        yield JUnitCase(f"{v.family}.{v.id}", t["nodeid"], t["duration"], props, failure, skipped, error)
 
 
 #: The observation a failed suite test carries: its last calls on the target (conformance.suite.calls).
@@ -284,7 +304,7 @@ def family_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
         rows.append({"name": name, "title": fam.title, "requirements": reqs,
                      "counts": " · ".join(f"{counts[s]} {s}" for s in STATUSES if s in counts),
-                     "open": bool(counts.get("fail") or counts.get("unexpected-pass"))})
+                     "open": bool(counts.get("fail") or counts.get("error") or counts.get("unexpected-pass"))})
     return rows
 
 

@@ -43,8 +43,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from conformance import spec
 
 #: Requirement statuses a run reports (``conformance.report``), in the order columns and legends show them.
-STATUSES = ("pass", "fail", "expected-fail", "unexpected-pass", "partial", "not-applicable", "reference-only",
-            "not-covered")
+STATUSES = ("pass", "fail", "error", "expected-fail", "unexpected-pass", "partial", "not-applicable",
+            "reference-only", "not-covered")
 #: Status of a cell whose run did not report the requirement at all.
 ABSENT = "absent"
 MATRIX_VERSION = 1
