@@ -334,8 +334,9 @@ def _write_reports(directory: Path, summary: dict[str, Any], divergence: Any, ar
     if divergence is None:
         return
     replay_file = directory / "divergence.json"
-    replay_file.write_text(json.dumps(replay_document(divergence, target, against, args.seed, expect), indent=2)
-                           + "\n", encoding="utf-8")
+    # The targets as given (peer:NAME), not the addresses they were served at for this run.
+    document = replay_document(divergence, args.target, args.against, args.seed, expect)
+    replay_file.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     command = ["mqtck", "diff", "--replay", str(replay_file), "--target", args.target, "--against", args.against]
     _say(f"replay: {shlex.join(command)}")
     if args.emit_test:
