@@ -208,8 +208,11 @@ class RustBrokerPeer(RocketMQPeer):
             raise PeerError(f"{self.info.name} {what} exited with {process.proc.returncode}: {tail}"[:400])
 
     def _await_registered(self) -> None:
-        """The name server routes TBW102 to this broker's address."""
+        """The broker listens, and the name server routes TBW102 to its address. The port first: after a SIGKILL
+        the name server may still hold the killed broker's route for a moment, and a route alone once let a gate's
+        test connect before the new broker listened (connection refused, STORE-8 and STORE-26 failed once)."""
         broker = self._broker
         assert broker is not None
+        self._await_port(broker, self.broker_port, "broker")
         await_route(self.info.name, f"{self.host}:{self.namesrv_port}", self.broker_address,
                     lambda: self._check_alive(broker, "broker"))
