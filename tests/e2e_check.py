@@ -47,8 +47,17 @@ def run_e2e(tmp_path: Path, *client: str, messages: int, rate: int, rebalance_ro
     bad = ("exited_early", "never_consumed") + (() if shutdown_may_hang else ("shutdown_hung",))
     assert not [key for key in result["events"] if key.endswith(bad)], result["events"]
     audit = result["audit"]
-    assert audit["exit_code"] == 0 and audit["must_violations"] == 0, audit
+    assert audit["exit_code"] == 0 and audit["must_violations"] == 0, (audit, violation_examples(result))
     assert "lost" not in audit["findings"] and audit["duplicates_by_cause"]["unknown"] == 0, audit
     rows = [json.loads(line) for line in Path(result["trace"]).read_text().splitlines()]
     assert {r["event"] for r in rows} >= ROWS | (REBALANCE_ROWS if rebalance_rows else set())
     return result
+
+
+def violation_examples(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The audit's example findings of every violating category (their values and witness events), so that a
+    failed run says what the audit saw, not only how many."""
+    summary = json.loads((Path(result["report"]) / "summary.json").read_text())
+    return [{"run": run, "category": name, "examples": cat.get("examples", [])[:3]}
+            for run, body in summary["runs"].items() for name, cat in body["categories"].items()
+            if cat.get("violation") and cat.get("count")]

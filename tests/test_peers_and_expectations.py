@@ -208,17 +208,20 @@ def test_failures_are_printed_last_above_the_verdict(tmp_path: Path, capsys) -> 
 
     from conformance.commands.conform import _print_table
 
-    def row(rid: str, status: str) -> dict:
+    def row(rid: str, status: str, outcome: str = "failed") -> dict:
         return {"id": rid, "family": rid.split("-")[0], "level": "MUST", "status": status, "sentence": f"{rid} holds",
                 "expectation": {"reason": f"{rid} reviewed"},
-                "tests": [{"nodeid": f"t.py::test_{rid}", "outcome": "failed", "summary": "boom"}]}
+                "tests": [{"nodeid": f"t.py::test_{rid}", "outcome": outcome, "summary": "boom"}]}
 
     doc = {"target": "x", "verdict": "fail", "duration_s": 1.0, "expectations": "x",
-           "requirements": [row("A-1", "fail"), row("B-1", "expected-fail"), row("C-1", "unexpected-pass")],
+           "requirements": [row("D-1", "error", "error"), row("A-1", "fail"), row("B-1", "expected-fail"),
+                            row("C-1", "unexpected-pass")],
            "observations": {"pop.lost_wakeups": ["answered [late]"]}}
     _print_table(Console(width=200), doc, tmp_path)
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]
-    expected = ["EXPECTED FAIL B-1", "UNEXPECTED PASS C-1", "NOTICED POP-12", "FAIL A-1"]
+    error = next(i for i, ln in enumerate(lines) if "ERROR D-1" in ln)
+    assert "not judged, a test's setup failed: D-1 holds" in lines[error] and "test_D-1: boom" in lines[error + 1]
+    expected = ["EXPECTED FAIL B-1", "UNEXPECTED PASS C-1", "NOTICED POP-12", "ERROR D-1", "FAIL A-1"]
     marks = [next((m for m in expected if m in ln), None) for ln in lines]
     assert [m for m in marks if m] == expected
     assert any(ln.endswith("wake-up: answered [late]") for ln in lines), "a recorded deviation is printed as it is"

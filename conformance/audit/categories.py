@@ -19,8 +19,9 @@ that run, with the missing events named, and its findings there are withheld: a 
 cannot support is never given.
 
 Categories that are not violations (``expired``, ``pending`` and the duplicates with a cause, which
-at-least-once allows) are counted exactly and reported with witnesses, but never change the exit
-code. A duplicate without a cause is a violation: ALO-3 allows duplicates only with one.
+at-least-once allows; ``slow-wake``, which timing alone cannot prove) are counted exactly and reported with
+witnesses, but never change the exit code. A duplicate without a cause is a violation: ALO-3 allows
+duplicates only with one.
 """
 
 from __future__ import annotations
@@ -108,8 +109,14 @@ CATEGORIES: tuple[Category, ...] = (
     Category("late-poll-return", "long_poll", "LPOLL-3", True,
              "a held pull answered empty after suspend + hold-check interval + tolerance",
              needs=("PULL_REQ", "PULL_RESP")),
-    Category("slow-wake", "long_poll", "LPOLL-4", True,
-             "a held pull answered more than the wake bound after the matching message that woke it",
+    # Not a violation: a trace's clocks cannot tell a missing wake-up (LPOLL-4) from the #7358 race (LPOLL-9, a
+    # SHOULD Apache RocketMQ deviates from: a message stored between the broker's read and its hold waits for the
+    # next arrival or check) or from a stall of the machine, the broker or the recorder. A CI run recorded on a
+    # loaded machine found four such waits past 1 s against Apache RocketMQ, which the gate judges LPOLL-4-clean.
+    # The gate judges LPOLL-4 where it controls the timing (test_long_poll_realtime_conformance).
+    Category("slow-wake", "long_poll", "LPOLL-4", False,
+             "a held pull answered more than the wake bound after the matching message that woke it (reported, "
+             "not a violation: the #7358 race, LPOLL-9, or a stall explains it as well as a missing wake-up)",
              needs=("SEND", "PULL_REQ", "PULL_RESP")),
     Category("early-redelivery", "pop", "PACK-1", True,
              "a message POPped again before the previous delivery's invisibility ended, that handle not acked",

@@ -272,6 +272,14 @@ def conform(args: ConformOptions) -> int:
     return report.exit_code(vs, args.profile)
 
 
+#: The statuses printed last, each with its label, what it says before the sentence, and the test outcome whose
+#: summaries are listed under it.
+_UNJUDGED_OR_FAILED = {
+    "fail": ("[red]FAIL[/red]", "", "failed"),
+    "error": ("[magenta]ERROR[/magenta]", "not judged, a test's setup failed: ", "error"),
+}
+
+
 def _print_table(console: Console, doc: dict, run_dir: Path) -> None:
     table = Table(title=f"mqtck conform — {doc['target']}")
     statuses = tuple(report.STATUSES)
@@ -298,17 +306,13 @@ def _print_table(console: Console, doc: dict, run_dir: Path) -> None:
     for what, value in report.noticed(doc):
         out.print(f"[yellow]NOTICED[/yellow] {what}: {escape(value)}", highlight=False)
     for r in doc["requirements"]:
-        if r["status"] == "fail":
-            out.print(f"[red]FAIL[/red] {r['id']} ({r['level']}): {r['sentence']}")
-            for t in r["tests"]:
-                if t["outcome"] == "failed":
-                    out.print(f"    {t['nodeid'].split('::')[-1]}: {t['summary']}", markup=False, highlight=False)
-        elif r["status"] == "error":
-            out.print(f"[magenta]ERROR[/magenta] {r['id']} ({r['level']}): not judged, a test's setup failed: "
-                      f"{r['sentence']}")
-            for t in r["tests"]:
-                if t["outcome"] == "error":
-                    out.print(f"    {t['nodeid'].split('::')[-1]}: {t['summary']}", markup=False, highlight=False)
+        if r["status"] not in _UNJUDGED_OR_FAILED:
+            continue
+        label, said, outcome = _UNJUDGED_OR_FAILED[r["status"]]
+        out.print(f"{label} {r['id']} ({r['level']}): {said}{r['sentence']}")
+        for t in r["tests"]:
+            if t["outcome"] == outcome:
+                out.print(f"    {t['nodeid'].split('::')[-1]}: {t['summary']}", markup=False, highlight=False)
     if "mutants" in doc:
         m = doc["mutants"]
         out.print(f"seeded faults killed: {m['killed']} of {m['total']} ({m['kill_rate']:.0%})")

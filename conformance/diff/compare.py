@@ -64,7 +64,7 @@ def _holds(rule: DiffRule, a: dict[str, Any], b: dict[str, Any], inputs: Mapping
     """A rule's conditions: ``when = "KEY=VALUE"``, either observation has that value; ``given = "FIELD~REGEX"``,
     the step's input FIELD matches REGEX (never where the inputs are not known). No condition: always."""
     if rule.given:
-        name, _, pattern = rule.given.partition("~")
+        name, pattern = rule.given_condition()
         if inputs is None or name not in inputs or not re.search(pattern, str(inputs[name])):
             return False
     if not rule.when:

@@ -114,6 +114,17 @@ class DiffRule:
     def applies(self, step_kind: str) -> bool:
         return self.step in ("*", step_kind)
 
+    def given_condition(self) -> tuple[str, str]:
+        """``given`` as (FIELD, REGEX); ("", "") when the rule has none. The one parser of the condition: the
+        loader checks it with this, and the diff's comparison applies it."""
+        return split_given(self.given)
+
+
+def split_given(given: str) -> tuple[str, str]:
+    """``"FIELD~REGEX"`` as (FIELD, REGEX), the field name stripped; ("", "") for anything else."""
+    name, sep, pattern = given.partition("~")
+    return (name.strip(), pattern) if sep and name.strip() and pattern else ("", "")
+
 
 @dataclass(frozen=True)
 class ReferenceSetting:
@@ -208,8 +219,8 @@ def _given(path: Path, n: int, given: object) -> str:
         raise ExpectationError(f"{path}: diff entry {n}: field 'given' must be a string FIELD~REGEX")
     if not given:
         return ""
-    name, sep, pattern = given.partition("~")
-    if not sep or not name.strip() or not pattern:
+    name, pattern = split_given(given)
+    if not name:
         raise ExpectationError(f"{path}: diff entry {n}: field 'given' must be a string FIELD~REGEX")
     try:
         re.compile(pattern)
