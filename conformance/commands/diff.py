@@ -136,6 +136,7 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from conformance.diff.avoid import avoid_for
     from conformance.diff.compare import rules_for
     from conformance.diff.settings import settings_for
     from conformance.expectations import ExpectationError
@@ -148,13 +149,13 @@ def run(args: argparse.Namespace) -> int:
         try:
             target, expect = _serve(args.target, stack)
             expect = args.expect or expect
-            rules, settings = rules_for(expect), settings_for(expect)
+            rules, settings, avoid = rules_for(expect), settings_for(expect), avoid_for(expect)
             against, _ = _serve(args.against, stack, settings)
             for text in (target, against):
                 parse_target(text)
             if args.replay is not None:
                 return _replay(args, target, against, rules, settings, expect)
-            return _search(args, target, against, expect, rules, settings)
+            return _search(args, target, against, expect, rules, settings, avoid)
         except (ValueError, ExpectationError, UnreachableTarget) as exc:
             raise UsageError(str(exc)) from None
 
@@ -239,10 +240,14 @@ def _replay(args: argparse.Namespace, target: str, against: str, rules: tuple[An
             settings: dict[str, object], expect: str | None) -> int:
     """Run a replay file's program once; with ``--report-dir``, a divergence is written there as a replay file that
     records it (a hand-written repro kept as a fixture, like a divergence the search found)."""
+    from conformance.diff.avoid import from_document
     from conformance.diff.replay import listing, read_replay, replay, replay_document
 
     program, document = read_replay(Path(args.replay))
-    divergence = replay(program, target, against, rules, settings)
+    # What the file's search stepped around, not what the expectations say today: a hand-written repro of an avoided
+    # deviation must still show it.
+    avoid = from_document(document.get("avoid"))
+    divergence = replay(program, target, against, rules, settings, avoid)
     if divergence is None:
         _say(f"the {len(program.steps)} steps of {args.replay} agree on {target} and {against}")
         return 0
@@ -250,14 +255,14 @@ def _replay(args: argparse.Namespace, target: str, against: str, rules: tuple[An
     if args.report_dir is not None:
         out = Path(args.report_dir) / "divergence.json"
         out.parent.mkdir(parents=True, exist_ok=True)
-        recorded = replay_document(divergence, args.target, args.against, document.get("seed"), expect)
+        recorded = replay_document(divergence, args.target, args.against, document.get("seed"), expect, avoid)
         out.write_text(json.dumps(recorded, indent=2) + "\n", encoding="utf-8")
         _say(f"the divergence is recorded in {out}")
     return 1
 
 
 def _search(args: argparse.Namespace, target: str, against: str, expect: str | None, rules: tuple[Any, ...],
-            settings: dict[str, object]) -> int:
+            settings: dict[str, object], avoid: tuple[Any, ...]) -> int:
     from conformance.diff.replay import listing
     from conformance.diff.runner import Lockstep, TargetBroken, open_pair, search
 
@@ -272,7 +277,10 @@ def _search(args: argparse.Namespace, target: str, against: str, expect: str | N
                  f"{', '.join(sorted(both))}")
             _warn_of_a_full_disk(a, b)
             _say_when_on_real_time(a, b)
-            lockstep = Lockstep(a, b, rules, on_sequence=_Progress(args.examples))
+            for entry in avoid:
+                _say(f"stepping around {entry.id} as {expect} says ({entry.behaviour}): such steps run on neither "
+                     "target and are counted")
+            lockstep = Lockstep(a, b, rules, on_sequence=_Progress(args.examples), avoid=avoid)
             try:
                 result = search(lockstep, both, args.examples, args.seed, args.max_steps, frozenset(args.without))
             except TargetBroken as exc:
@@ -292,13 +300,15 @@ def _search(args: argparse.Namespace, target: str, against: str, expect: str | N
                      "given": r.given, "times": n}
                     for r, n in stats.excused.items()],
         "steps_by_kind": dict(sorted(stats.kinds.items())),
+        # What the run did not compare: steps of a reviewed deviation it stepped around ([[avoid]]).
+        "avoided": [{"behaviour": a.behaviour, "id": a.id, "steps": stats.avoided.get(a, 0)} for a in avoid],
     }
     divergence = result.divergence
     if divergence is not None:
         summary["shrunk_steps"] = divergence.index + 1
         summary["first_found_steps"] = result.first.index + 1 if result.first else None
     if args.report_dir is not None:
-        _write_reports(Path(args.report_dir), summary, divergence, args, target, against, expect)
+        _write_reports(Path(args.report_dir), summary, divergence, args, target, against, expect, avoid)
     if args.json:
         print(json.dumps(summary, indent=2))
     if divergence is None:
@@ -322,11 +332,13 @@ def _agreement(summary: dict[str, Any]) -> str:
              f"{summary['steps']} steps (seed {summary['seed']}, {summary['elapsed_s']:.1f} s)",
              "steps run, by kind:"]
     lines += [f"  {kind:<{width}}  {n:>6}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))]
+    lines += [f"not compared: {a['steps']} steps stepped around for {a['id']} ({a['behaviour']}, [[avoid]])"
+              for a in summary.get("avoided", [])]
     return "\n".join(lines)
 
 
 def _write_reports(directory: Path, summary: dict[str, Any], divergence: Any, args: argparse.Namespace,
-                   target: str, against: str, expect: str | None) -> None:
+                   target: str, against: str, expect: str | None, avoid: tuple[Any, ...]) -> None:
     from conformance.diff.replay import emit_test, replay_document, test_name
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -335,12 +347,12 @@ def _write_reports(directory: Path, summary: dict[str, Any], divergence: Any, ar
         return
     replay_file = directory / "divergence.json"
     # The targets as given (peer:NAME), not the addresses they were served at for this run.
-    document = replay_document(divergence, args.target, args.against, args.seed, expect)
+    document = replay_document(divergence, args.target, args.against, args.seed, expect, avoid)
     replay_file.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     command = ["mqtck", "diff", "--replay", str(replay_file), "--target", args.target, "--against", args.against]
     _say(f"replay: {shlex.join(command)}")
     if args.emit_test:
         name = test_name(divergence.step.kind, args.target, args.seed, summary["sequences_to_first_divergence"])
         test_file = directory / f"test_diff_{name}.py"
-        test_file.write_text(emit_test(divergence, target, against, expect, name), encoding="utf-8")
+        test_file.write_text(emit_test(divergence, target, against, expect, name, avoid), encoding="utf-8")
         _say(f"test: {test_file}")

@@ -13,9 +13,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from conformance.diff.avoid import from_document, to_document
 from conformance.diff.program import Program
 from conformance.diff.runner import Divergence, Lockstep, open_pair
-from conformance.expectations import DiffRule
+from conformance.expectations import Avoidance, DiffRule
 
 REPLAY_FORMAT = "mqtck-diff-replay/1"
 
@@ -47,13 +48,16 @@ def listing(divergence: Divergence, label_a: str, label_b: str) -> str:
 
 
 def replay_document(divergence: Divergence, target: str, against: str, seed: int | None,
-                    expect: str | None) -> dict[str, Any]:
+                    expect: str | None, avoid: tuple[Avoidance, ...] = ()) -> dict[str, Any]:
+    """The replay file of ``divergence``; ``avoid``: what the search stepped around, which its replay then steps
+    around too (a shrunk program may hold steps the search never ran)."""
     return {
         "format": REPLAY_FORMAT,
         "target": target,
         "against": against,
         "seed": seed,
         "expect": expect,
+        "avoid": to_document(avoid),
         "program": divergence.program.to_json(),
         "divergence": {
             "step": divergence.index + 1,
@@ -67,7 +71,8 @@ def replay_document(divergence: Divergence, target: str, against: str, seed: int
 
 
 def read_replay(path: Path) -> tuple[Program, dict[str, Any]]:
-    """The program of a replay file and the whole document; ValueError naming the field that is wrong."""
+    """The program of a replay file and the whole document (its ``avoid`` list checked); ValueError naming the field
+    that is wrong."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -75,19 +80,23 @@ def read_replay(path: Path) -> tuple[Program, dict[str, Any]]:
     if not isinstance(document, dict) or document.get("format") != REPLAY_FORMAT:
         raise ValueError(f"{path}: format: expected {REPLAY_FORMAT!r}")
     try:
+        from_document(document.get("avoid"))
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    try:
         return Program.from_json(document.get("program") or {}), document
     except ValueError as error:
         raise ValueError(f"{path}: program.{error}") from None
 
 
 def replay(program: Program, target: str, against: str, rules: tuple[DiffRule, ...] = (),
-           store_settings: dict[str, object] | None = None) -> Divergence | None:
-    """Open both targets (an in-process reference with ``store_settings``), run ``program`` once in lockstep,
-    close them; the divergence or None."""
+           store_settings: dict[str, object] | None = None, avoid: tuple[Avoidance, ...] = ()) -> Divergence | None:
+    """Open both targets (an in-process reference with ``store_settings``), run ``program`` once in lockstep (the
+    steps of ``avoid``'s behaviours on neither), close them; the divergence or None."""
     with tempfile.TemporaryDirectory(prefix="mqtck-diff-") as workdir:
         a, b = open_pair(target, against, Path(workdir), store_settings)
         try:
-            return Lockstep(a, b, rules).run(program)
+            return Lockstep(a, b, rules, avoid=avoid).run(program)
         finally:
             a.close()
             b.close()
@@ -104,19 +113,23 @@ import os
 
 import pytest
 
+from conformance.diff.avoid import from_document
 from conformance.diff.program import Program
 from conformance.diff.replay import listing, replay
 from conformance.diff.compare import rules_for
 from conformance.diff.settings import settings_for
 
 PROGRAM = json.loads({program!r})
+#: What the search stepped around (its [[avoid]] entries), stepped around here too.
+AVOID = from_document(json.loads({avoid!r}))
 TARGET = os.environ.get("MQTCK_DIFF_TARGET", {target!r})
 AGAINST = os.environ.get("MQTCK_DIFF_AGAINST", {against!r})
 
 
 @pytest.mark.req({touches})
 def test_{name}_targets_agree() -> None:
-    divergence = replay(Program.from_json(PROGRAM), TARGET, AGAINST, rules_for({expect!r}), settings_for({expect!r}))
+    divergence = replay(Program.from_json(PROGRAM), TARGET, AGAINST, rules_for({expect!r}), settings_for({expect!r}),
+                        AVOID)
     assert divergence is None, "\\n" + listing(divergence, TARGET, AGAINST)
 '''
 
@@ -132,9 +145,12 @@ def test_name(kind: str, target: str, seed: int, sequence: int | None) -> str:
     return re.sub(r"[^a-z0-9]+", "_", f"{kind} {what} {found}".lower()).strip("_")
 
 
-def emit_test(divergence: Divergence, target: str, against: str, expect: str | None, name: str) -> str:
-    """The source of a pytest test that replays the shrunk program and fails while the targets diverge."""
+def emit_test(divergence: Divergence, target: str, against: str, expect: str | None, name: str,
+              avoid: tuple[Avoidance, ...] = ()) -> str:
+    """The source of a pytest test that replays the shrunk program (stepping around ``avoid``, as its search did)
+    and fails while the targets diverge."""
     return TEST_TEMPLATE.format(
+        avoid=json.dumps(to_document(avoid)),
         step=divergence.index + 1, kind=divergence.step.kind, fields=", ".join(divergence.difference.fields),
         program=json.dumps(divergence.program.to_json()), target=target, against=against, expect=expect,
         touches=", ".join(repr(r) for r in divergence.step.touches), name=name,

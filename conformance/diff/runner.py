@@ -21,10 +21,11 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky
 
+from conformance.diff.avoid import Avoider
 from conformance.diff.compare import Difference, compare
 from conformance.diff.program import Program, programs
 from conformance.diff.steps import LARGE_BODY_BYTES, MAX_LARGE_BODY_BYTES, Side, Step
-from conformance.expectations import DiffRule
+from conformance.expectations import Avoidance, DiffRule
 from conformance.targets import FullTarget, MalformedAnswer, Target, TargetError
 from conformance.targets.control import ControlError
 from conformance.targets.registry import open_target
@@ -70,6 +71,8 @@ class Stats:
     shortest_steps: int = 0
     #: How often each rule excused a difference.
     excused: dict[DiffRule, int] = field(default_factory=dict)
+    #: How many steps each avoidance kept from running (conformance.diff.avoid).
+    avoided: dict[Avoidance, int] = field(default_factory=dict)
     #: Steps run per step kind: what a run that found nothing covered.
     kinds: Counter[str] = field(default_factory=Counter)
     started: float = field(default_factory=time.monotonic)
@@ -83,10 +86,11 @@ class Lockstep:
     """Runs programs on two targets in lockstep."""
 
     def __init__(self, a: FullTarget, b: FullTarget, rules: tuple[DiffRule, ...] = (),
-                 on_sequence: Callable[[Stats], None] | None = None) -> None:
+                 on_sequence: Callable[[Stats], None] | None = None, avoid: tuple[Avoidance, ...] = ()) -> None:
         self.a, self.b = a, b
         self.large_bytes = large_body_bytes(a, b)
         self.rules = rules
+        self.avoid = avoid
         self.stats = Stats()
         self._on_sequence = on_sequence
         # Names must not collide with an earlier run's on a server that outlives it (the pid), and must be as long
@@ -111,7 +115,13 @@ class Lockstep:
             for side in sides:
                 for i, queues in enumerate(program.queues):
                     _guard(side.target, side.target.create_topic, side.topic(i), queues)
+            avoider = Avoider(self.avoid)
             for index, step in enumerate(program.steps):
+                avoided = avoider.check(step, sides[0])
+                if avoided is not None:
+                    self.stats.avoided[avoided] = self.stats.avoided.get(avoided, 0) + 1
+                    before.append(({"avoided": avoided.id}, {"avoided": avoided.id}))
+                    continue
                 a, b = (_observe(side, step, index) for side in sides)
                 self.stats.steps += 1
                 self.stats.kinds[step.kind] += 1

@@ -54,6 +54,22 @@ instead of stopping at its first consequence::
     reason = "why"
     source = "upstream file and method"
 
+A file may also tell ``mqtck diff``'s search to step around a reviewed deviation that changes a target's state, so
+that every later step would show it again and no ``[[diff]]`` rule can excuse it (rocketmq-rust drops a commit of a
+smaller offset, QOFF-1: every later query and pull of that queue then differs). Each ``[[avoid]]`` entry names a
+behaviour of :data:`conformance.diff.avoid.BEHAVIOURS` and an ``[[expected]]`` entry of the same file, so that the
+gate still reports the deviation; a step of a drawn sequence that would show the behaviour runs on neither target,
+and the run counts and reports every step it left out::
+
+    [[avoid]]
+    behaviour = "smaller-commit"          # a commit below one the sequence already made for the group's queue
+    id = "QOFF-1"                         # an [[expected]] entry of this file
+    reason = "why"
+    source = "upstream file and function"
+
+A replay runs its program as its file says: a search's replay file lists what that search avoided, and a
+hand-written repro (``fixtures/diff``) avoids nothing.
+
 ``mqtck conform --expect NAME|FILE`` reports a failure listed here as ``expected-fail`` (it does not gate)
 and a listed requirement that passes as ``unexpected-pass`` (the entry is stale: remove it). A MUST that a
 real Apache broker fails is first suspected to be a wrong requirement or a wrong test; only what survives
@@ -80,6 +96,8 @@ DIFF_KINDS = ("allowed", "deviation")
 WHOLE_STEP_FIELD = "*"
 #: Every ``[[reference]]`` entry must say these (and ``value``).
 REFERENCE_FIELDS = ("setting", "id", "reason", "source")
+#: Every ``[[avoid]]`` entry must say these.
+AVOID_FIELDS = ("behaviour", "id", "reason", "source")
 
 
 class ExpectationError(ValueError):
@@ -138,6 +156,17 @@ class ReferenceSetting:
 
 
 @dataclass(frozen=True)
+class Avoidance:
+    """A behaviour ``mqtck diff``'s search steps around on this implementation: a reviewed deviation (``id``, an
+    ``[[expected]]`` entry) that would show in every later step."""
+
+    behaviour: str
+    id: str
+    reason: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class Expectations:
     name: str
     implementation: str
@@ -145,6 +174,7 @@ class Expectations:
     entries: dict[str, Expectation]
     diff: tuple[DiffRule, ...] = ()
     reference: tuple[ReferenceSetting, ...] = ()
+    avoid: tuple[Avoidance, ...] = ()
 
 
 def known() -> list[str]:
@@ -188,7 +218,8 @@ def load(name_or_file: str) -> Expectations:
         entries[rid] = Expectation(**{k: " ".join(entry[k].split()) for k in FIELDS}, intermittent=intermittent)
     return Expectations(path.stem, str(data.get("implementation", path.stem)), str(data.get("version", "")),
                         entries, _diff_rules(path, data.get("diff", []), reqs),
-                        _reference_settings(path, data.get("reference", []), reqs))
+                        _reference_settings(path, data.get("reference", []), reqs),
+                        _avoidances(path, data.get("avoid", []), entries))
 
 
 def _diff_rules(path: Path, raw: list[dict[str, object]], reqs: dict[str, spec.Requirement]) -> tuple[DiffRule, ...]:
@@ -250,6 +281,27 @@ def _reference_settings(path: Path, raw: list[dict[str, object]],
             raise ExpectationError(f"{path}: reference entry {n}: id {entry['id']!r} is not a requirement of the spec")
         out.append(ReferenceSetting(name, entry["value"], str(entry["id"]),
                                     " ".join(str(entry["reason"]).split()), " ".join(str(entry["source"]).split())))
+    return tuple(out)
+
+
+def _avoidances(path: Path, raw: list[dict[str, object]], entries: dict[str, Expectation]) -> tuple[Avoidance, ...]:
+    """The ``[[avoid]]`` entries, checked as far as they can be without the diff: every field, a behaviour named once,
+    and an ``id`` that is an ``[[expected]]`` entry of the same file (a deviation the diff steps around is one the
+    gate reports). That the behaviour is one the diff knows is ``mqtck diff``'s check (``conformance.diff.avoid``)."""
+    out: list[Avoidance] = []
+    for n, entry in enumerate(raw, 1):
+        for key in AVOID_FIELDS:
+            value = entry.get(key)
+            if not isinstance(value, str) or not value.strip():
+                raise ExpectationError(f"{path}: avoid entry {n}: field {key!r} is required (a non-empty string)")
+        behaviour = str(entry["behaviour"]).strip()
+        if any(earlier.behaviour == behaviour for earlier in out):
+            raise ExpectationError(f"{path}: avoid entry {n}: behaviour {behaviour!r} is listed twice")
+        if entry["id"] not in entries:
+            raise ExpectationError(f"{path}: avoid entry {n}: id {entry['id']!r} is no [[expected]] entry of this "
+                                   "file (the diff steps around reviewed deviations only)")
+        out.append(Avoidance(behaviour, str(entry["id"]), " ".join(str(entry["reason"]).split()),
+                             " ".join(str(entry["source"]).split())))
     return tuple(out)
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from conformance import expectations
 from conformance.diff import steps as s
+from conformance.diff.avoid import avoid_for
 from conformance.diff.compare import compare, rules_for
 from conformance.diff.program import Program
 from conformance.diff.replay import listing, read_replay, replay
@@ -151,6 +152,33 @@ EMPTIED_QUEUE = Program((2,), (s.Send(0, 1, count=2), s.Send(0, 0, large=True, c
                                s.MinMax(0, 1), s.Pull(0, 0, 1, 0), s.QueryOffset(1, 0, 1)))
 
 
+#: Commits of 2 then 1 on one queue (the second smaller: rocketmq-rust drops it, QOFF-1), one on another queue, a query.
+SMALLER_COMMIT = Program((2,), (s.Send(0, 0, count=3), s.CommitOffset(0, 0, 0, 2), s.CommitOffset(0, 0, 1, 0),
+                                s.CommitOffset(0, 0, 0, 1), s.LongPoll(0, 0, 0, commit_during=0),
+                                s.QueryOffset(0, 0, 0)))
+
+
+@pytest.mark.req("QOFF-1")
+def test_an_avoided_behaviour_runs_on_neither_target_and_is_counted(tmp_path: Path) -> None:
+    """rocketmq-rust's ``[[avoid]]`` entry: a commit below one the sequence already made for the same group and queue
+    (a commit step, or a long poll's commit during its hold) runs on neither target, is observed as avoided on both and
+    counted; a smaller commit of another queue is not one. Without the entry the same program commits 1."""
+    avoid = avoid_for("rocketmq-rust-1.0.0")
+    assert [(a.behaviour, a.id) for a in avoid] == [("smaller-commit", "QOFF-1")]
+    for given, stored in ((avoid, 2), ((), 0)):
+        a, b = ReferenceTarget(str(tmp_path / f"a{stored}")), ReferenceTarget(str(tmp_path / f"b{stored}"))
+        try:
+            lockstep = Lockstep(a, b, avoid=given)
+            assert lockstep.run(SMALLER_COMMIT) is None
+            prefix = f"d{lockstep._salt}s1-"
+            assert {t.query_offset(f"{prefix}G0", f"{prefix}T0", 0) for t in (a, b)} == {("SUCCESS", stored)}
+        finally:
+            a.close()
+            b.close()
+        assert lockstep.stats.avoided == ({avoid[0]: 2} if given else {})
+        assert lockstep.stats.steps == len(SMALLER_COMMIT.steps) - (2 if given else 0)
+
+
 @pytest.mark.req("RETAIN-12", "RETAIN-9")
 def test_reference_settings_run_the_reference_as_the_expectations_say(tmp_path: Path) -> None:
     """4.9.7's ``[[reference]]`` entry keeps an emptied queue's min: the reference run that way diverges from the
@@ -168,6 +196,10 @@ def test_reference_settings_run_the_reference_as_the_expectations_say(tmp_path: 
     assert (divergence.a["max"], divergence.b["min"]) == (2, 2) and divergence.a["min"] < 2
 
 
+#: An expectations entry an [[avoid]] entry may name.
+EXPECTED_QOFF_1 = '[[expected]]\nid = "QOFF-1"\nreason = "r"\nsource = "s"\nrepro = "x"\n\n'
+
+
 @pytest.mark.parametrize(("body", "message"), [
     ('[[reference]]\nsetting = "no_such"\nvalue = 1\nid = "RETAIN-9"\nreason = "r"\nsource = "s"\n',
      "setting 'no_such' is not a MessageStoreConfig field"),
@@ -183,6 +215,12 @@ def test_reference_settings_run_the_reference_as_the_expectations_say(tmp_path: 
      "id 'NOPE-1' is not a requirement"),
     ('[[diff]]\nstep = "pull"\nkind = "allowed"\nid = "OFFSET-1"\nreason = "r"\nsource = "s"\n',
      "field 'field' is required"),
+    (EXPECTED_QOFF_1 + '[[avoid]]\nbehaviour = "smaller-commit"\nid = "QOFF-2"\nreason = "r"\nsource = "s"\n',
+     "avoid entry 1: id 'QOFF-2' is no \\[\\[expected\\]\\] entry of this file"),
+    (EXPECTED_QOFF_1 + '[[avoid]]\nbehaviour = "smaller-commit"\nid = "QOFF-1"\nsource = "s"\n',
+     "avoid entry 1: field 'reason' is required"),
+    (EXPECTED_QOFF_1 + '[[avoid]]\nbehaviour = "fly"\nid = "QOFF-1"\nreason = "r"\nsource = "s"\n',
+     "avoid entry 1: behaviour 'fly' is not one of smaller-commit"),
 ])
 def test_bad_diff_and_reference_entries_name_the_entry_and_the_rule(tmp_path: Path, body: str, message: str) -> None:
     bad = tmp_path / "bad.toml"
@@ -190,6 +228,7 @@ def test_bad_diff_and_reference_entries_name_the_entry_and_the_rule(tmp_path: Pa
     with pytest.raises(ExpectationError, match=message):
         rules_for(str(bad))
         settings_for(str(bad))
+        avoid_for(str(bad))
 
 
 @pytest.mark.req("OFFSET-1")
@@ -221,6 +260,8 @@ def test_replay_files_are_checked_field_by_field(tmp_path: Path) -> None:
          "step kind 'fly'"),
         ('{"format": "mqtck-diff-replay/1", "program": {"queues": [1], "steps": [{"kind": "pull", "x": 1}]}}',
          "step pull:"),
+        ('{"format": "mqtck-diff-replay/1", "avoid": [{"behaviour": "fly", "id": "QOFF-1"}], '
+         '"program": {"queues": [1], "steps": []}}', "avoid: expected a list"),
     ):
         bad.write_text(document)
         with pytest.raises(ValueError, match=message):
