@@ -36,6 +36,8 @@ log = logging.getLogger("mqtck.record")
 _U32 = struct.Struct(">I")
 #: A RocketMQ 4.x producer sends on the broker's port minus 2 (sendMessageWithVIPChannel, true by default).
 VIP_CHANNEL_OFFSET = -2
+#: Port pairs a broker front tries before the route answer is passed on unchanged (the broker then unrecorded).
+FRONT_BIND_ATTEMPTS = 20
 READ_BYTES = 1 << 16
 #: After a client closes its connection, how long the proxy may wait for the broker's answers to its last
 #: requests (pulls excepted: a held pull may be answered 20 s later, and its answer changes nothing the client
@@ -114,6 +116,7 @@ class RecordingProxy:
         self._servers: list[asyncio.base_events.Server] = []
         #: upstream broker address -> the front's address clients are given.
         self.fronts: dict[str, str] = {}
+        self._fronts_lock = asyncio.Lock()
         self.address = ""
         #: Connections whose client has closed while the proxy still reads the broker's last answers.
         self._draining: set[asyncio.Task[None]] = set()
@@ -138,15 +141,32 @@ class RecordingProxy:
 
     # -- fronts ---------------------------------------------------------------------------------
     async def _front_for(self, address: str, broker_name: str) -> None:
-        """Open the front of the broker at ``address`` (on a port and its VIP-channel neighbour), once."""
-        if address in self.fronts:
-            return
-        port = free_port(self.host, neighbours=(VIP_CHANNEL_OFFSET,))
-        self.fronts[address] = f"{self.host}:{port}"
-        host, upstream_port = address.rsplit(":", 1)
-        for listen_port in (port, port + VIP_CHANNEL_OFFSET):
-            self._servers.append(await asyncio.start_server(
-                lambda r, w: self._serve(r, w, (host, int(upstream_port)), broker_name), self.host, listen_port))
+        """Open the front of the broker at ``address`` (on a port and its VIP-channel neighbour), once; clients are
+        given it only once both ports listen. A free port can be taken before it is bound (by another process
+        picking ports from the same range: two recorded runs at once lost every send to a front that never
+        listened), so a pair that cannot be bound is given up and another drawn."""
+        async with self._fronts_lock:  # two route answers at once must not open two fronts of one broker
+            if address in self.fronts:
+                return
+            host, upstream_port = address.rsplit(":", 1)
+            for _ in range(FRONT_BIND_ATTEMPTS):
+                port = free_port(self.host, neighbours=(VIP_CHANNEL_OFFSET,))
+                servers: list[asyncio.base_events.Server] = []
+                try:
+                    for listen_port in (port, port + VIP_CHANNEL_OFFSET):
+                        servers.append(await asyncio.start_server(
+                            lambda r, w: self._serve(r, w, (host, int(upstream_port)), broker_name), self.host,
+                            listen_port))
+                except OSError as exc:
+                    log.warning("the front of %s could not bind %s:%s (%s): drawing another port", address,
+                                self.host, port, exc)
+                    for server in servers:
+                        server.close()
+                    continue
+                self._servers.extend(servers)
+                self.fronts[address] = f"{self.host}:{port}"
+                return
+            raise OSError(f"no free port pair for the front of {address} after {FRONT_BIND_ATTEMPTS} attempts")
 
     # -- connections ----------------------------------------------------------------------------
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: tuple[str, int],

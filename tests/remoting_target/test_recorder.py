@@ -109,3 +109,46 @@ def test_a_commit_sent_just_before_the_client_closes_is_recorded(remoting_broker
     server.stop()
     commits = [r["offset"] for r in _rows(recorded) if r["event"] == "COMMIT"]
     assert commits == [1, 2, 3, 4, 5]
+
+
+def test_a_broker_front_whose_port_was_taken_draws_another_before_clients_are_given_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A free port can be taken between the check and the bind (another process picking ports from the same range):
+    the front must not be handed to clients until both its ports listen. Two recorded runs at once lost every send
+    to a front whose bind had failed."""
+    import asyncio
+
+    from conformance.record import proxy as proxy_module
+    from conformance.record.proxy import VIP_CHANNEL_OFFSET, RecordingProxy
+    from conformance.record.wire import WireRecorder
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    busy = taken.getsockname()[1]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        spare = probe.getsockname()[1]
+    while spare + VIP_CHANNEL_OFFSET == busy or spare == busy:
+        spare += 7
+    drawn = iter([busy, spare])
+    monkeypatch.setattr(proxy_module, "free_port", lambda host, neighbours=(): next(drawn))
+
+    async def open_front() -> tuple[str, list[int]]:
+        proxy = RecordingProxy(("127.0.0.1", 0), ("127.0.0.1", 1), WireRecorder.__new__(WireRecorder))
+        await asyncio.gather(proxy._front_for("127.0.0.1:9876", "broker-a"),
+                             proxy._front_for("127.0.0.1:9876", "broker-a"))
+        listening = []
+        for port in (spare, spare + VIP_CHANNEL_OFFSET):
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            listening.append(port)
+        front = proxy.fronts["127.0.0.1:9876"]
+        for server in proxy._servers:
+            server.close()
+        return front, listening
+
+    try:
+        front, listening = asyncio.run(open_front())
+    finally:
+        taken.close()
+    assert front == f"127.0.0.1:{spare}" and listening == [spare, spare + VIP_CHANNEL_OFFSET]
