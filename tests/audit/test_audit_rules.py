@@ -36,7 +36,7 @@ def test_categories_cite_requirements() -> None:
     assert not resolve("NOPE-1", BY_NAME["lost"]).in_spec
     assert {c.name for c in CATEGORIES if not c.violation} == {
         "expired", "pending", "duplicate-rebalance", "duplicate-crash", "duplicate-retry",
-        "duplicate-pop-redelivery"}
+        "duplicate-pop-redelivery", "slow-wake"}
 
 
 @pytest.mark.req("OFFSET-1", "OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5")
