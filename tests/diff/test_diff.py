@@ -334,7 +334,8 @@ def test_the_divergences_found_on_real_brokers_are_kept_as_replays(replay_file: 
     excused = compare(step.kind, recorded["target"], recorded["against"], rules, vars(step))
     if "repro_of" in document:
         # The minimal repro of a reviewed deviation the gate found (an [[expected]] entry whose repro names this
-        # file): no rule excuses it, so a diff search still stops at it.
+        # file): no rule excuses it, so a diff search stops at it unless the expectations step around it ([[avoid]]);
+        # the repro itself avoids nothing.
         entries = expectations.load(document["expect"]).entries
         for rid in document["repro_of"]:
             assert rid in entries and replay_file.name in entries[rid].repro, rid
