@@ -149,13 +149,14 @@ def run(args: argparse.Namespace) -> int:
         try:
             target, expect = _serve(args.target, stack)
             expect = args.expect or expect
-            rules, settings, avoid = rules_for(expect), settings_for(expect), avoid_for(expect)
+            rules, settings = rules_for(expect), settings_for(expect)
             against, _ = _serve(args.against, stack, settings)
             for text in (target, against):
                 parse_target(text)
             if args.replay is not None:
                 return _replay(args, target, against, rules, settings, expect)
-            return _search(args, target, against, expect, rules, settings, avoid)
+            # A replay steps around what its file says (_replay), a search what the expectations say.
+            return _search(args, target, against, expect, rules, settings, avoid_for(expect))
         except (ValueError, ExpectationError, UnreachableTarget) as exc:
             raise UsageError(str(exc)) from None
 

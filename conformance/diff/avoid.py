@@ -75,16 +75,18 @@ class Avoider:
     #: The highest offset the sequence committed so far per (group, topic index, queue id).
     committed: dict[tuple[int, int, int], int] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self._smaller = next((a for a in self.avoid if a.behaviour == "smaller-commit"), None)
+
     def check(self, step: Step, side: Side) -> Avoidance | None:
         """The avoidance ``step`` falls under (it then runs on neither target), or None (its commits are noted)."""
-        smaller = next((a for a in self.avoid if a.behaviour == "smaller-commit"), None)
-        commits = [((g, side.topic_index(t), side.queue(t, q)), offset) for (g, t, q), offset in _commits(step)]
-        if smaller is not None:
-            highest = dict(self.committed)
-            for key, offset in commits:
-                if offset < highest.get(key, offset):
-                    return smaller
-                highest[key] = max(highest.get(key, offset), offset)
-        for key, offset in commits:
-            self.committed[key] = max(self.committed.get(key, offset), offset)
+        if self._smaller is None:
+            return None  # nothing to step around: the commits need no ledger
+        noted: dict[tuple[int, int, int], int] = {}
+        for (g, t, q), offset in _commits(step):
+            key = (g, side.topic_index(t), side.queue(t, q))
+            if offset < noted.get(key, self.committed.get(key, offset)):
+                return self._smaller
+            noted[key] = offset
+        self.committed.update(noted)
         return None

@@ -204,9 +204,7 @@ def load(name_or_file: str) -> Expectations:
     reqs = spec.requirements()
     entries: dict[str, Expectation] = {}
     for n, entry in enumerate(data.get("expected", []), 1):
-        for key in FIELDS:
-            if not isinstance(entry.get(key), str) or not entry[key].strip():
-                raise ExpectationError(f"{path}: entry {n}: field {key!r} is required (a non-empty string)")
+        _require_strings(path, f"entry {n}", entry, FIELDS)
         rid = entry["id"]
         if rid not in reqs:
             raise ExpectationError(f"{path}: entry {n}: id {rid!r} is not a requirement of the spec")
@@ -222,13 +220,19 @@ def load(name_or_file: str) -> Expectations:
                         _avoidances(path, data.get("avoid", []), entries))
 
 
+def _require_strings(path: Path, where: str, entry: dict[str, object], fields: tuple[str, ...]) -> None:
+    """ExpectationError naming the file, the entry (``where``) and the first of ``fields`` that is not a non-empty
+    string: the one check every kind of entry makes."""
+    for key in fields:
+        value = entry.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise ExpectationError(f"{path}: {where}: field {key!r} is required (a non-empty string)")
+
+
 def _diff_rules(path: Path, raw: list[dict[str, object]], reqs: dict[str, spec.Requirement]) -> tuple[DiffRule, ...]:
     rules = []
     for n, entry in enumerate(raw, 1):
-        for key in DIFF_FIELDS:
-            value = entry.get(key)
-            if not isinstance(value, str) or not value.strip():
-                raise ExpectationError(f"{path}: diff entry {n}: field {key!r} is required (a non-empty string)")
+        _require_strings(path, f"diff entry {n}", entry, DIFF_FIELDS)
         if entry["kind"] not in DIFF_KINDS:
             kinds = ", ".join(DIFF_KINDS)
             raise ExpectationError(f"{path}: diff entry {n}: kind {entry['kind']!r} is not one of {kinds}")
@@ -268,10 +272,7 @@ def _reference_settings(path: Path, raw: list[dict[str, object]],
     the expectations, which every conform run and the report read, never import the reference."""
     out: list[ReferenceSetting] = []
     for n, entry in enumerate(raw, 1):
-        for key in REFERENCE_FIELDS:
-            value = entry.get(key)
-            if not isinstance(value, str) or not value.strip():
-                raise ExpectationError(f"{path}: reference entry {n}: field {key!r} is required (a non-empty string)")
+        _require_strings(path, f"reference entry {n}", entry, REFERENCE_FIELDS)
         name = str(entry["setting"])
         if any(earlier.setting == name for earlier in out):
             raise ExpectationError(f"{path}: reference entry {n}: setting {name!r} is set twice")
@@ -290,10 +291,7 @@ def _avoidances(path: Path, raw: list[dict[str, object]], entries: dict[str, Exp
     gate reports). That the behaviour is one the diff knows is ``mqtck diff``'s check (``conformance.diff.avoid``)."""
     out: list[Avoidance] = []
     for n, entry in enumerate(raw, 1):
-        for key in AVOID_FIELDS:
-            value = entry.get(key)
-            if not isinstance(value, str) or not value.strip():
-                raise ExpectationError(f"{path}: avoid entry {n}: field {key!r} is required (a non-empty string)")
+        _require_strings(path, f"avoid entry {n}", entry, AVOID_FIELDS)
         behaviour = str(entry["behaviour"]).strip()
         if any(earlier.behaviour == behaviour for earlier in out):
             raise ExpectationError(f"{path}: avoid entry {n}: behaviour {behaviour!r} is listed twice")
