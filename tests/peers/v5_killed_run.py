@@ -48,6 +48,12 @@ SURVIVOR_DELAY_MS = 20
 KILL_AFTER_S = 5
 #: The longest the survivor may take to consume everything after the kill (the proxy's renewal: 115-151 s seen).
 COMEBACK_WAIT_S = 300
+#: How long the survivor must print no new consumption before it is stopped: "consumed" is printed before the
+#: client sends its ack, and a push consumer keeps popping into its cache, so a survivor stopped the moment it has
+#: seen every body can leave its last ack unsent or a popped copy unconsumed (a CI run lost a last ack so).
+SETTLE_QUIET_S = 10
+#: The longest the settling may take (the proxy's second retry copies come seconds after the first).
+SETTLE_MAX_S = 120
 #: The audit's categories that must be judged and empty: no loss, no early redelivery, none never revived.
 POP_FINDINGS = ("lost", "early-redelivery", "redelivered-after-ack", "never-revived")
 #: The findings each deployment may show: the proxy's second retry copies of a killed consumer's messages, delivered
@@ -151,6 +157,17 @@ def _deployment(kind: str, tmp_path: Path) -> tuple[subprocess.Popen[str], str, 
     return proc, grpc, params["remoting"]
 
 
+def _settle(subject: Subject) -> None:
+    """Wait until ``subject`` has printed no consumption for SETTLE_QUIET_S (at most SETTLE_MAX_S)."""
+    deadline = time.monotonic() + SETTLE_MAX_S
+    seen, quiet_since = len(subject.events("consumed")), time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - quiet_since < SETTLE_QUIET_S:
+        time.sleep(0.5)
+        now = len(subject.events("consumed"))
+        if now != seen:
+            seen, quiet_since = now, time.monotonic()
+
+
 def _create_topic_and_group(namesrv: str) -> tuple[str, str]:
     """The topic (4 queues) and the consumer group, created over remoting as an operator does before v5 clients
     start: the proxy refuses the Telemetry settings of a consumer whose group the broker does not know (the
@@ -185,11 +202,13 @@ def _stop_server(server: subprocess.Popen[str], kind: str) -> None:
         server.communicate()
 
 
-def _comebacks(trace: Path) -> tuple[list[tuple[int, int]], int]:
+def _comebacks(trace: Path, kind: str) -> tuple[list[tuple[int, int]], int]:
     """Every unacknowledged delivery's comeback, (ms from its POP to the next POP of its message, its invisible time
     in ms), and how many POPs followed an acknowledged one. Asserts every message's last delivery was acknowledged.
     A POP after an acknowledged one is not a comeback but a second stored copy (the proxy's revive wrote two retry
-    copies of some messages): counted, and judged by the audit (PACK-3)."""
+    copies of some messages): counted, and judged by the audit (PACK-3). Where such copies are admitted (the
+    proxy), a copy may be the last delivery and unacknowledged: the survivor was stopped with it popped, after the
+    message had been consumed and acknowledged once, so nothing is lost."""
     acked = {row["handle"] for row in _trace_rows(trace, "ACK") if row.get("status") == "OK"}
     pops: dict[str, list[dict[str, Any]]] = {}
     for row in _trace_rows(trace, "POP"):
@@ -198,7 +217,10 @@ def _comebacks(trace: Path) -> tuple[list[tuple[int, int]], int]:
     copies = 0
     for deliveries in pops.values():
         deliveries.sort(key=lambda row: (row["ts"], row["seq"]))
-        assert deliveries[-1]["handle"] in acked, f"a delivery never came back: {deliveries[-1]}"
+        last = deliveries[-1]
+        a_copy = any(row["handle"] in acked for row in deliveries[:-1]) and "redelivered-after-ack" in \
+            ALLOWED_FINDINGS[kind]
+        assert last["handle"] in acked or a_copy, f"a delivery never came back: {last}"
         for first, then in itertools.pairwise(deliveries):
             if first["handle"] in acked:
                 copies += 1
@@ -270,6 +292,7 @@ def run_killed_consumer(plan: KillOne, kind: str, tmp_path: Path) -> dict[str, A
         consumed = lambda: {c["body"] for c in survivor.events("consumed")}  # noqa: E731
         assert _wait(lambda: consumed() >= sent, COMEBACK_WAIT_S), f"never consumed: {sorted(sent - consumed())[:10]}"
         caught_up = time.monotonic() - started
+        _settle(survivor)
         survivor.stop(signal.SIGTERM)
     finally:
         for subject in subjects:
@@ -280,7 +303,7 @@ def run_killed_consumer(plan: KillOne, kind: str, tmp_path: Path) -> dict[str, A
         _stop_server(server, kind)
     assert recorder.returncode == 0
     # Every delivery left unacknowledged (the victim's) came back no earlier than its invisible time after its POP.
-    comebacks, copies = _comebacks(trace)
+    comebacks, copies = _comebacks(trace, kind)
     assert comebacks, "the killed consumer held nothing: nothing came back"
     assert all(invisible >= plan.invisible_s * 1000 for _, invisible in comebacks), comebacks[:5]
     assert all(gap >= invisible for gap, invisible in comebacks), sorted(comebacks)[:5]
