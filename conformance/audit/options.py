@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from conformance.audit.engine import ENGINES, default_engine
 from conformance.audit.params import AuditParams
 from conformance.cliargs import report_dir
 
@@ -23,6 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", default=None, help="Spark master URL (default: local[*])")
     parser.add_argument("--driver-memory", default=DRIVER_MEMORY,
                         help=f"Spark driver memory in local mode (default {DRIVER_MEMORY})")
+    parser.add_argument("--engine", default=default_engine(), choices=ENGINES,
+                        help="spark: Spark's own engine; comet: Spark with Apache DataFusion Comet's native operators "
+                             "(needs pyspark 4.1: pip install 'mqtck[spark,comet]'); default: $MQTCK_AUDIT_ENGINE or "
+                             "spark")
     parser.add_argument("--settle-ms", type=int, default=d.settle_ms,
                         help=f"in-flight allowance before the horizon (default {d.settle_ms})")
     parser.add_argument("--max-witnesses", type=int, default=d.max_witnesses,

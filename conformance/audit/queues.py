@@ -259,7 +259,7 @@ def _pairs(base: DataFrame) -> DataFrame:
     pair = Window.partitionBy("lane_key", "src", "client", "offset").orderBy("ts", "seq").rowsBetween(
         Window.unboundedPreceding, -1
     )
-    rows = _spread(rows, req=F.last(F.when(kind == REQ, F.struct("ts", "seq", "suspend_ms", "max_nums")), True)
+    rows = _spread(rows, req=F.last(row_when(kind == REQ, "ts", "seq", "suspend_ms", "max_nums"), True)
                    .over(pair))
     paired = (kind == RESP) & F.col("req_ts").isNotNull() & (F.col("req_suspend_ms") > 0)
     return rows.filter(paired).drop("max_nums", "suspend_ms", "in_broker_view", "in_client_view")
@@ -275,8 +275,8 @@ def _drops(base: DataFrame) -> DataFrame:
     before = Window.partitionBy("lane_key", "client").orderBy("ts", rank, "seq").rowsBetween(
         Window.unboundedPreceding, -1
     )
-    rows = _spread(rows, owned=F.when(~change, F.last(F.when(change, F.struct("kind", "ts", "seq", "src", "epoch")),
-                                                          True).over(before)))
+    owned = F.last(row_when(change, "kind", "ts", "seq", "src", "epoch"), True).over(before)
+    rows = _spread(rows, owned=F.when(~change, owned))
     return rows.filter(~change & (F.col("owned_kind") == REVOKE)).drop("epoch")
 
 
@@ -289,8 +289,8 @@ def _downwards(base: DataFrame, paired: DataFrame) -> DataFrame:
         Window.unboundedPreceding, Window.currentRow
     )
     is_msg, is_ret, is_resp = kind == MSG, kind == RET, kind == RESP
-    expire = F.min_by(F.when(is_ret, F.struct("ts", "min_offset", "src", "seq")), F.when(is_ret, F.col("ts")))
-    wake = F.min_by(F.when(is_msg, F.struct("offset", "ts", "src", "seq")), F.when(is_msg, F.col("offset")))
+    expire = F.min_by(row_when(is_ret, "ts", "min_offset", "src", "seq"), F.when(is_ret, F.col("ts")))
+    wake = F.min_by(row_when(is_msg, "offset", "ts", "src", "seq"), F.when(is_msg, F.col("offset")))
     # Both in one window operator: two in a row (one column each) would each pass over the sorted rows again.
     rows = _spread(rows, expire=F.when(is_msg, expire.over(down)), wake=F.when(is_resp, wake.over(down)))
     # Retention rows and messages no consumer expects have done their part.
@@ -311,6 +311,14 @@ def _upwards(base: DataFrame, down: DataFrame) -> DataFrame:
     rows = rows.withColumn("settle_ts", F.when(kind == MSG, settle))
     blocking = F.max_by(F.struct("settle_ts", "offset", "ts", "src", "seq"), F.col("settle_ts"))
     return _spread(rows, blocking=F.when(kind == COMMIT, blocking.over(up)))
+
+
+def row_when(when: Column, *names: str) -> Column:
+    """The struct of ``names`` on the rows where ``when`` holds (null elsewhere), for a window function to pick.
+    Every field is nullable, as the CASE makes it: Spark keeps a non-null column's field non-nullable inside the
+    struct, and the native window aggregates of the comet engine (DataFusion's) return every field nullable and
+    refuse to hand a struct back under the narrower type ("Cannot cast nullable struct field")."""
+    return F.when(when, F.struct(*[F.when(when, F.col(name)).alias(name) for name in names]))
 
 
 def _spread(rows: DataFrame, **picked: Column) -> DataFrame:

@@ -18,12 +18,13 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conformance import interrupts
 from conformance.audit import class_archive
+from conformance.audit.engine import EngineUnavailable, default_engine, engine_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -106,6 +107,8 @@ class SparkSettings:
     #: The size of the trace to audit, when known before the JVM starts: a small one gets the short-life JIT
     #: (:data:`SHORT_JIT_OPTIONS`).
     input_bytes: int | None = None
+    #: ``spark`` or ``comet`` (:mod:`conformance.audit.engine`).
+    engine: str = field(default_factory=default_engine)
 
     @property
     def short_lived(self) -> bool:
@@ -176,6 +179,11 @@ def spark_session(settings: SparkSettings | None = None) -> SparkSession:
     )
     if settings.short_lived:
         builder = builder.config("spark.buffer.pageSize", SHORT_PAGE_SIZE)
+    try:
+        for key, value in engine_conf(settings.engine).items():
+            builder = builder.config(key, value)
+    except EngineUnavailable as exc:
+        raise SparkUnavailable(str(exc)) from exc
     master = settings.master or os.environ.get("MQTCK_SPARK_MASTER")
     if master:
         builder = builder.master(master)

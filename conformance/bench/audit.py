@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from conformance.audit.engine import ENGINES, default_engine
 from conformance.audit.options import DRIVER_MEMORY
 from conformance.cliargs import UsageError
 
@@ -40,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inject", default=DEFAULT_INJECT, help="faults, KIND=COUNT,... (default: some of each)")
     parser.add_argument("--driver-memory", default=DRIVER_MEMORY, help=f"Spark driver memory (default {DRIVER_MEMORY})")
     parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+    parser.add_argument("--engine", default=default_engine(), choices=ENGINES,
+                        help="spark or comet (mqtck audit --engine; default: $MQTCK_AUDIT_ENGINE or spark)")
     parser.add_argument("--trace", default=None,
                         help="audit this existing synthetic trace directory (with manifest.json) instead")
     parser.add_argument("--keep", default=None, help="write the trace and reports here and keep them")
@@ -136,7 +139,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             synth_s = round(time.perf_counter() - started, 3)
         events = manifest["events"]
         spark = spark_session(SparkSettings(master=args.master, driver_memory=args.driver_memory,
-                                            input_bytes=input_bytes(trace)))
+                                            input_bytes=input_bytes(trace), engine=args.engine))
         cpu_started, load_before = _jvm_cpu_seconds(spark), os.getloadavg()[0]
         threads_before = _jvm_cpu_by_thread(spark)
         jobs_before = _spark_jobs(spark)
@@ -159,7 +162,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             baseline["audit_over_" + args.baseline] = round(audit_s / max(baseline[f"{args.baseline}_s"], 1e-3), 1)
         return {
             "parameters": {"events_requested": args.events, "seed": args.seed, "inject": args.inject,
-                           "driver_memory": args.driver_memory, "master": args.master or "local[*]",
+                           "driver_memory": args.driver_memory, "engine": args.engine,
+                           "master": args.master or "local[*]",
                            "trace": str(trace) if args.keep or args.trace else None},
             "events": events,
             "trace_mib": round(sum(p.stat().st_size for p in trace.rglob("*.parquet")) / MIB, 1),

@@ -32,6 +32,8 @@ PULSAR_CLIENT_POM_DIR = Path(__file__).resolve().parent / "pulsar_client"
 PROXY_POM_DIR = Path(__file__).resolve().parent / "rocketmq_proxy"
 #: rocketmq-tools: Apache RocketMQ's admin tool (mqadmin), run against the reference to check its admin answers.
 MQADMIN_POM_DIR = Path(__file__).resolve().parent / "mqadmin"
+#: Apache DataFusion Comet: the audit's native engine (not a peer; the same resolution by name and version).
+COMET_POM_DIR = Path(__file__).resolve().parents[1] / "audit" / "comet"
 #: How long one resolution may take (a cold ~/.m2 downloads ~40 MB for 4.9.7, ~90 MB for 5.x).
 RESOLVE_TIMEOUT_S = 600
 
@@ -132,6 +134,11 @@ def pulsar_client_classpath(version: str, *, progress: Progress | None = None) -
     """The runtime classpath of Apache Pulsar's Java client ``pulsar-client`` ``version`` (jar paths)."""
     return _classpath(PULSAR_CLIENT_POM_DIR, f"pulsar-client-{version}", version, False, progress,
                       prop="pulsar.version")
+
+
+def comet_classpath(version: str) -> list[str]:
+    """The jar of Apache DataFusion Comet ``version`` for Spark 4.1 (``mqtck audit --engine comet``)."""
+    return _classpath(COMET_POM_DIR, f"comet-spark4.1-{version}", version, False, prop="comet.version")
 
 
 def _classpath(pom_dir: Path, label: str, version: str, refresh: bool, progress: Progress | None = None,
