@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "conformance.commands.spec",
     "conformance.commands.strategy",
     "conformance.commands.audit",
+    "conformance.commands.spark",
     "conformance.commands.trace",
     "conformance.commands.record",
     "conformance.commands.peer",
@@ -86,7 +87,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 INTERRUPTED_EXIT = 130
 #: The servers, as command words (a command, or a command and its verb): SIGINT is how they are stopped (exit 0),
 #: so they keep their own handlers and KeyboardInterrupt.
-SERVER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({("broker",), ("record",), ("peer", "run")})
+SERVER_COMMANDS: frozenset[tuple[str, ...]] = frozenset({("broker",), ("record",), ("peer", "run"), ("spark", "serve")})
 
 #: Widest the descriptions are wrapped to, narrower on a narrow terminal (RawDescriptionHelpFormatter keeps line
 #: breaks as they are, so that the examples stay one per line).

@@ -68,6 +68,11 @@ DESCRIPTIONS: dict[str, str] = {
     "audit": "Audit a recorded trace (trace schema v1, Parquet or JSON Lines; docs/trace-schema.md) on Spark and "
              "write a summary, the findings with the events that prove them, and an HTML report. Exit 0 no MUST "
              "violated, 1 some finding violates one, 2 the trace cannot be read or Spark cannot start.",
+    "spark": "Spark tools for the audit: serve runs a warm Spark Connect server that mqtck audit --remote uses.",
+    "spark serve": "Run a warm Spark Connect server (Spark's own, from pip's pyspark) with the audit driver's "
+                   "settings until Ctrl-C, so that repeated audits (mqtck audit --remote sc://HOST:PORT) pay neither "
+                   "the JVM's start nor its warm-up. The server reads traces and writes reports itself: give "
+                   "paths it can see.",
     "trace": "Tools for trace schema v1 files: synth writes a synthetic trace with the faults you ask for.",
     "trace synth": "Write a synthetic workload trace (partitioned Parquet) and its manifest.json, with exactly the "
                    "injected faults asked for, to test the auditor or your own tooling.",
@@ -137,7 +142,12 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "strategy serve": ("mqtck strategy serve mypkg.zones:ZoneAware",
                        "mqtck strategy check --exec 'mqtck strategy serve mypkg.zones:ZoneAware'"),
     "audit": ("mqtck audit trace.jsonl --report-dir reports/audit",
-              "mqtck audit traces/ --report-dir out --master spark://head:7077"),
+              "mqtck audit traces/ --report-dir out --master spark://head:7077",
+              "mqtck audit trace.jsonl --report-dir out --remote sc://127.0.0.1:15002",
+              "mqtck audit trace.jsonl --report-dir out --engine comet"),
+    "spark": ("mqtck spark serve",),
+    "spark serve": ("mqtck spark serve", "mqtck spark serve --port 15003 --driver-memory 2g",
+                    "mqtck audit trace.jsonl --report-dir out --remote sc://127.0.0.1:15002"),
     "trace": ("mqtck trace synth --events 100000 --out /tmp/trace",),
     "trace synth": ("mqtck trace synth --events 100000 --out /tmp/trace", "mqtck trace synth --list-kinds",
                     "mqtck trace synth --events 50000 --inject lost=3,unsafe-commit=2 --out /tmp/trace"),

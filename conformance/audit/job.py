@@ -25,7 +25,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from conformance.audit import options
+from conformance.audit import options, remote
 from conformance.audit.batch import collect_together
 from conformance.audit.categories import not_judged
 from conformance.audit.derive import derive
@@ -81,7 +81,8 @@ def run_audit(
 ) -> AuditResult:
     """Audit ``trace`` into ``report_dir``. Raises UnreadableTrace / SparkUnavailable (exit 2)."""
     params = params or AuditParams()
-    report_dir = Path(report_dir)
+    # Absolute: a warm server (--remote) reads and writes them from its own working directory.
+    report_dir, trace = Path(report_dir).resolve(), Path(trace).resolve()
     report_dir.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     clock = time.perf_counter()
@@ -102,7 +103,8 @@ def run_audit(
     # findings), and a task per partition costs milliseconds of scheduling whatever it holds.
     wide = min(MAX_PARTITIONS, max(1, math.ceil(size / BYTES_PER_PARTITION)))
     spark.conf.set("spark.sql.shuffle.partitions",
-                   str(min(wide, max(SMALL_SHUFFLE_PARTITIONS, spark.sparkContext.defaultParallelism))))
+                   str(min(wide, max(SMALL_SHUFFLE_PARTITIONS,
+                                     remote.default_parallelism(spark, SMALL_SHUFFLE_PARTITIONS)))))
     # Small traces (tests, hand-written fixtures, CI runs): compiling code for the many short stages costs
     # more than it saves, whole stages and single expressions alike (Spark then interprets them; the
     # factory mode is Spark's own switch between generated and interpreted expressions). Measured on a
@@ -190,7 +192,8 @@ def main(argv: list[str] | None = None, show_progress: bool = True) -> int:
     args = parser.parse_args(argv)
     try:
         params = options.params_from(args)
-        settings = SparkSettings(master=args.master, driver_memory=args.driver_memory, engine=args.engine)
+        settings = SparkSettings(master=args.master, driver_memory=args.driver_memory, engine=args.engine,
+                                 remote=args.remote)
         result = run_audit(args.trace, args.report_dir, params, settings, show_progress=show_progress)
     except (ValueError, UnreadableTrace, AuditFailed, SparkUnavailable) as exc:
         print(f"mqtck audit: error: {exc}", file=sys.stderr)

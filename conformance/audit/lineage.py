@@ -28,6 +28,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
+from conformance.audit import remote
+
 #: How often a failed audit's background job group is cancelled again until its thread is done, seconds.
 CANCEL_POLL_S = 0.5
 
@@ -53,8 +55,7 @@ class Materializer:
 
     def _compute(self, frame: DataFrame) -> int:
         # Interrupted when cancelled: a task of these jobs only computes blocks that are dropped anyway.
-        frame.sparkSession.sparkContext.setJobGroup(self.JOB_GROUP, "computing an intermediate the audit reuses",
-                                                    interruptOnCancel=True)
+        remote.tag_jobs(frame.sparkSession, self.JOB_GROUP, "computing an intermediate the audit reuses")
         return frame.count()
 
     def wait(self, spark: SparkSession, cancel: bool) -> None:
@@ -67,7 +68,7 @@ class Materializer:
                 future.cancel()  # not started: never will be
         for future in pending:
             while cancel and not future.done():
-                spark.sparkContext.cancelJobGroup(self.JOB_GROUP)
+                remote.cancel_jobs(spark, self.JOB_GROUP)
                 with contextlib.suppress(Exception):
                     future.result(timeout=CANCEL_POLL_S)
             with contextlib.suppress(Exception):  # reported by the action that needed it (see the class)
@@ -81,7 +82,7 @@ MATERIALIZER = Materializer()
 def cut(frame: DataFrame) -> DataFrame:
     """``frame``, computed once however many derivations read it (now, in the background); a plan leaf where
     that is safe (local mode)."""
-    if frame.sparkSession.sparkContext.master.startswith("local"):
+    if remote.is_local(frame.sparkSession):
         kept = frame.localCheckpoint(eager=False)
     else:
         kept = frame.persist(StorageLevel.MEMORY_AND_DISK)
@@ -95,5 +96,4 @@ def release(spark: SparkSession, failed: bool = False) -> None:
     checkpoint's blocks would stay until the JVM collects its RDD, and a session that audits many traces (a
     test worker's) would pile them up in memory and on local disk."""
     MATERIALIZER.wait(spark, cancel=failed)
-    for rdd in list(spark.sparkContext._jsc.getPersistentRDDs().values()):
-        rdd.unpersist(False)
+    remote.drop_kept_blocks(spark)

@@ -8,6 +8,7 @@ import argparse
 
 from conformance.audit.engine import ENGINES, default_engine
 from conformance.audit.params import AuditParams
+from conformance.audit.remote import parse_connect_url
 from conformance.cliargs import report_dir
 
 #: Driver heap for local mode (the job never collects trace-sized data).
@@ -28,6 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="spark: Spark's own engine; comet: Spark with Apache DataFusion Comet's native operators "
                              "(needs pyspark 4.1: pip install 'mqtck[spark,comet]'); default: $MQTCK_AUDIT_ENGINE or "
                              "spark")
+    parser.add_argument("--remote", default=None, type=_connect_url, metavar="sc://HOST:PORT",
+                        help="audit on a warm Spark Connect server (mqtck spark serve) instead of a Spark of this "
+                             "process's own; the server reads the trace and writes the findings, so give paths it "
+                             "can see; its engine is the server's")
     parser.add_argument("--settle-ms", type=int, default=d.settle_ms,
                         help=f"in-flight allowance before the horizon (default {d.settle_ms})")
     parser.add_argument("--max-witnesses", type=int, default=d.max_witnesses,
@@ -48,6 +53,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"the broker saw may predate the drop: no finding (default {d.drop_grace_ms})")
     parser.add_argument("--strict-commit", action="store_true",
                         help="only CONSUME OK settles a message for commit safety (not a LATER retry hand-off)")
+
+
+def _connect_url(text: str) -> str:
+    try:
+        parse_connect_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--remote ")) from exc
+    return text
 
 
 def params_from(args: argparse.Namespace) -> AuditParams:

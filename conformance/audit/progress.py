@@ -1,7 +1,8 @@
 """Progress while Spark works: the phase the job is in and the tasks of the stages running now.
 
-A background thread polls Spark's status tracker (cheap: it reads the driver's bookkeeping) and
-drives a rich progress bar on stderr. When stderr is not a terminal (a CI log) the bar draws nothing: a
+A background thread polls Spark's status tracker (cheap: it reads the driver's bookkeeping), or reads what a
+warm Spark Connect server last reported of its stages (its progress messages), and drives a rich progress bar on
+stderr. When stderr is not a terminal (a CI log) the bar draws nothing: a
 plain line names each phase instead (:class:`conformance.progress.Ticker`), so a long audit does not look hung.
 """
 
@@ -10,12 +11,14 @@ from __future__ import annotations
 import threading
 import time
 from types import TracebackType
+from typing import Any
 
 from pyspark.sql import SparkSession
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from conformance import interrupts
+from conformance.audit import remote
 from conformance.progress import Ticker
 
 #: Seconds between polls of the status tracker.
@@ -24,7 +27,10 @@ POLL_S = 0.25
 
 class SparkProgress:
     def __init__(self, spark: SparkSession, enabled: bool = True) -> None:
-        self._sc = spark.sparkContext
+        self._spark = spark
+        self._sc = None if remote.is_remote(spark) else spark.sparkContext
+        #: A Connect server's stages of the operation running now: id -> (tasks, completed tasks).
+        self._remote_stages: dict[int, tuple[int, int]] = {}
         console = Console(stderr=True)
         self.enabled = enabled and console.is_terminal
         #: Plain phase lines where a bar cannot be drawn.
@@ -40,6 +46,8 @@ class SparkProgress:
 
     def __enter__(self) -> SparkProgress:
         if self.enabled:
+            if self._sc is None:
+                self._spark.registerProgressHandler(self._on_remote_progress)
             self._progress.start()
             self._thread.start()
         return self
@@ -48,13 +56,21 @@ class SparkProgress:
                  tb: TracebackType | None) -> None:
         self._stop.set()
         if self.enabled:
+            if self._sc is None:
+                self._spark.removeProgressHandler(self._on_remote_progress)
             self._thread.join(timeout=2)
             self._progress.stop()
+
+    def _on_remote_progress(self, stages: Any, inflight_tasks: int, operation_id: str | None, done: bool) -> None:
+        """A Connect server's report on the operation running now (its running and finished stages)."""
+        self._remote_stages = {} if done else {
+            stage.stage_id: (stage.num_tasks, stage.num_completed_tasks) for stage in stages or () if not stage.done}
 
     def phase(self, text: str) -> None:
         """Name what the driver does next (also the description of the Spark jobs it starts)."""
         self._phase = text
-        self._sc.setJobDescription(f"mqtck audit: {text}")
+        if self._sc is not None:
+            self._sc.setJobDescription(f"mqtck audit: {text}")
         self._progress.update(self._task, description=text)
         if self._plain is not None:
             self._plain.phase(text)
@@ -67,15 +83,20 @@ class SparkProgress:
                 raise
 
     def _poll_until_stopped(self) -> None:
-        tracker = self._sc.statusTracker()
+        tracker = self._sc.statusTracker() if self._sc is not None else None
         while not self._stop.is_set():
-            total = done = 0
-            stages = tracker.getActiveStageIds()
-            for stage_id in stages:
-                info = tracker.getStageInfo(stage_id)
-                if info is not None:
-                    total += info.numTasks
-                    done += info.numCompletedTasks
-            description = f"{self._phase} ({len(stages)} stage{'s' if len(stages) != 1 else ''})"
+            counts = self._remote_stages.values() if tracker is None else self._stage_counts(tracker)
+            total = sum(tasks for tasks, _ in counts)
+            done = sum(completed for _, completed in counts)
+            description = f"{self._phase} ({len(counts)} stage{'s' if len(counts) != 1 else ''})"
             self._progress.update(self._task, total=total or None, completed=done, description=description)
             time.sleep(POLL_S)
+
+    @staticmethod
+    def _stage_counts(tracker: Any) -> list[tuple[int, int]]:
+        """(tasks, completed tasks) of each stage the driver runs now."""
+        counts = []
+        for stage_id in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage_id)
+            counts.append((info.numTasks, info.numCompletedTasks) if info is not None else (0, 0))
+        return counts

@@ -14,6 +14,8 @@ maps a class-data archive of Spark's classes when one was written (:mod:`conform
 from __future__ import annotations
 
 import os
+import socket
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conformance import interrupts
-from conformance.audit import class_archive
+from conformance.audit import class_archive, remote
 from conformance.audit.engine import EngineUnavailable, default_engine, engine_conf
 
 if TYPE_CHECKING:
@@ -107,12 +109,79 @@ class SparkSettings:
     #: The size of the trace to audit, when known before the JVM starts: a small one gets the short-life JIT
     #: (:data:`SHORT_JIT_OPTIONS`).
     input_bytes: int | None = None
-    #: ``spark`` or ``comet`` (:mod:`conformance.audit.engine`).
+    #: ``spark`` or ``comet`` (:mod:`conformance.audit.engine`); a warm server's is its own.
     engine: str = field(default_factory=default_engine)
+    #: A warm Spark Connect server to audit on (``sc://HOST:PORT``, ``mqtck spark serve``) instead of a JVM of
+    #: this process's own.
+    remote: str | None = None
 
     @property
     def short_lived(self) -> bool:
         return self.input_bytes is not None and self.input_bytes <= SMALL_INPUT_BYTES
+
+
+def audit_conf(settings: SparkSettings, java_opts: str) -> dict[str, str]:
+    """The Spark settings of the audit's driver, for a session started here or a warm server's
+    (``mqtck spark serve``): everything but the master and the engine's."""
+    local_dir = Path(tempfile.gettempdir()) / "mqtck-spark"
+    local_dir.mkdir(parents=True, exist_ok=True)
+    conf = {
+        "spark.app.name": settings.app_name,
+        "spark.driver.memory": settings.driver_memory,
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.ui.enabled": os.environ.get("MQTCK_SPARK_UI", "false"),
+        "spark.ui.showConsoleProgress": "false",
+        # What the status store keeps of finished work (Spark keeps 1,000 SQL executions with their plans by
+        # default): a driver that runs many audits, as a test worker's does, must not fill its heap with the
+        # plans of audits long done (a CI run once spent 30 min in full GCs at 93 % of the old generation).
+        "spark.sql.ui.retainedExecutions": str(RETAINED_EXECUTIONS),
+        "spark.ui.retainedJobs": str(RETAINED_JOBS),
+        "spark.ui.retainedStages": str(RETAINED_JOBS),
+        "spark.ui.retainedTasks": str(RETAINED_TASKS),
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        # The job sizes its shuffles itself (one partition per 4 MiB of input) and broadcasts its small
+        # tables explicitly; adaptive re-planning between stages only adds latency (measured on 1M events:
+        # 77 Spark jobs instead of 26, 10 % more CPU).
+        "spark.sql.adaptive.enabled": "false",
+        # The queue pass reduces its rows with a collect_list aggregation over thousands of keys per task;
+        # keep it hash-based instead of falling back to sorting (Spark's default switches at 128 keys).
+        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "1000000",
+        # Some broadcast tables are computed from the trace (the keys of duplicated messages, of the queue
+        # pass's candidates): at 100M events that takes longer than Spark's default 300 s limit, which is
+        # meant for interactive queries, not for a batch job that has nothing else to do.
+        "spark.sql.broadcastTimeout": str(BROADCAST_TIMEOUT_S),
+        # PySpark 4 records the Python call site of every column function for its error messages: five
+        # or six JVM round trips per function, about 40 % of the 57 000 calls (12 s) that building the
+        # audit's plan took. The audit reports its own errors in one line; it needs no call sites.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+        "spark.sql.parquet.filterPushdown": "true",
+        # Input splits: Spark divides the input by the cores (so both work on every scan) up to this size.
+        # Smaller splits (16 MiB) only multiplied the tasks, each deserialising its stage's large plan:
+        # 8 % of the CPU at 10M events in a JFR profile; with 128 MiB the 10M audit took 10 % less CPU.
+        "spark.sql.files.maxPartitionBytes": str(128 * 1024 * 1024),
+        # Constraint propagation infers each plan node's predicates (for inferred filters and pruned ones)
+        # by walking the plan again at every optimiser iteration: on the audit's plans of some 2,000 nodes
+        # that was about a second of the driver's planning thread at 20K events, and it finds no filter the
+        # derivations do not state themselves (the same findings with it off).
+        "spark.sql.constraintPropagation.enabled": "false",
+        "spark.local.dir": str(local_dir),
+    }
+    if settings.short_lived:
+        conf["spark.buffer.pageSize"] = SHORT_PAGE_SIZE
+    return conf
+
+
+def driver_java_options(short_lived: bool, *, class_archive_too: bool = True) -> str:
+    """The driver JVM's flags: the log configuration, :data:`JVM_OPTIONS` (and ``MQTCK_SPARK_JAVA_OPTS``), the
+    JIT for its life, and the class archive's (a server that starts once maps none)."""
+    flags = (*JVM_OPTIONS, *os.environ.get("MQTCK_SPARK_JAVA_OPTS", "").split())
+    jit = SHORT_JIT_OPTIONS if short_lived else JIT_OPTIONS
+    # The class archive does not depend on the JIT's flags: one archive serves both kinds of audit.
+    return " ".join((f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
+                     "-Dio.netty.tryReflectionSetAccessible=true", *flags, *jit,
+                     *(class_archive.driver_options(flags) if class_archive_too else ())))
 
 
 def spark_session(settings: SparkSettings | None = None) -> SparkSession:
@@ -122,68 +191,19 @@ def spark_session(settings: SparkSettings | None = None) -> SparkSession:
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise SparkUnavailable("pyspark is not installed: pip install 'mqtck[spark]'") from exc
+    if settings.remote:
+        return _remote_session(settings.remote)
     active = SparkSession.getActiveSession()
     if active is not None:
         active.conf.set("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
         return active
-    local_dir = Path(tempfile.gettempdir()) / "mqtck-spark"
-    local_dir.mkdir(parents=True, exist_ok=True)
-    flags = (*JVM_OPTIONS, *os.environ.get("MQTCK_SPARK_JAVA_OPTS", "").split())
-    jit = SHORT_JIT_OPTIONS if settings.short_lived else JIT_OPTIONS
-    # The class archive does not depend on the JIT's flags: one archive serves both kinds of audit.
-    java_opts = " ".join((f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
-                          "-Dio.netty.tryReflectionSetAccessible=true", *flags, *jit,
-                          *class_archive.driver_options(flags)))
-    builder = (
-        SparkSession.builder.appName(settings.app_name)
-        .config("spark.driver.memory", settings.driver_memory)
-        .config("spark.driver.extraJavaOptions", java_opts)
-        .config("spark.ui.enabled", os.environ.get("MQTCK_SPARK_UI", "false"))
-        .config("spark.ui.showConsoleProgress", "false")
-        # What the status store keeps of finished work (Spark keeps 1,000 SQL executions with their plans by
-        # default): a driver that runs many audits, as a test worker's does, must not fill its heap with the
-        # plans of audits long done (a CI run once spent 30 min in full GCs at 93 % of the old generation).
-        .config("spark.sql.ui.retainedExecutions", str(RETAINED_EXECUTIONS))
-        .config("spark.ui.retainedJobs", str(RETAINED_JOBS))
-        .config("spark.ui.retainedStages", str(RETAINED_JOBS))
-        .config("spark.ui.retainedTasks", str(RETAINED_TASKS))
-        .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
-        # The job sizes its shuffles itself (one partition per 4 MiB of input) and broadcasts its small
-        # tables explicitly; adaptive re-planning between stages only adds latency (measured on 1M events:
-        # 77 Spark jobs instead of 26, 10 % more CPU).
-        .config("spark.sql.adaptive.enabled", "false")
-        # The queue pass reduces its rows with a collect_list aggregation over thousands of keys per task;
-        # keep it hash-based instead of falling back to sorting (Spark's default switches at 128 keys).
-        .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "1000000")
-        # Some broadcast tables are computed from the trace (the keys of duplicated messages, of the queue
-        # pass's candidates): at 100M events that takes longer than Spark's default 300 s limit, which is
-        # meant for interactive queries, not for a batch job that has nothing else to do.
-        .config("spark.sql.broadcastTimeout", str(BROADCAST_TIMEOUT_S))
-        # PySpark 4 records the Python call site of every column function for its error messages: five
-        # or six JVM round trips per function, about 40 % of the 57 000 calls (12 s) that building the
-        # audit's plan took. The audit reports its own errors in one line; it needs no call sites.
-        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-        .config("spark.sql.parquet.filterPushdown", "true")
-        # Input splits: Spark divides the input by the cores (so both work on every scan) up to this size.
-        # Smaller splits (16 MiB) only multiplied the tasks, each deserialising its stage's large plan:
-        # 8 % of the CPU at 10M events in a JFR profile; with 128 MiB the 10M audit took 10 % less CPU.
-        .config("spark.sql.files.maxPartitionBytes", str(128 * 1024 * 1024))
-        # Constraint propagation infers each plan node's predicates (for inferred filters and pruned ones)
-        # by walking the plan again at every optimiser iteration: on the audit's plans of some 2,000 nodes
-        # that was about a second of the driver's planning thread at 20K events, and it finds no filter the
-        # derivations do not state themselves (the same findings with it off).
-        .config("spark.sql.constraintPropagation.enabled", "false")
-        .config("spark.local.dir", str(local_dir))
-    )
-    if settings.short_lived:
-        builder = builder.config("spark.buffer.pageSize", SHORT_PAGE_SIZE)
+    builder = SparkSession.builder
     try:
-        for key, value in engine_conf(settings.engine).items():
-            builder = builder.config(key, value)
+        conf = {**audit_conf(settings, driver_java_options(settings.short_lived)), **engine_conf(settings.engine)}
     except EngineUnavailable as exc:
         raise SparkUnavailable(str(exc)) from exc
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     master = settings.master or os.environ.get("MQTCK_SPARK_MASTER")
     if master:
         builder = builder.master(master)
@@ -198,6 +218,52 @@ def spark_session(settings: SparkSettings | None = None) -> SparkSession:
     session.sparkContext.setLogLevel("ERROR")
     interrupts.install()
     return session
+
+
+#: How deep a protobuf message the Connect client may copy: the audit's plan nests some hundreds of relations, and
+#: protobuf's default limit is 100.
+PLAN_DEPTH_LIMIT = 5000
+
+
+def _deep_plans_allowed() -> None:
+    """Let the Connect client copy the audit's deep plans. Its plans are protobuf messages, and protobuf's C
+    backend (upb) refuses any nested deeper than 100 with no way to raise that; the pure-Python backend has a
+    settable limit. The backend is chosen when protobuf is first imported, so a process that already imported
+    it with upb (one that ran a gRPC front) cannot audit remotely: SparkUnavailable says so."""
+    if "google.protobuf" not in sys.modules:
+        os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
+    from google.protobuf.internal import api_implementation, decoder
+
+    if api_implementation.Type() != "python":
+        raise SparkUnavailable("--remote needs protobuf's Python backend (the audit's plans nest deeper than its C "
+                               "backend allows): run the audit in a process of its own, or set "
+                               "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python")
+    decoder.SetRecursionLimit(PLAN_DEPTH_LIMIT)
+
+
+#: How long the audit waits for a warm server's port before it says there is none, seconds.
+REMOTE_CONNECT_TIMEOUT_S = 5
+
+
+def _remote_session(url: str) -> SparkSession:
+    """A session of the Spark Connect server at ``url`` (``sc://HOST:PORT``); SparkUnavailable, in one line, when
+    the client's packages are missing or nothing listens there (Connect's client would retry for minutes)."""
+    host, port = remote.parse_connect_url(url)
+    _deep_plans_allowed()
+    try:
+        import pyspark.sql.connect.session  # noqa: F401  (its packages: grpcio, pandas, ...)
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise SparkUnavailable(f"--remote needs Spark Connect's client: pip install 'mqtck[spark,connect]' "
+                               f"({type(exc).__name__}: {exc})") from exc
+    try:
+        socket.create_connection((host, port), timeout=REMOTE_CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise SparkUnavailable(f"--remote {url}: no Spark Connect server answers there ({exc.strerror or exc}); "
+                               "start one with: mqtck spark serve") from exc
+    # pyspark's own builder, not the Connect class's: it also switches pyspark.sql.functions to Connect's columns
+    # for this process (SPARK_CONNECT_MODE_ENABLED), which the derivations build with.
+    return SparkSession.builder.remote(url).getOrCreate()
 
 
 #: What the JVM prints on stderr at every start whatever the log configuration: the module system's

@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
     from conformance.audit.job import print_summary, run_audit
     from conformance.audit.session import SparkSettings, SparkUnavailable
 
-    settings = SparkSettings(master=args.master, driver_memory=args.driver_memory, engine=args.engine)
+    settings = SparkSettings(master=args.master, driver_memory=args.driver_memory, engine=args.engine,
+                                 remote=args.remote)
     try:
         result = run_audit(args.trace, args.report_dir, params, settings, show_progress=True)
     except (UnreadableTrace, AuditFailed, SparkUnavailable) as exc:  # a Ctrl-C is KeyboardInterrupt (run_audit)

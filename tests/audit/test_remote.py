@@ -1,0 +1,84 @@
+"""A warm Spark (``mqtck spark serve``, Spark's Connect server with the audit's settings) and ``mqtck audit --remote``:
+the findings are those of a local audit of the same traces, with the same phase lines; a server that is not there
+and a malformed URL are one-line errors; the server stops on SIGINT with exit 0. Processes of their own, as a user
+runs them (a remote audit needs protobuf's Python backend, chosen at a process's first import of protobuf)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.audit.job import run_audit
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures" / "traces"
+#: Fixtures of three families of findings: POP, commits, permits (a remote audit's client is slow: the test's cost).
+TRACES = ("pop.jsonl", "commits.jsonl", "permits.jsonl")
+PHASES = ("cataloguing runs, clients and subscriptions", "deriving findings", "summarising findings")
+
+
+def _mqtck(*args: str, **kwargs) -> subprocess.Popen[str]:  # type: ignore[no-untyped-def]
+    return subprocess.Popen([sys.executable, "-m", "conformance.cli", *args], cwd=ROOT, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "MQTCK_PROGRESS_EVERY_S": "0"}, **kwargs)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _counts(summary: dict) -> dict:  # type: ignore[type-arg]
+    return {run: {name: c["count"] for name, c in data["categories"].items()}
+            for run, data in summary["runs"].items()}
+
+
+def test_a_remote_audit_finds_what_a_local_one_finds(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect's client (pip install 'mqtck[connect]')")
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for name in TRACES:
+        shutil.copy(FIXTURES / name, traces / name)
+    result = run_audit(traces, tmp_path / "local")
+    local = result.summary
+    port = _free_port()
+    server = _mqtck("spark", "serve", "--port", str(port), "--driver-memory", "1g", stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert server.stdout is not None
+        ready = server.stdout.readline()
+        assert f"serving sc://127.0.0.1:{port}" in ready, ready
+        for attempt in ("first", "second"):  # the same server again: nothing left of the first audit matters
+            audit = _mqtck("audit", str(traces), "--report-dir", str(tmp_path / attempt), "--remote",
+                           f"sc://127.0.0.1:{port}", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            out, err = audit.communicate(timeout=900)
+            assert audit.returncode == result.exit_code, (audit.returncode, err[-3000:])
+            remote = json.loads((tmp_path / attempt / "summary.json").read_text())
+            assert remote["totals"] == local["totals"]
+            assert _counts(remote) == _counts(local)
+            assert all(f"mqtck audit: {phase}" in err for phase in PHASES), err[-2000:]
+            assert (tmp_path / attempt / "report.html").exists()
+    finally:
+        server.send_signal(signal.SIGINT)
+        code = server.wait(timeout=120)
+    assert code == 0
+
+
+def test_no_server_and_a_bad_url_are_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect's client (pip install 'mqtck[connect]')")
+    trace = FIXTURES / "pop.jsonl"
+    for url, says in ((f"sc://127.0.0.1:{_free_port()}", "no Spark Connect server answers there"),
+                      ("http://127.0.0.1:15002", "must be sc://HOST:PORT")):
+        audit = _mqtck("audit", str(trace), "--report-dir", str(tmp_path / "r"), "--remote", url,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = audit.communicate(timeout=120)
+        assert audit.returncode == 2 and says in err and "Traceback" not in err, err
+        assert len(err.strip().splitlines()) == 1, err
