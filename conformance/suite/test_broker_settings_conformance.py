@@ -107,15 +107,17 @@ class Retention:
         self.disk = layout.disk_used_ratio
         self._topics = 0
 
-    def fill(self) -> str:
-        """A new topic whose first two commit-log segments are closed (a third is being written)."""
+    def fill(self, *, may_delete: bool = False) -> str:
+        """A new topic whose first two commit-log segments are closed (a third is being written). Unless
+        ``may_delete``, none of them may be deleted while it is filled (the settings keep them)."""
         self._topics += 1
         topic = f"{self.name}{self._topics}"
         time.sleep(SETTLED_RUNS * self.interval_s)  # clean runs that read the settings before the last change end
         self.target.create_topic(topic, 1)
         fill_three_segments(self.target, topic, 0, self.segment)
         lo = self.target.min_max(topic, 0)[0]
-        assert lo == 0, f"segments of {topic} were deleted while it was being filled (its min offset rose to {lo})"
+        assert may_delete or lo == 0, (
+            f"segments of {topic} were deleted while it was being filled (its min offset rose to {lo})")
         return topic
 
     def deleted(self, topic: str, why: str) -> None:
@@ -138,7 +140,9 @@ class Retention:
     def running(self, settings: Settings) -> None:
         """Show the clean service is running now: expired segments deleted at a clean hour."""
         settings(fileReservedTime=0, deleteWhen=_hours(NOW), diskMaxUsedSpaceRatio=95)
-        self.deleted(self.fill(), "the clean service at a deleteWhen hour with fileReservedTime 0")
+        # Every closed segment is expired here, so a clean run that comes while the topic is still being filled
+        # (a slow fill on a loaded machine: a CI run's 4.9.7 gate) deletes the first: the service runs, as shown.
+        self.deleted(self.fill(may_delete=True), "the clean service at a deleteWhen hour with fileReservedTime 0")
 
     def require_disk(self, lowest: float | None = None, highest: float = FORCED_CLEAN_RATIO) -> None:
         """Skip unless the disk's usage lets the test judge: above ``lowest`` (to trigger by disk), and below
