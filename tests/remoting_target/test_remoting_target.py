@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.targets import TargetError
+from conformance.targets import TargetError, remoting
 from conformance.targets.registry import parse_target
 from conformance.targets.remoting import RemotingTarget
 from reference.net.remoting.client import RemotingClient
@@ -170,3 +170,30 @@ def test_the_reference_broker_serves_pop_over_remoting(remoting_broker) -> None:
             client.close()
     finally:
         target.close()
+
+
+class _BusyThenOk:
+    """A broker connection whose first answers are SYSTEM_BUSY with ``remark`` (its flow control), then SUCCESS."""
+
+    def __init__(self, busy: int, remark: str) -> None:
+        self.busy, self.remark, self.calls = busy, remark, 0
+
+    def invoke(self, code: int, ext: dict, body: bytes = b"", timeout_s: float = 0) -> RemotingCommand:  # type: ignore[type-arg]
+        self.calls += 1
+        if self.calls <= self.busy:
+            return RemotingCommand(code=ResponseCode.SYSTEM_BUSY, remark=self.remark)
+        return RemotingCommand(code=ResponseCode.SUCCESS)
+
+
+def test_a_request_refused_unrun_for_flow_control_is_sent_again_and_nothing_else_is(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """SYSTEM_BUSY for a request the broker never ran (a queue's fast-failure cleaning on a loaded machine) is sent
+    again, as RocketMQ's clients do; any other SYSTEM_BUSY, and a refusal that keeps coming, is the answer."""
+    monkeypatch.setattr(remoting, "BUSY_PAUSE_S", 0.0)
+    busy = _BusyThenOk(2, "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 201ms")
+    assert RemotingTarget._invoke(busy, RequestCode.ACK_MESSAGE, {}).code == ResponseCode.SUCCESS and busy.calls == 3
+    other = _BusyThenOk(1, "[PC_SYNCHRONIZED]broker busy")  # may have been run: never sent again
+    assert RemotingTarget._invoke(other, RequestCode.ACK_MESSAGE, {}).code == ResponseCode.SYSTEM_BUSY
+    assert other.calls == 1
+    always = _BusyThenOk(99, "[REJECTREQUEST]system busy, start flow control for a while")
+    assert RemotingTarget._invoke(always, RequestCode.ACK_MESSAGE, {}).code == ResponseCode.SYSTEM_BUSY
+    assert always.calls == remoting.BUSY_ATTEMPTS
