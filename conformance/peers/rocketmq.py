@@ -74,6 +74,16 @@ COMMITLOG_SEGMENT_BYTES = 1 << 20
 CONSUMEQUEUE_SEGMENT_UNITS = 300_000
 #: How long the broker may take from launch to registered with its name server.
 START_TIMEOUT_S = 90.0
+
+
+class PortRace(PeerError):
+    """Ports chosen free for a peer are not usable together (two choices collided)."""
+
+
+#: How often a peer whose JVM exits at its start (a port taken between its choice and its bind) is started again.
+START_ATTEMPTS = 3
+#: What a start that failed because a JVM exited says (the retried kind of failure).
+EXITED_AT_START = "exited with"
 #: How long a JVM may take to stop after SIGTERM (RocketMQ's shutdown hook flushes and unregisters).
 STOP_TIMEOUT_S = 20.0
 #: Line BrokerStartup / NamesrvStartup print on stdout once started.
@@ -194,6 +204,7 @@ class RocketMQPeer:
         if namesrv_port and not port_free(self.host, namesrv_port):
             raise PeerError(f"port {namesrv_port} on {self.host} is busy")
         self.namesrv_port = namesrv_port or free_port(self.host)
+        self._namesrv_port_given = bool(namesrv_port)
         self.broker_port = 0
         self.log = log
         self.keep_dir = keep_dir
@@ -213,20 +224,36 @@ class RocketMQPeer:
         return f"{self.host}:{self.broker_port}"
 
     def start(self) -> RocketMQPeer:
+        """Start the name server and the broker. The ports are chosen free and then bound by JVMs seconds later, so
+        another process (a CI lane beside this one) can take one in between: a JVM that exits at its start is
+        started again on new ports, up to START_ATTEMPTS times (ports the caller named are kept)."""
         self._java = require_tool("java", "the RocketMQ peers run on the JVM")
         self._classpath = os.pathsep.join(self._jars())
-        self.dir = Path(tempfile.mkdtemp(prefix=f"mqtck-{self.info.name}-"))
-        self.broker_port = free_port(self.host, neighbours=(-2, 1))
-        self._write_config()
-        try:
-            self._namesrv = self._launch("org.apache.rocketmq.namesrv.NamesrvStartup", "-c", "namesrv.properties")
-            self._await_boot(self._namesrv, "name server")
-            self._broker = self._launch_broker()
-            self._await_registered()
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        for attempt in range(1, START_ATTEMPTS + 1):
+            self.dir = Path(tempfile.mkdtemp(prefix=f"mqtck-{self.info.name}-"))
+            self.broker_port = free_port(self.host, neighbours=(-2, 1))
+            try:
+                self._write_config()
+                self._namesrv = self._launch("org.apache.rocketmq.namesrv.NamesrvStartup", "-c", "namesrv.properties")
+                self._await_boot(self._namesrv, "name server")
+                self._broker = self._launch_broker()
+                self._await_registered()
+            except PeerError as exc:
+                self.stop()
+                if attempt == START_ATTEMPTS or not (isinstance(exc, PortRace) or EXITED_AT_START in str(exc)):
+                    raise
+                self._choose_ports_again()
+                continue
+            except BaseException:
+                self.stop()
+                raise
+            return self
+        raise AssertionError("unreachable")
+
+    def _choose_ports_again(self) -> None:
+        """New free ports for a start that failed (the name server's unless the caller named it)."""
+        if not self._namesrv_port_given:
+            self.namesrv_port = free_port(self.host)
 
     def _jars(self) -> list[str]:
         """The runtime classpath the JVMs start on (a subclass that runs another main class resolves its own)."""
@@ -449,7 +476,7 @@ class RocketMQPeer:
         while not jvm.booted.wait(0.1):
             if jvm.proc.poll() is not None:
                 tail = " | ".join(jvm.lines[-3:]) or "no output"
-                raise PeerError(f"{self.info.name} {what} exited with {jvm.proc.returncode}: {tail}"[:400])
+                raise PeerError(f"{self.info.name} {what} {EXITED_AT_START} {jvm.proc.returncode}: {tail}"[:400])
             if time.monotonic() > deadline:
                 raise PeerError(f"{self.info.name} {what} did not start within {START_TIMEOUT_S:.0f} s")
 

@@ -27,7 +27,15 @@ import time
 
 from conformance.peers import PeerError
 from conformance.peers.maven import proxy_classpath
-from conformance.peers.rocketmq import START_TIMEOUT_S, STOP_TIMEOUT_S, RocketMQPeer, _Jvm, free_port, port_free
+from conformance.peers.rocketmq import (
+    START_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    PortRace,
+    RocketMQPeer,
+    _Jvm,
+    free_port,
+    port_free,
+)
 
 #: The main class of the proxy; LOCAL mode (``-pm local``) builds the broker from ``-bc`` inside it.
 PROXY_MAIN = "org.apache.rocketmq.proxy.ProxyStartup"
@@ -73,7 +81,7 @@ class ProxyPeer(RocketMQPeer):
             self.grpc_port = free_port(self.host)
             self.proxy_remoting_port = free_port(self.host)
             if len({self.grpc_port, self.proxy_remoting_port, self.broker_port, self.namesrv_port}) < 4:
-                raise PeerError("the free ports chosen for the proxy collide; try again")
+                raise PortRace("the free ports chosen for the proxy collide")
         settings = {
             "rocketMQClusterName": CLUSTER, "proxyMode": "LOCAL", "namesrvAddr": f"{self.host}:{self.namesrv_port}",
             "localServeAddr": self.host, "grpcServerPort": self.grpc_port,
@@ -83,6 +91,10 @@ class ProxyPeer(RocketMQPeer):
             "grpcClientConsumerMaxLongPollingTimeoutMillis": MAX_LONG_POLLING_MS,
         }
         (self.dir / PROXY_CONFIG).write_text(json.dumps(settings, indent=2))
+
+    def _choose_ports_again(self) -> None:
+        super()._choose_ports_again()
+        self.grpc_port = self.proxy_remoting_port = 0  # chosen again by _write_config
 
     def _launch_broker(self) -> _Jvm:
         deadline = time.monotonic() + STOP_TIMEOUT_S

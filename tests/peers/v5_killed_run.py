@@ -122,12 +122,15 @@ def _mqtck(*args: str, log: Path) -> subprocess.Popen[str]:
                             start_new_session=True)
 
 
-def _line_starting(proc: subprocess.Popen[str], prefix: str) -> str:
+def _line_starting(proc: subprocess.Popen[str], prefix: str, log: Path | None = None) -> str:
+    """The first line of ``proc``'s output that starts with ``prefix``; if none comes, the tail of its ``log``
+    says why (a CI run once lost the reason a proxy never started with the test's temporary directory)."""
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith(prefix):
             return line.strip()
-    raise AssertionError(f"never printed {prefix!r}")
+    why = log.read_text(errors="replace")[-2000:] if log is not None and log.exists() else ""
+    raise AssertionError(f"never printed {prefix!r}; its stderr ends: {why}")
 
 
 def _wait(until: Any, timeout_s: float) -> bool:
@@ -151,7 +154,7 @@ def _deployment(kind: str, tmp_path: Path) -> tuple[subprocess.Popen[str], str, 
         grpc = _line_starting(proc, "mqtck broker: serving grpc://").rsplit("grpc://", 1)[1]
         return proc, grpc, remoting
     proc = _mqtck("peer", "run", "rocketmq-proxy-5.5.0", log=tmp_path / "proxy.err")
-    ready = _line_starting(proc, "ready grpc://").removeprefix("ready grpc://")
+    ready = _line_starting(proc, "ready grpc://", tmp_path / "proxy.err").removeprefix("ready grpc://")
     grpc, _, query = ready.partition("?")
     params = dict(part.split("=", 1) for part in query.split("&"))
     return proc, grpc, params["remoting"]
