@@ -192,8 +192,7 @@ def main(argv: list[str] | None = None, show_progress: bool = True) -> int:
     args = parser.parse_args(argv)
     try:
         params = options.params_from(args)
-        settings = SparkSettings(master=args.master, driver_memory=args.driver_memory, engine=args.engine,
-                                 remote=args.remote)
+        settings = options.spark_settings(args)
         result = run_audit(args.trace, args.report_dir, params, settings, show_progress=show_progress)
     except (ValueError, UnreadableTrace, AuditFailed, SparkUnavailable) as exc:
         print(f"mqtck audit: error: {exc}", file=sys.stderr)

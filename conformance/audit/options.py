@@ -9,6 +9,7 @@ import argparse
 from conformance.audit.engine import ENGINES, default_engine
 from conformance.audit.params import AuditParams
 from conformance.audit.remote import parse_connect_url
+from conformance.audit.session import SparkSettings
 from conformance.cliargs import report_dir
 
 #: Driver heap for local mode (the job never collects trace-sized data).
@@ -61,6 +62,11 @@ def _connect_url(text: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--remote ")) from exc
     return text
+
+
+def spark_settings(args: argparse.Namespace) -> SparkSettings:
+    """The Spark session the audit's options ask for (``mqtck audit`` and the spark-submit job alike)."""
+    return SparkSettings(master=args.master, driver_memory=args.driver_memory, engine=args.engine, remote=args.remote)
 
 
 def params_from(args: argparse.Namespace) -> AuditParams:

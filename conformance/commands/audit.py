@@ -30,10 +30,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     # Spark is imported only now: the other commands (and a refused input) never start a JVM.
     from conformance.audit.job import print_summary, run_audit
-    from conformance.audit.session import SparkSettings, SparkUnavailable
+    from conformance.audit.session import SparkUnavailable
 
-    settings = SparkSettings(master=args.master, driver_memory=args.driver_memory, engine=args.engine,
-                                 remote=args.remote)
+    settings = options.spark_settings(args)
     try:
         result = run_audit(args.trace, args.report_dir, params, settings, show_progress=True)
     except (UnreadableTrace, AuditFailed, SparkUnavailable) as exc:  # a Ctrl-C is KeyboardInterrupt (run_audit)

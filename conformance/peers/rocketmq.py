@@ -80,10 +80,12 @@ class PortRace(PeerError):
     """Ports chosen free for a peer are not usable together (two choices collided)."""
 
 
+class JvmExited(PeerError):
+    """A peer's JVM exited while it started (a port taken between its choice and its bind, among other causes)."""
+
+
 #: How often a peer whose JVM exits at its start (a port taken between its choice and its bind) is started again.
 START_ATTEMPTS = 3
-#: What a start that failed because a JVM exited says (the retried kind of failure).
-EXITED_AT_START = "exited with"
 #: How long a JVM may take to stop after SIGTERM (RocketMQ's shutdown hook flushes and unregisters).
 STOP_TIMEOUT_S = 20.0
 #: Line BrokerStartup / NamesrvStartup print on stdout once started.
@@ -229,26 +231,27 @@ class RocketMQPeer:
         started again on new ports, up to START_ATTEMPTS times (ports the caller named are kept)."""
         self._java = require_tool("java", "the RocketMQ peers run on the JVM")
         self._classpath = os.pathsep.join(self._jars())
-        for attempt in range(1, START_ATTEMPTS + 1):
-            self.dir = Path(tempfile.mkdtemp(prefix=f"mqtck-{self.info.name}-"))
-            self.broker_port = free_port(self.host, neighbours=(-2, 1))
+        for _ in range(START_ATTEMPTS - 1):
             try:
-                self._write_config()
-                self._namesrv = self._launch("org.apache.rocketmq.namesrv.NamesrvStartup", "-c", "namesrv.properties")
-                self._await_boot(self._namesrv, "name server")
-                self._broker = self._launch_broker()
-                self._await_registered()
-            except PeerError as exc:
-                self.stop()
-                if attempt == START_ATTEMPTS or not (isinstance(exc, PortRace) or EXITED_AT_START in str(exc)):
-                    raise
+                return self._start_once()
+            except (PortRace, JvmExited):
                 self._choose_ports_again()
-                continue
-            except BaseException:
-                self.stop()
-                raise
-            return self
-        raise AssertionError("unreachable")
+        return self._start_once()
+
+    def _start_once(self) -> RocketMQPeer:
+        """One start on the ports chosen now; everything started is stopped again if it fails."""
+        self.dir = Path(tempfile.mkdtemp(prefix=f"mqtck-{self.info.name}-"))
+        self.broker_port = free_port(self.host, neighbours=(-2, 1))
+        try:
+            self._write_config()
+            self._namesrv = self._launch("org.apache.rocketmq.namesrv.NamesrvStartup", "-c", "namesrv.properties")
+            self._await_boot(self._namesrv, "name server")
+            self._broker = self._launch_broker()
+            self._await_registered()
+        except BaseException:
+            self.stop()
+            raise
+        return self
 
     def _choose_ports_again(self) -> None:
         """New free ports for a start that failed (the name server's unless the caller named it)."""
@@ -476,7 +479,7 @@ class RocketMQPeer:
         while not jvm.booted.wait(0.1):
             if jvm.proc.poll() is not None:
                 tail = " | ".join(jvm.lines[-3:]) or "no output"
-                raise PeerError(f"{self.info.name} {what} {EXITED_AT_START} {jvm.proc.returncode}: {tail}"[:400])
+                raise JvmExited(f"{self.info.name} {what} exited with {jvm.proc.returncode}: {tail}"[:400])
             if time.monotonic() > deadline:
                 raise PeerError(f"{self.info.name} {what} did not start within {START_TIMEOUT_S:.0f} s")
 
