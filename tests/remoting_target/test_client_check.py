@@ -132,6 +132,19 @@ def test_a_client_that_commits_late_is_killed_after_its_first_commit(tmp_path: P
 
 
 @pytest.mark.req("CCLIENT-7")
+def test_a_kill_waiting_for_a_commit_holds_the_scenarios_end_back(tmp_path: Path) -> None:
+    """The client's first commit comes after the scenario's whole duration (9 s against 6): the run lasts until the
+    kill, and the successor then runs what was left after the kill's scheduled time. Ended at its duration, the run
+    never killed the client and called CCLIENT-7 not applicable (the Java lite-pull consumer in a loaded CI run)."""
+    statuses = _statuses(Options(f"{MINI} --commit-after 9", ("consumer-killed",), duration_s=6.0, fault_at_s=2.0),
+                         tmp_path)
+    assert statuses == {"CCLIENT-7": {"passed"}, "CCLIENT-3": {"passed"}}
+    log = (tmp_path / "consumer-killed.log").read_text()
+    killed = re.search(r"client killed with SIGKILL at (\d+\.\d) s, started again", log)
+    assert killed and 8.5 <= float(killed.group(1)) < 2.0 + KILL_COMMIT_WAIT_S, log
+
+
+@pytest.mark.req("CCLIENT-7")
 def test_the_frames_a_killed_client_left_in_its_socket_are_read_before_its_restart_is_marked(tmp_path: Path) -> None:
     """The harness marks a killed client's restart after :meth:`BrokerThread.settle` for the connections open at the
     kill: before that mark, the broker may not yet have read what the dead process sent (a pull at the end of the
