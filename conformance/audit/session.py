@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -220,25 +219,35 @@ def spark_session(settings: SparkSettings | None = None) -> SparkSession:
     return session
 
 
-#: How deep a protobuf message the Connect client may copy: the audit's plan nests some hundreds of relations, and
-#: protobuf's default limit is 100.
+#: How deep a protobuf message the Connect client may copy with protobuf's pure-Python backend: the audit's plan
+#: nests some hundreds of relations, and protobuf's default limit is 100.
 PLAN_DEPTH_LIMIT = 5000
 
 
 def _deep_plans_allowed() -> None:
-    """Let the Connect client copy the audit's deep plans. Its plans are protobuf messages, and protobuf's C
-    backend (upb) refuses any nested deeper than 100 with no way to raise that; the pure-Python backend has a
-    settable limit. The backend is chosen when protobuf is first imported, so a process that already imported
-    it with upb (one that ran a gRPC front) cannot audit remotely: SparkUnavailable says so."""
-    if "google.protobuf" not in sys.modules:
-        os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
-    from google.protobuf.internal import api_implementation, decoder
+    """Let the Connect client copy the audit's deep plans. Its plans are protobuf messages nested some hundreds
+    deep, and protobuf refuses to parse (or merge) any nested deeper than 100 by default ("Exceeded
+    upb_DecodeOptions_MaxDepth" at the audit's first checkpoint).
 
-    if api_implementation.Type() != "python":
-        raise SparkUnavailable("--remote needs protobuf's Python backend (the audit's plans nest deeper than its C "
-                               "backend allows): run the audit in a process of its own, or set "
-                               "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python")
-    decoder.SetRecursionLimit(PLAN_DEPTH_LIMIT)
+    With protobuf's C backend (upb, the default), its oversize setting lifts that limit for this process (it also
+    lifts the 64 MiB size limit; the audit's plans are far below it). That backend builds the plans at C speed: with
+    the pure-Python backend, which the first ``--remote`` used, the client spent some 20 s of one core copying the
+    20K-event audit's plans (docs/audit.md). The pure-Python backend (PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python)
+    still works: its own recursion limit is raised."""
+    from google.protobuf.internal import api_implementation
+
+    if api_implementation.Type() == "python":
+        from google.protobuf.internal import decoder
+
+        decoder.SetRecursionLimit(PLAN_DEPTH_LIMIT)
+        return
+    try:
+        from google._upb import _message as upb_message
+
+        upb_message.SetAllowOversizeProtos(True)
+    except (ImportError, AttributeError) as exc:
+        raise SparkUnavailable(f"--remote: this protobuf ({api_implementation.Type()} backend) cannot parse plans "
+                               "nested deeper than 100; set PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python") from exc
 
 
 #: How long the audit waits for a warm server's port before it says there is none, seconds.
