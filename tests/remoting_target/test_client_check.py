@@ -110,12 +110,9 @@ def test_client_committing_the_moved_offset_again_fails_only_the_strict_rule(tmp
 
 @pytest.mark.req("CCLIENT-7")
 def test_a_killed_clients_successor_starts_at_the_committed_offsets(tmp_path: Path) -> None:
-    statuses = _statuses(Options(MINI, ("consumer-killed",), duration_s=14.0, fault_at_s=8.0), tmp_path)
-    assert statuses == {"CCLIENT-7": {"passed"}, "CCLIENT-3": {"passed"}}
-    log = (tmp_path / "consumer-killed.log").read_text()
-    killed = re.search(r"client killed with SIGKILL at (\d+\.\d) s, started again", log)
+    killed_at = _killed_and_judged(Options(MINI, ("consumer-killed",), duration_s=14.0, fault_at_s=8.0), tmp_path)
     # Due at 8.0 s on the scenario's clock; the harness's loop sees it a poll later, under CI's load once 8.2 s.
-    assert killed and 8.0 <= float(killed.group(1)) < 11.0, log
+    assert 8.0 <= killed_at < 11.0
 
 
 @pytest.mark.req("CCLIENT-7")
@@ -123,12 +120,9 @@ def test_a_client_that_commits_late_is_killed_after_its_first_commit(tmp_path: P
     """The kill waits for the client's first commit of the topic, so its successor has a committed offset to start
     from: killed at its scheduled time, before any commit, CCLIENT-7 would have no evidence (a loaded CI run once
     called the Java lite-pull consumer's CCLIENT-7 not applicable so, its first periodic persist after 15 s)."""
-    statuses = _statuses(Options(f"{MINI} --commit-after 6", ("consumer-killed",), duration_s=10.0, fault_at_s=2.0),
-                         tmp_path)
-    assert statuses == {"CCLIENT-7": {"passed"}, "CCLIENT-3": {"passed"}}
-    log = (tmp_path / "consumer-killed.log").read_text()
-    killed = re.search(r"client killed with SIGKILL at (\d+\.\d) s, started again", log)
-    assert killed and 5.5 <= float(killed.group(1)) < 2.0 + KILL_COMMIT_WAIT_S, log
+    killed_at = _killed_and_judged(Options(f"{MINI} --commit-after 6", ("consumer-killed",), duration_s=10.0,
+                                           fault_at_s=2.0), tmp_path)
+    assert 5.5 <= killed_at < 2.0 + KILL_COMMIT_WAIT_S
 
 
 @pytest.mark.req("CCLIENT-7")
@@ -136,12 +130,18 @@ def test_a_kill_waiting_for_a_commit_holds_the_scenarios_end_back(tmp_path: Path
     """The client's first commit comes after the scenario's whole duration (9 s against 6): the run lasts until the
     kill, and the successor then runs what was left after the kill's scheduled time. Ended at its duration, the run
     never killed the client and called CCLIENT-7 not applicable (the Java lite-pull consumer in a loaded CI run)."""
-    statuses = _statuses(Options(f"{MINI} --commit-after 9", ("consumer-killed",), duration_s=6.0, fault_at_s=2.0),
-                         tmp_path)
-    assert statuses == {"CCLIENT-7": {"passed"}, "CCLIENT-3": {"passed"}}
-    log = (tmp_path / "consumer-killed.log").read_text()
+    killed_at = _killed_and_judged(Options(f"{MINI} --commit-after 9", ("consumer-killed",), duration_s=6.0,
+                                           fault_at_s=2.0), tmp_path)
+    assert 8.5 <= killed_at < 2.0 + KILL_COMMIT_WAIT_S
+
+
+def _killed_and_judged(options: Options, run_dir: Path) -> float:
+    """Run the consumer-killed scenario: CCLIENT-7 and CCLIENT-3 pass, and the client was killed (when, in s)."""
+    assert _statuses(options, run_dir) == {"CCLIENT-7": {"passed"}, "CCLIENT-3": {"passed"}}
+    log = (run_dir / "consumer-killed.log").read_text()
     killed = re.search(r"client killed with SIGKILL at (\d+\.\d) s, started again", log)
-    assert killed and 8.5 <= float(killed.group(1)) < 2.0 + KILL_COMMIT_WAIT_S, log
+    assert killed, log
+    return float(killed.group(1))
 
 
 @pytest.mark.req("CCLIENT-7")
