@@ -16,6 +16,8 @@ import json
 import os
 import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,6 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", default=None, help="Spark master (default local[*])")
     parser.add_argument("--engine", default=default_engine(), choices=ENGINES,
                         help="spark or comet (mqtck audit --engine; default: $MQTCK_AUDIT_ENGINE or spark)")
+    parser.add_argument("--engines", default=None, metavar="E1,E2",
+                        help="audit the same trace once per engine, each in a process of its own (an engine is "
+                             "chosen when a JVM starts), and print every engine's result with the ratios of their "
+                             "times: e.g. spark,comet in an environment with pyspark 4.1 (tox -e audit-comet)")
     parser.add_argument("--trace", default=None,
                         help="audit this existing synthetic trace directory (with manifest.json) instead")
     parser.add_argument("--keep", default=None, help="write the trace and reports here and keep them")
@@ -117,6 +123,67 @@ def _spark_jobs(spark: Any) -> set[int]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.engines is not None:
+        return _engines_in_one_run(args)
+    return _one_engine(args)
+
+
+def _engines_in_one_run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every engine of ``--engines`` on one trace (synthesized once, or ``--trace``), one after the other, each in a
+    child ``mqtck bench audit --engine E`` (a session's engine is fixed when its JVM starts, so one process cannot
+    measure two); then the engines side by side, with the ratio of each one's audit and five-check times to the
+    first's."""
+    from conformance.audit.engine import check_engine
+    from conformance.audit.synth import parse_inject, synthesize
+
+    try:
+        engines = [check_engine(name.strip()) for name in args.engines.split(",")]
+    except ValueError as exc:
+        raise UsageError(str(exc).replace("--engine ", "--engines: each ", 1)) from None
+    if len(set(engines)) != len(engines) or len(engines) < 2:
+        raise UsageError(f"--engines must name two or more different engines, got {args.engines!r}")
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="mqtck-bench-engines-"))
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        trace = Path(args.trace) if args.trace else root / "trace"
+        if not args.trace:
+            shutil.rmtree(trace, ignore_errors=True)
+            synthesize(trace, args.events, args.seed, parse_inject(args.inject))
+        results = {name: _child(args, name, trace, root) for name in engines}
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    first = engines[0]
+    ratios = {f"{name}_over_{first}": round(results[name]["audit_seconds"] / max(results[first]["audit_seconds"],
+                                                                                1e-3), 2) for name in engines[1:]}
+    out: dict[str, Any] = {"engines": results, "audit_ratio": ratios,
+                           "found_exactly": all(r["found_exactly"] for r in results.values()),
+                           "same_findings": all(r["findings"] == results[first]["findings"] for r in results.values())}
+    if args.baseline is not None:
+        out["five_checks_over_" + args.baseline] = {name: r["baseline"]["ratio"] for name, r in results.items()}
+    return out
+
+
+def _child(args: argparse.Namespace, engine: str, trace: Path, root: Path) -> dict[str, Any]:
+    """One engine's ``mqtck bench audit --trace`` in a process of its own; a refusal (exit 2) is this run's."""
+    out = root / f"bench-{engine}.json"
+    command = [sys.executable, "-m", "conformance.cli", "bench", "audit", "--trace", str(trace), "--engine", engine,
+               "--driver-memory", args.driver_memory, "--out", str(out)]
+    for option, value in (("--master", args.master), ("--baseline", args.baseline)):
+        if value is not None:
+            command += [option, value]
+    print(f"mqtck bench audit: engine {engine}", file=sys.stderr, flush=True)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode == 2:
+        said = done.stderr.strip().splitlines()
+        raise UsageError(f"--engines: {engine}: {said[-1] if said else 'refused'}")
+    if done.returncode != 0:
+        raise RuntimeError(f"--engines: the {engine} run exited {done.returncode}:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.read_text())["result"]
+    return result
+
+
+def _one_engine(args: argparse.Namespace) -> dict[str, Any]:
     from conformance.audit.job import input_bytes, run_audit
     from conformance.audit.session import SparkSettings, spark_session
     from conformance.audit.synth import parse_inject, synthesize

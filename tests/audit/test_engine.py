@@ -44,3 +44,34 @@ def test_the_session_runs_on_the_engine_it_was_asked_for(spark, tmp_path) -> Non
     plan = counted._jdf.queryExecution().executedPlan().toString()
     assert ("Comet" in plan) == (engine.default_engine() == "comet"), plan
     assert sorted(row["count"] for row in counted.collect()) == [142] + [143] * 6
+
+
+@pytest.mark.parametrize("engines, says", [
+    ("spark", "--engines must name two or more different engines, got 'spark'"),
+    ("spark,spark", "--engines must name two or more different engines"),
+    ("spark,velox", "--engines: each must be one of spark, comet, got 'velox'"),
+])
+def test_engines_of_one_run_are_checked_before_any_trace_or_jvm(engines, says, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["bench", "audit", "--engines", engines, "--keep", str(tmp_path / "k")]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "k" / "trace").exists()
+
+
+def test_both_engines_in_one_run_audit_one_trace_and_find_the_same(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Spark and Comet on the same Spark line (pyspark 4.1, the audit-comet lane), each in a process of its own, on
+    one synthesized trace: both find exactly what was injected, and the run reports each one's time and the ratio
+    (issue 42's "both engines in one run"). Where Comet cannot run here, the run is refused in one line."""
+    try:
+        engine.engine_conf("comet")
+    except engine.EngineUnavailable as exc:
+        pytest.skip(f"the comet engine cannot run in this environment: {exc}")
+    import json
+
+    assert main(["bench", "audit", "--engines", "spark,comet", "--events", "4000", "--inject",
+                 "lost=2,unsafe-commit=1", "--driver-memory", "1g"]) == 0
+    doc = json.loads(capsys.readouterr().out)["result"]
+    assert set(doc["engines"]) == {"spark", "comet"}
+    assert doc["found_exactly"] and doc["same_findings"]
+    assert doc["engines"]["comet"]["parameters"]["engine"] == "comet"
+    assert doc["audit_ratio"]["comet_over_spark"] > 0
